@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * struct profile: the symbolized, aggregated result of a run, in the form
+ * every writer (folded, pprof, later chrome/svg) reads. Built once at the end
+ * of a run (or of an interval) from the stack table; writers are pure
+ * functions of it, which is what makes them unit-testable without root.
+ */
+#ifndef BPFPROF_PROFILE_H
+#define BPFPROF_PROFILE_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+enum frame_kind {
+	FRAME_ROOT = 0,	  /* synthetic: process, thread, container roots */
+	FRAME_KERNEL,	  /* name carries the "_[k]" suffix already */
+	FRAME_NATIVE,	  /* user-space native code */
+	FRAME_PYTHON,	  /* interpreted Python frame */
+	FRAME_CUDA,	  /* GPU kernel leaf */
+};
+
+/* A binary mapped into one or more processes (pprof Mapping). */
+struct pmapping {
+	const char *path;	/* file name as the process saw it */
+	const char *build_id;	/* lowercase hex, or NULL */
+	uint64_t start;		/* address range of the locations that use it */
+	uint64_t limit;
+	uint64_t file_offset;	/* file offset that corresponds to start */
+};
+
+/* One distinct frame. Interned: a sample refers to frames by index. */
+struct pframe {
+	const char *name;	/* display name per DESIGN.md "Frame naming" */
+	const char *file;	/* source file, or NULL */
+	uint32_t line;		/* source line, or 0 */
+	uint32_t kind;		/* enum frame_kind */
+	int32_t mapping;	/* index into profile.mappings, or -1 */
+	uint32_t pad;
+	uint64_t addr;		/* address within mapping (ELF vaddr), kernel address, or 0 */
+};
+
+/* A label attached to a sample: string (str != NULL) or number. */
+struct plabel {
+	const char *key;
+	const char *str;
+	int64_t num;
+	const char *unit;	/* for numeric labels, or NULL */
+};
+
+#define PROFILE_MAX_VALUES 4
+#define PROFILE_MAX_LABELS 8
+
+struct psample {
+	uint32_t nframes;
+	uint32_t nlabels;
+	uint32_t *frames;	/* indexes into profile.frames, ROOT FIRST, leaf last */
+	int64_t values[PROFILE_MAX_VALUES];
+	struct plabel labels[PROFILE_MAX_LABELS];
+};
+
+struct pvaluetype {
+	const char *type;	/* "samples", "cpu", "alloc_space", ... */
+	const char *unit;	/* "count", "nanoseconds", "bytes" */
+};
+
+struct profile {
+	struct pvaluetype value_types[PROFILE_MAX_VALUES];
+	uint32_t nvalues;
+	uint32_t default_value;	/* index of the value folded/svg show by default */
+	struct pvaluetype period_type;
+	int64_t period;		/* e.g. 1e9/freq nanoseconds of CPU per sample */
+	int64_t time_ns;	/* start, wall clock (CLOCK_REALTIME) */
+	int64_t duration_ns;
+	const char **comments;	/* free-form lines (pprof comment) */
+	size_t ncomments;
+
+	struct pmapping *mappings;
+	size_t nmappings, cap_mappings;
+	struct pframe *frames;
+	size_t nframes, cap_frames;
+	struct psample *samples;
+	size_t nsamples, cap_samples;
+
+	/* private: string and frame interning, owned memory */
+	struct profile_priv *priv;
+};
+
+struct profile *profile__new(void);
+void profile__free(struct profile *p);
+
+/* Copy a string into memory the profile owns; returns the interned copy. */
+const char *profile__intern(struct profile *p, const char *s);
+/* Add a value type; returns its index or -ENOSPC. */
+int profile__add_value_type(struct profile *p, const char *type, const char *unit);
+/* Set period_type (strings interned) and period. Returns 0 or -ENOMEM. */
+int profile__set_period(struct profile *p, const char *type, const char *unit, int64_t period);
+/* Returns the index of an identical mapping (same path and build id), adding it if new. */
+int profile__add_mapping(struct profile *p, const struct pmapping *m);
+/* Returns the index of an identical frame, adding it if new. Strings are interned. */
+int profile__add_frame(struct profile *p, const struct pframe *f);
+/*
+ * Add a sample: frames root first. Values beyond p->nvalues are ignored.
+ * Label strings are interned. Returns 0 or -errno.
+ */
+int profile__add_sample(struct profile *p, const uint32_t *frames, uint32_t nframes,
+			const int64_t *values, const struct plabel *labels, uint32_t nlabels);
+/* Add a pprof comment line. */
+int profile__add_comment(struct profile *p, const char *line);
+
+#endif

@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aggregate/profile.h"
+#include "aggregate/profile_build.h"
+#include "aggregate/stacks.h"
+#include "proc/objfile.h"
+#include "symbolize/ksyms.h"
+#include "util/htab.h"
+
+struct builder {
+	struct profile *p;
+	struct objtab *objs;
+	const struct ksyms *ks;
+	struct htab *cache;	/* (sframe, caller) -> frame index + 1, high bit: unresolved */
+	int kernel_mapping;
+	int32_t *obj_mapping;	/* objfile id -> mapping index + 1 */
+	uint32_t nobj_mapping;
+	struct build_stats *bs;
+};
+
+#define UNRESOLVED_BIT (1ULL << 63)
+
+struct cache_key {
+	struct sframe f;
+	uint64_t caller;
+};
+
+/* Return addresses point after the call: look callers up one byte earlier. */
+static uint64_t lookup_addr(uint64_t addr, bool caller)
+{
+	return caller && addr ? addr - 1 : addr;
+}
+
+static int kernel_frame(struct builder *b, const struct sframe *f, bool caller,
+			struct pframe *pf, char *buf, size_t len, bool *unresolved)
+{
+	const char *module = NULL, *name = NULL;
+	uint64_t off;
+
+	if (b->ks)
+		name = ksyms__lookup(b->ks, lookup_addr(f->addr, caller), &off, &module);
+	if (name) {
+		snprintf(buf, len, "%s_[k]", name);
+	} else {
+		snprintf(buf, len, "[unknown]_[k]");
+		*unresolved = true;
+	}
+	pf->name = buf;
+	pf->kind = FRAME_KERNEL;
+	pf->addr = f->addr;
+	if (b->kernel_mapping < 0) {
+		struct pmapping m = { .path = "[kernel.kallsyms]", .start = f->addr,
+				      .limit = f->addr + 1 };
+
+		b->kernel_mapping = profile__add_mapping(b->p, &m);
+		if (b->kernel_mapping < 0)
+			return b->kernel_mapping;
+	} else {
+		struct pmapping *m = &b->p->mappings[b->kernel_mapping];
+
+		if (f->addr < m->start)
+			m->start = f->addr;
+		if (f->addr >= m->limit)
+			m->limit = f->addr + 1;
+	}
+	pf->mapping = b->kernel_mapping;
+	return 0;
+}
+
+static int obj_mapping(struct builder *b, struct objfile *o, uint64_t vaddr)
+{
+	struct pmapping *m;
+	int idx;
+
+	if (o->id >= b->nobj_mapping) {
+		uint32_t n = o->id * 2 + 16;
+		int32_t *v = realloc(b->obj_mapping, n * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		memset(v + b->nobj_mapping, 0, (n - b->nobj_mapping) * sizeof(*v));
+		b->obj_mapping = v;
+		b->nobj_mapping = n;
+	}
+	if (!b->obj_mapping[o->id]) {
+		struct pmapping pm = {
+			.path = o->path,
+			.build_id = objfile__build_id(o),
+			.start = vaddr,
+			.limit = vaddr + 1,
+			.file_offset = 0,
+		};
+
+		idx = profile__add_mapping(b->p, &pm);
+		if (idx < 0)
+			return idx;
+		b->obj_mapping[o->id] = idx + 1;
+		return idx;
+	}
+	idx = b->obj_mapping[o->id] - 1;
+	m = &b->p->mappings[idx];
+	if (vaddr < m->start)
+		m->start = vaddr;
+	if (vaddr >= m->limit)
+		m->limit = vaddr + 1;
+	return idx;
+}
+
+static int user_frame(struct builder *b, const struct sframe *f, bool caller, struct pframe *pf,
+		      char *buf, size_t len, bool *unresolved)
+{
+	struct objfile *o = objtab__by_id(b->objs, f->obj);
+	const char *name = NULL;
+	uint64_t vaddr;
+	int idx;
+
+	pf->kind = FRAME_NATIVE;
+	pf->mapping = -1;
+	pf->addr = f->addr;
+	if (!o) {	/* OBJ_UNMAPPED, OBJ_ANON */
+		pf->name = "[unknown]";
+		*unresolved = true;
+		return 0;
+	}
+	objfile__symbolize(o, lookup_addr(f->addr, caller), &name, &vaddr);
+	if (caller)
+		vaddr++;
+	if (name) {
+		pf->name = name;
+	} else {
+		snprintf(buf, len, "%s+0x%" PRIx64, o->name, vaddr);
+		pf->name = buf;
+		*unresolved = true;
+	}
+	idx = obj_mapping(b, o, vaddr);
+	if (idx < 0)
+		return idx;
+	pf->mapping = idx;
+	pf->addr = vaddr;
+	o->frames++;
+	return 0;
+}
+
+/* Profile frame index for f, symbolizing it on first sight. */
+static int frame_index(struct builder *b, const struct sframe *f, bool caller, bool *unresolved)
+{
+	struct cache_key k = { .f = *f, .caller = caller };
+	struct pframe pf = { 0 };
+	struct htab_entry *e;
+	char buf[512];
+	int ret, idx;
+
+	k.f.pad = 0;
+	ret = htab__upsert(b->cache, &k, sizeof(k), htab__hash(&k, sizeof(k)), &e);
+	if (ret < 0)
+		return ret;
+	if (ret == 0) {
+		*unresolved = e->val & UNRESOLVED_BIT;
+		return (int)(e->val & ~UNRESOLVED_BIT) - 1;
+	}
+	*unresolved = false;
+	if (f->obj == OBJ_KERNEL)
+		ret = kernel_frame(b, f, caller, &pf, buf, sizeof(buf), unresolved);
+	else
+		ret = user_frame(b, f, caller, &pf, buf, sizeof(buf), unresolved);
+	if (ret < 0)
+		return ret;
+	idx = profile__add_frame(b->p, &pf);
+	if (idx < 0)
+		return idx;
+	/* the upsert entry may have moved while symbolizing: look it up again */
+	e = htab__find(b->cache, &k, sizeof(k), htab__hash(&k, sizeof(k)));
+	if (e)
+		e->val = (uint64_t)(idx + 1) | (*unresolved ? UNRESOLVED_BIT : 0);
+	b->bs->distinct_frames++;
+	return idx;
+}
+
+static int root_frame(struct builder *b, const char *name)
+{
+	struct pframe pf = { .name = name, .kind = FRAME_ROOT, .mapping = -1 };
+
+	return profile__add_frame(b->p, &pf);
+}
+
+static void comm_str(char *dst, const char *comm)
+{
+	memcpy(dst, comm, 16);
+	dst[16] = '\0';
+	if (!dst[0])
+		strcpy(dst, "[unknown]");
+}
+
+static int add_stack(struct builder *b, const struct stack_key *k, const struct stack_vals *v,
+		     const struct build_opts *o, uint32_t *idx)
+{
+	uint32_t n = 0, nframes = k->nkernel + k->nuser;
+	struct plabel labels[4];
+	uint32_t nlabels = 0;
+	char name[64], pcomm[17], tcomm[17];
+	int64_t values[2];
+	int i, ret;
+	bool unresolved;
+
+	comm_str(pcomm, k->pcomm);
+	if (o->per_pid)
+		snprintf(name, sizeof(name), "%s [%u]", pcomm, k->pid);
+	else
+		snprintf(name, sizeof(name), "%s", pcomm);
+	ret = root_frame(b, name);
+	if (ret < 0)
+		return ret;
+	idx[n++] = ret;
+	if (o->per_thread) {
+		comm_str(tcomm, k->tcomm);
+		snprintf(name, sizeof(name), "%s [%u]", tcomm, k->tid);
+		ret = root_frame(b, name);
+		if (ret < 0)
+			return ret;
+		idx[n++] = ret;
+	}
+	/* user frames root first, then kernel frames root first */
+	for (i = (int)nframes - 1; i >= 0; i--) {
+		const struct sframe *f = &k->frames[i];
+		bool caller = i != 0 && i != k->nkernel;
+
+		ret = frame_index(b, f, caller, &unresolved);
+		if (ret < 0)
+			return ret;
+		idx[n++] = ret;
+		b->bs->frames += v->count;
+		if (unresolved)
+			b->bs->unresolved += v->count;
+	}
+	values[0] = v->count;
+	values[1] = (int64_t)v->weight * o->period;
+	labels[nlabels++] = (struct plabel){ .key = "pid", .num = k->pid };
+	labels[nlabels++] = (struct plabel){ .key = "comm", .str = pcomm };
+	if (o->per_thread) {
+		labels[nlabels++] = (struct plabel){ .key = "tid", .num = k->tid };
+		labels[nlabels++] = (struct plabel){ .key = "thread", .str = tcomm };
+	}
+	return profile__add_sample(b->p, idx, n, values, labels, nlabels);
+}
+
+int profile__build(struct profile **out, const struct stacks *st, struct objtab *objs,
+		   const struct ksyms *ks, const struct build_opts *o, struct build_stats *bs)
+{
+	struct builder b = { .objs = objs, .ks = ks, .kernel_mapping = -1, .bs = bs };
+	const struct stack_vals *v;
+	const struct stack_key *k;
+	uint32_t *idx = NULL;
+	size_t iter = 0;
+	int err = -ENOMEM;
+
+	memset(bs, 0, sizeof(*bs));
+	b.p = profile__new();
+	b.cache = htab__new(stacks__count(st) * 4, HTAB_COPY_KEYS);
+	idx = malloc((2 + 0xffff * 2) * sizeof(*idx));
+	if (!b.p || !b.cache || !idx)
+		goto cleanup;
+	if (profile__add_value_type(b.p, "samples", "count") < 0 ||
+	    profile__add_value_type(b.p, "cpu", "nanoseconds") < 0)
+		goto cleanup;
+	b.p->default_value = 0;
+	b.p->period_type = (struct pvaluetype){ .type = "cpu", .unit = "nanoseconds" };
+	b.p->period = o->period;
+	b.p->time_ns = o->time_ns;
+	b.p->duration_ns = o->duration_ns;
+
+	while ((k = stacks__next(st, &iter, &v))) {
+		err = add_stack(&b, k, v, o, idx);
+		if (err < 0)
+			goto cleanup;
+	}
+	for (uint32_t id = OBJ_FIRST; id < OBJ_FIRST + objtab__count(objs); id++) {
+		struct objfile *ob = objtab__by_id(objs, id);
+
+		if (ob && ob->frames && !ob->syms)
+			bs->objects_without_symbols++;
+	}
+	*out = b.p;
+	b.p = NULL;
+	err = 0;
+cleanup:
+	profile__free(b.p);
+	htab__free(b.cache);
+	free(b.obj_mapping);
+	free(idx);
+	return err;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Turn the stack table into a struct profile: name every distinct frame once
+ * (kallsyms for the kernel, the objfile's ELF symbols for user code), add the
+ * root frames DESIGN.md asks for, and the values and labels of each stack.
+ */
+#ifndef BPFPROF_PROFILE_BUILD_H
+#define BPFPROF_PROFILE_BUILD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct profile;
+struct stacks;
+struct objtab;
+struct ksyms;
+
+struct build_opts {
+	bool per_pid;		/* root frame "comm [pid]" */
+	bool per_thread;	/* "thread [tid]" frame under the process */
+	int64_t period;		/* nanoseconds of CPU one sample stands for */
+	int64_t time_ns;	/* wall-clock start */
+	int64_t duration_ns;
+};
+
+struct build_stats {
+	uint64_t frames;	/* frames in all samples (weighted by sample count) */
+	uint64_t unresolved;	/* of which had no symbol */
+	uint64_t distinct_frames;
+	uint64_t objects_without_symbols;
+};
+
+int profile__build(struct profile **out, const struct stacks *st, struct objtab *objs,
+		   const struct ksyms *ks, const struct build_opts *o, struct build_stats *bs);
+
+#endif

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdlib.h>
+
+#include "aggregate/stacks.h"
+#include "util/htab.h"
+
+struct stacks {
+	struct htab *tab;	/* key -> index into vals */
+	struct stack_vals *vals;
+	size_t n, cap;
+};
+
+struct stacks *stacks__new(void)
+{
+	struct stacks *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->tab = htab__new(4096, HTAB_COPY_KEYS);
+	if (!s->tab) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void stacks__free(struct stacks *s)
+{
+	if (!s)
+		return;
+	htab__free(s->tab);
+	free(s->vals);
+	free(s);
+}
+
+int stacks__add(struct stacks *s, const struct stack_key *key, uint64_t weight)
+{
+	size_t len = stack_key__size(key);
+	struct htab_entry *e;
+	int ret;
+
+	ret = htab__upsert(s->tab, key, len, htab__hash(key, len), &e);
+	if (ret < 0)
+		return ret;
+	if (ret == 1) {
+		if (s->n == s->cap) {
+			size_t cap = s->cap ? s->cap * 2 : 4096;
+			struct stack_vals *v = realloc(s->vals, cap * sizeof(*v));
+
+			if (!v) {
+				htab__delete(s->tab, key, len, e->hash);
+				return -ENOMEM;
+			}
+			s->vals = v;
+			s->cap = cap;
+		}
+		e->val = s->n;
+		s->vals[s->n].count = 0;
+		s->vals[s->n].weight = 0;
+		s->n++;
+	}
+	s->vals[e->val].count++;
+	s->vals[e->val].weight += weight;
+	return 0;
+}
+
+size_t stacks__count(const struct stacks *s)
+{
+	return s->n;
+}
+
+const struct stack_key *stacks__next(const struct stacks *s, size_t *iter,
+				     const struct stack_vals **vals)
+{
+	struct htab_entry *e = htab__next(s->tab, iter);
+
+	if (!e)
+		return NULL;
+	*vals = &s->vals[e->val];
+	return e->key;
+}

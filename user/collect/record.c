@@ -1,0 +1,617 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The life of one recording: open and size the BPF objects, start the side
+ * band and the target, attach one sampling event per CPU, then drain the ring
+ * buffer into the stack table until the duration ends, the command exits or
+ * a signal arrives; finally symbolize once per distinct frame, write, and
+ * print what was taken and what was lost.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "aggregate/profile.h"
+#include "aggregate/profile_build.h"
+#include "aggregate/stacks.h"
+#include "bpfprof.h"
+#include "cli.h"
+#include "collect/record.h"
+#include "collect/sampler.h"
+#include "collect/sideband.h"
+#include "cpu.skel.h"
+#include "proc/objfile.h"
+#include "proc/proc.h"
+#include "symbolize/ksyms.h"
+#include "util/htab.h"
+#include "util/log.h"
+#include "write/output.h"
+#include "write/writers.h"
+
+/* Re-read a process's maps after an address missed at most this often. */
+#define RELOAD_INTERVAL_NS (200 * 1000000ULL)
+#define SIDEBAND_PAGES 64
+
+static volatile sig_atomic_t exiting;
+static volatile sig_atomic_t got_signal;
+static volatile sig_atomic_t child_changed;
+
+struct rec_stats {
+	uint64_t received;	/* samples read from the ring buffer */
+	uint64_t bad;		/* malformed ring buffer records */
+	uint64_t agg_failed;	/* could not be added to the stack table */
+	uint64_t user_frames;
+	uint64_t user_unmapped;	/* user addresses in no known mapping */
+	uint64_t kstack_err, ustack_err, ktrunc, utrunc;
+};
+
+struct recorder {
+	struct cpu_bpf *skel;
+	struct ring_buffer *rb;
+	struct sideband *sb;
+	struct sampler *sampler;
+	struct objtab *objs;
+	struct proctab *procs;
+	struct stacks *stacks;
+	struct ksyms *ks;
+	struct output out;
+	int epfd;
+	pid_t child;
+	int go_fd, err_fd;
+	int child_status;
+	bool child_done;
+	struct stack_key *key;	/* scratch for the sample being aggregated */
+	struct rec_stats st;
+	struct timespec t_start, t_stop;
+	struct timespec wall_start;
+};
+
+static void on_signal(int sig)
+{
+	if (sig == SIGCHLD) {
+		child_changed = 1;
+		return;
+	}
+	got_signal = sig;
+	exiting = 1;
+}
+
+static uint64_t ts_ns(const struct timespec *t)
+{
+	return t->tv_sec * 1000000000ULL + t->tv_nsec;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return ts_ns(&t);
+}
+
+static void resolve_user(struct recorder *r, uint32_t pid, uint64_t time_ns, struct proc **pp,
+			 uint64_t ip, struct sframe *f)
+{
+	const struct mapping *m = NULL;
+	struct proc *p = *pp;
+
+	r->st.user_frames++;
+	if (p)
+		m = proc__find(p, ip);
+	if (!m) {
+		/* the MMAP2 record may still be in the side band: read it, retry */
+		sideband__consume(r->sb);
+		p = *pp = proctab__lookup(r->procs, pid, time_ns);
+		if (p)
+			m = proc__find(p, ip);
+	}
+	if (!m && p && !p->exited && proctab__is_latest(r->procs, p)) {
+		uint64_t now = mono_ns();
+
+		if (now - p->last_reload_ns > RELOAD_INTERVAL_NS) {
+			p->last_reload_ns = now;
+			proctab__reload(r->procs, p);
+			m = proc__find(p, ip);
+		}
+	}
+	f->pad = 0;
+	if (!m) {
+		r->st.user_unmapped++;
+		f->obj = OBJ_UNMAPPED;
+		f->addr = ip;
+	} else if (m->obj == OBJ_ANON) {
+		f->obj = OBJ_ANON;
+		f->addr = ip;
+	} else {
+		f->obj = m->obj;
+		f->addr = ip - m->start + m->pgoff;
+	}
+}
+
+static int handle_sample(void *ctx, void *data, size_t size)
+{
+	struct recorder *r = ctx;
+	const struct prof_sample *s = data;
+	const struct prof_sample_hdr *h = &s->hdr;
+	struct stack_key *k = r->key;
+	struct proc *p = NULL;
+	uint32_t nk, nu, i;
+
+	r->st.received++;
+	if (size < sizeof(*h) ||
+	    size < sizeof(*h) + ((size_t)h->kstack_len + h->ustack_len) * sizeof(__u64) ||
+	    h->kstack_len > MAX_KSTACK || h->ustack_len > MAX_USTACK) {
+		r->st.bad++;
+		return 0;
+	}
+	nk = env.no_kernel ? 0 : h->kstack_len;
+	nu = env.no_user ? 0 : h->ustack_len;
+
+	memset(k, 0, sizeof(*k));
+	k->pid = h->pid;
+	memcpy(k->pcomm, h->pcomm, sizeof(k->pcomm));
+	if (env.per_thread) {
+		k->tid = h->tid;
+		memcpy(k->tcomm, h->comm, sizeof(k->tcomm));
+	}
+	k->nkernel = nk;
+	k->nuser = nu;
+	if (h->flags & SAMPLE_F_KSTACK_TRUNC)
+		k->flags |= STACK_F_KERNEL_TRUNC, r->st.ktrunc++;
+	if (h->flags & SAMPLE_F_USTACK_TRUNC)
+		k->flags |= STACK_F_USER_TRUNC, r->st.utrunc++;
+	if (h->flags & SAMPLE_F_KSTACK_ERR)
+		k->flags |= STACK_F_KERNEL_ERR, r->st.kstack_err++;
+	if (h->flags & SAMPLE_F_USTACK_ERR)
+		k->flags |= STACK_F_USER_ERR, r->st.ustack_err++;
+
+	for (i = 0; i < nk; i++) {
+		k->frames[i].obj = OBJ_KERNEL;
+		k->frames[i].pad = 0;
+		k->frames[i].addr = s->frames[i];
+	}
+	if (nu) {
+		/* a sample newer than our last side-band read may need records after it */
+		if (h->time_ns > sideband__consumed_until(r->sb))
+			sideband__consume(r->sb);
+		p = proctab__lookup(r->procs, h->pid, h->time_ns);
+		for (i = 0; i < nu; i++)
+			resolve_user(r, h->pid, h->time_ns, &p, s->frames[h->kstack_len + i],
+				     &k->frames[nk + i]);
+	}
+	if (stacks__add(r->stacks, k, h->weight))
+		r->st.agg_failed++;
+	return 0;
+}
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	/* one fd per mapped file is kept until symbolization */
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int install_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	/* no SA_RESTART: epoll_wait must return so that we notice */
+	if (sigaction(SIGINT, &sa, NULL) || sigaction(SIGTERM, &sa, NULL) ||
+	    sigaction(SIGCHLD, &sa, NULL))
+		return -errno;
+	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}
+
+/* Fork CMD, held before exec until everything is attached. */
+static int spawn_held(struct recorder *r)
+{
+	int go[2], err[2];
+
+	if (pipe2(go, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
+		return -errno;
+	r->child = fork();
+	if (r->child < 0)
+		return -errno;
+	if (r->child == 0) {
+		char c;
+		int e;
+
+		close(go[1]);
+		close(err[0]);
+		signal(SIGPIPE, SIG_DFL);
+		if (read(go[0], &c, 1) != 1)
+			_exit(127);	/* bpfprof gave up before starting us */
+		execvp(env.cmd_argv[0], env.cmd_argv);
+		e = errno;
+		if (write(err[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(go[0]);
+	close(err[1]);
+	r->go_fd = go[1];
+	r->err_fd = err[0];
+	return 0;
+}
+
+/* Let CMD exec; returns 0 or -errno of a failed exec (printed). */
+static int release_child(struct recorder *r)
+{
+	ssize_t n;
+	int e = 0;
+
+	if (write(r->go_fd, "g", 1) != 1)
+		return -errno;
+	close(r->go_fd);
+	r->go_fd = -1;
+	n = read(r->err_fd, &e, sizeof(e));	/* EOF: exec succeeded (CLOEXEC) */
+	close(r->err_fd);
+	r->err_fd = -1;
+	if (n == sizeof(e)) {
+		pr_err("cannot run '%s': %s", env.cmd_argv[0], strerror(e));
+		waitpid(r->child, NULL, 0);
+		r->child = 0;
+		return -e;
+	}
+	return 0;
+}
+
+static void check_child(struct recorder *r)
+{
+	int status;
+
+	if (r->child <= 0 || r->child_done)
+		return;
+	if (waitpid(r->child, &status, WNOHANG) == r->child) {
+		r->child_done = true;
+		r->child_status = status;
+	}
+}
+
+static int setup_bpf(struct recorder *r)
+{
+	struct bpf_map *ev;
+	int err;
+	uint32_t reason = TARGET_GIVEN;
+
+	r->skel = cpu_bpf__open();
+	if (!r->skel) {
+		err = -errno;
+		pr_err("cannot open the BPF object: %s", strerror(-err));
+		return err;
+	}
+	r->skel->rodata->filter_pids = !env.all;
+	r->skel->rodata->follow_children = env.cmd_argv != NULL;
+	r->skel->rodata->want_kernel = !env.no_kernel;
+	r->skel->rodata->want_user = !env.no_user;
+	ev = r->skel->maps.events;
+	bpf_map__set_max_entries(ev, env.ringbuf_bytes);
+	bpf_map__set_max_entries(r->skel->maps.targets, env.max_targets);
+
+	err = cpu_bpf__load(r->skel);
+	if (err) {
+		pr_err("cannot load the BPF programs: %s (needs root or CAP_BPF+CAP_PERFMON)",
+		       strerror(-err));
+		return err;
+	}
+	for (size_t i = 0; i < env.npids; i++) {
+		if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.targets), &env.pids[i], &reason,
+					BPF_ANY)) {
+			err = -errno;
+			pr_err("cannot add pid %u to the filter: %s", env.pids[i], strerror(-err));
+			return err;
+		}
+	}
+	if (r->child > 0 &&
+	    bpf_map_update_elem(bpf_map__fd(r->skel->maps.targets), &r->child, &reason, BPF_ANY)) {
+		err = -errno;
+		pr_err("cannot add the command's pid to the filter: %s", strerror(-err));
+		return err;
+	}
+	err = cpu_bpf__attach(r->skel);	/* fork/exit tracepoints */
+	if (err) {
+		pr_err("cannot attach the BPF tracepoints: %s", strerror(-err));
+		return err;
+	}
+	r->rb = ring_buffer__new(bpf_map__fd(ev), handle_sample, r, NULL);
+	if (!r->rb) {
+		err = -errno;
+		pr_err("cannot create the ring buffer: %s", strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+static int epoll_add(int epfd, int fd)
+{
+	struct epoll_event e = { .events = EPOLLIN, .data.fd = fd };
+
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e) ? -errno : 0;
+}
+
+static uint64_t read_counter(struct recorder *r, enum bpf_counter c)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	uint64_t *v, sum = 0;
+	uint32_t key = c;
+
+	if (ncpus <= 0)
+		return 0;
+	v = calloc(ncpus, sizeof(*v));
+	if (!v)
+		return 0;
+	if (!bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.counters), &key, v))
+		for (int i = 0; i < ncpus; i++)
+			sum += v[i];
+	free(v);
+	return sum;
+}
+
+static int run_loop(struct recorder *r)
+{
+	uint64_t end_ns = env.duration > 0 ? mono_ns() + (uint64_t)(env.duration * 1e9) : 0;
+	struct epoll_event evs[4];
+	int n, err;
+
+	while (!exiting) {
+		int timeout = 100;
+
+		if (end_ns) {
+			uint64_t now = mono_ns();
+
+			if (now >= end_ns)
+				break;
+			if ((end_ns - now) / 1000000 < (uint64_t)timeout)
+				timeout = (end_ns - now) / 1000000 + 1;
+		}
+		n = epoll_wait(r->epfd, evs, 4, timeout);
+		if (n < 0 && errno != EINTR) {
+			err = -errno;
+			pr_err("epoll_wait: %s", strerror(-err));
+			return err;
+		}
+		sideband__consume(r->sb);
+		err = ring_buffer__consume(r->rb);
+		if (err < 0 && err != -EINTR) {
+			pr_err("reading the ring buffer: %s", strerror(-err));
+			return err;
+		}
+		if (child_changed) {
+			child_changed = 0;
+			check_child(r);
+		}
+		if (r->child > 0 && r->child_done)
+			break;
+	}
+	return 0;
+}
+
+static void print_summary(struct recorder *r, const struct build_stats *bs, size_t nprocs)
+{
+	uint64_t rb_full = read_counter(r, CNT_RB_FULL);
+	uint64_t lost = rb_full + r->st.agg_failed + r->st.bad;
+	uint64_t sb_lost = sideband__stats(r->sb)->lost;
+	double secs = (ts_ns(&r->t_stop) - ts_ns(&r->t_start)) / 1e9;
+	char why[256] = "";
+	struct rusage ru;
+
+	if (lost || sb_lost)
+		snprintf(why, sizeof(why), " (ring buffer full %llu, table full %llu, malformed %llu; "
+			 "side-band records lost %llu)",
+			 (unsigned long long)rb_full, (unsigned long long)r->st.agg_failed,
+			 (unsigned long long)r->st.bad, (unsigned long long)sb_lost);
+	pr_info("%llu samples, %llu lost%s, %zu processes, %.1f%% frames unresolved, %.1f s",
+		(unsigned long long)r->st.received, (unsigned long long)lost, why, nprocs,
+		bs->frames ? 100.0 * bs->unresolved / bs->frames : 0.0, secs);
+	if (r->st.kstack_err || r->st.ustack_err || r->st.ktrunc || r->st.utrunc)
+		pr_info("stacks: %llu kernel and %llu user unreadable; %llu kernel and %llu user "
+			"truncated at %d/%d frames",
+			(unsigned long long)r->st.kstack_err, (unsigned long long)r->st.ustack_err,
+			(unsigned long long)r->st.ktrunc, (unsigned long long)r->st.utrunc,
+			MAX_KSTACK, MAX_USTACK);
+	if (r->child > 0 && r->child_done &&
+	    (!WIFEXITED(r->child_status) || WEXITSTATUS(r->child_status)))
+		pr_info("command '%s' %s %d", env.cmd_argv[0],
+			WIFEXITED(r->child_status) ? "exited with status" : "killed by signal",
+			WIFEXITED(r->child_status) ? WEXITSTATUS(r->child_status)
+						   : WTERMSIG(r->child_status));
+	if (log_level >= 2) {
+		const struct proctab_stats *ps = proctab__stats(r->procs);
+
+		getrusage(RUSAGE_SELF, &ru);
+		pr_verbose("event %s on %d CPUs at %u Hz; idle %llu, filtered out %llu, children "
+			   "followed %llu",
+			   sampler__event_name(r->sampler), sampler__ncpus(r->sampler), env.freq,
+			   (unsigned long long)read_counter(r, CNT_IDLE),
+			   (unsigned long long)read_counter(r, CNT_FILTERED),
+			   (unsigned long long)read_counter(r, CNT_FORK_FOLLOWED));
+		pr_verbose("%zu distinct stacks, %llu distinct frames, %u files (%llu without "
+			   "symbols), %llu user frames outside known mappings",
+			   stacks__count(r->stacks), (unsigned long long)bs->distinct_frames,
+			   objtab__count(r->objs), (unsigned long long)bs->objects_without_symbols,
+			   (unsigned long long)r->st.user_unmapped);
+		pr_verbose("processes: %llu generations, %llu maps reads (%llu failed); side band: "
+			   "%llu forks, %llu execs, %llu exits, %llu mmaps",
+			   (unsigned long long)ps->procs, (unsigned long long)ps->maps_read,
+			   (unsigned long long)ps->maps_read_failed, (unsigned long long)ps->forks,
+			   (unsigned long long)ps->execs, (unsigned long long)ps->exits,
+			   (unsigned long long)ps->mmaps);
+		pr_verbose("agent: %.3f s user, %.3f s sys, %.2f us per sample, peak RSS %ld KiB",
+			   ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+			   ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
+			   r->st.received ? ((ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+					     ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) /
+						    r->st.received
+					  : 0.0,
+			   ru.ru_maxrss);
+	}
+}
+
+static size_t count_processes(const struct stacks *st)
+{
+	struct htab *pids = htab__new(1024, HTAB_COPY_KEYS);
+	const struct stack_vals *v;
+	const struct stack_key *k;
+	struct htab_entry *e;
+	size_t iter = 0, n;
+
+	if (!pids)
+		return 0;
+	while ((k = stacks__next(st, &iter, &v)))
+		htab__upsert(pids, &k->pid, sizeof(k->pid), htab__hash(&k->pid, sizeof(k->pid)), &e);
+	n = htab__count(pids);
+	htab__free(pids);
+	return n;
+}
+
+static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats *bs)
+{
+	struct build_opts bo = {
+		.per_pid = env.per_pid,
+		.per_thread = env.per_thread,
+		.period = 1000000000LL / env.freq,
+		.time_ns = ts_ns(&r->wall_start),
+		.duration_ns = ts_ns(&r->t_stop) - ts_ns(&r->t_start),
+	};
+	struct profile *p = NULL;
+	int err;
+
+	if (!env.no_kernel) {
+		err = ksyms__load(&r->ks, NULL);
+		if (err) {
+			pr_warn("no kernel symbols (/proc/kallsyms: %s)", strerror(-err));
+			r->ks = NULL;
+		}
+	}
+	err = profile__build(&p, r->stacks, r->objs, r->ks, &bo, bs);
+	if (err) {
+		pr_err("cannot build the profile: %s", strerror(-err));
+		return err;
+	}
+	*nprocs = count_processes(r->stacks);
+	if (env.format == FMT_PPROF)
+		err = pprof__write(p, r->out.f);
+	else
+		err = folded__write(p, 0, r->out.f);
+	profile__free(p);
+	if (err) {
+		pr_err("cannot write the profile: %s", strerror(-err));
+		return err;
+	}
+	return output__commit(&r->out);
+}
+
+int record__run(void)
+{
+	struct recorder r = { .epfd = -1, .go_fd = -1, .err_fd = -1 };
+	struct build_stats bs = { 0 };
+	size_t nprocs = 0;
+	int err, status = EXIT_RUNTIME;
+
+	if (output__open(&r.out, env.output))
+		return EXIT_USAGE;
+	raise_nofile();
+	libbpf_set_print(NULL);
+	err = install_signals();
+	r.key = malloc(sizeof(*r.key) + (MAX_KSTACK + MAX_USTACK) * sizeof(struct sframe));
+	r.objs = objtab__new();
+	r.procs = r.objs ? proctab__new(r.objs) : NULL;
+	r.stacks = stacks__new();
+	if (err || !r.key || !r.procs || !r.stacks) {
+		pr_err("out of memory");
+		goto cleanup;
+	}
+	if (env.cmd_argv && spawn_held(&r)) {
+		pr_err("cannot start '%s': %s", env.cmd_argv[0], strerror(errno));
+		goto cleanup;
+	}
+	if (setup_bpf(&r))
+		goto cleanup;
+	err = sideband__new(&r.sb, r.procs, SIDEBAND_PAGES);
+	if (err) {
+		pr_err("cannot open the side-band perf events: %s", strerror(-err));
+		goto cleanup;
+	}
+	err = sampler__new(&r.sampler, r.skel->progs.on_cpu_sample, env.freq);
+	if (err)
+		goto cleanup;
+	r.epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (r.epfd < 0 || epoll_add(r.epfd, ring_buffer__epoll_fd(r.rb)) ||
+	    epoll_add(r.epfd, sideband__epoll_fd(r.sb))) {
+		pr_err("cannot set up epoll: %s", strerror(errno));
+		goto cleanup;
+	}
+	clock_gettime(CLOCK_REALTIME, &r.wall_start);
+	clock_gettime(CLOCK_MONOTONIC, &r.t_start);
+	if (sampler__enable(r.sampler)) {
+		pr_err("cannot enable the perf events: %s", strerror(errno));
+		goto cleanup;
+	}
+	if (r.child > 0) {
+		err = release_child(&r);
+		if (err) {
+			status = (err == -ENOENT || err == -EACCES) ? EXIT_USAGE : EXIT_RUNTIME;
+			goto cleanup;
+		}
+	}
+	pr_verbose("sampling %s at %u Hz on %d CPUs", env.all ? "every process" : "the targets",
+		   env.freq, sampler__ncpus(r.sampler));
+
+	err = run_loop(&r);
+	sampler__disable(r.sampler);
+	clock_gettime(CLOCK_MONOTONIC, &r.t_stop);
+	if (err)
+		goto cleanup;
+	if (got_signal && r.child > 0 && !r.child_done)
+		kill(r.child, got_signal);
+	/* everything already in the buffers is part of the profile */
+	sideband__consume(r.sb);
+	ring_buffer__consume(r.rb);
+
+	if (write_profile(&r, &nprocs, &bs))
+		goto cleanup;
+	print_summary(&r, &bs, nprocs);
+	status = EXIT_OK;
+cleanup:
+	if (status != EXIT_OK)
+		output__abort(&r.out);
+	if (r.child > 0 && !r.child_done) {
+		if (r.go_fd >= 0)	/* never released: let it die */
+			close(r.go_fd), r.go_fd = -1;
+		if (status != EXIT_OK)
+			kill(r.child, SIGTERM);
+		waitpid(r.child, NULL, 0);
+	}
+	if (r.go_fd >= 0)
+		close(r.go_fd);
+	if (r.err_fd >= 0)
+		close(r.err_fd);
+	if (r.epfd >= 0)
+		close(r.epfd);
+	sampler__free(r.sampler);
+	ring_buffer__free(r.rb);
+	sideband__free(r.sb);
+	cpu_bpf__destroy(r.skel);
+	ksyms__free(r.ks);
+	stacks__free(r.stacks);
+	proctab__free(r.procs);
+	objtab__free(r.objs);
+	free(r.key);
+	return status;
+}

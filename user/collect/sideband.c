@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "collect/sideband.h"
+#include "proc/proc.h"
+#include "util/log.h"
+
+struct sideband {
+	struct perf_buffer *pb;
+	int map_fd;
+	struct proctab *procs;
+	uint64_t consumed_until;
+	struct sideband_stats stats;
+};
+
+/* sample_id_all with PERF_SAMPLE_TID | PERF_SAMPLE_TIME trails every record. */
+struct sample_id {
+	uint32_t pid, tid;
+	uint64_t time;
+};
+
+struct rec_task {	/* PERF_RECORD_FORK, PERF_RECORD_EXIT */
+	struct perf_event_header h;
+	uint32_t pid, ppid, tid, ptid;
+	uint64_t time;
+};
+
+struct rec_comm {
+	struct perf_event_header h;
+	uint32_t pid, tid;
+	char comm[];
+};
+
+struct rec_mmap2 {
+	struct perf_event_header h;
+	uint32_t pid, tid;
+	uint64_t addr, len, pgoff;
+	uint32_t maj, min;
+	uint64_t ino, ino_generation;
+	uint32_t prot, flags;
+	char filename[];
+};
+
+struct rec_lost {
+	struct perf_event_header h;
+	uint64_t id, lost;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static const struct sample_id *sample_id(const struct perf_event_header *h)
+{
+	if (h->size < sizeof(*h) + sizeof(struct sample_id))
+		return NULL;
+	return (const void *)((const char *)h + h->size - sizeof(struct sample_id));
+}
+
+static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_header *h)
+{
+	struct sideband *sb = ctx;
+	const struct sample_id *sid = sample_id(h);
+	uint64_t t = sid ? sid->time : 0;
+
+	(void)cpu;
+	sb->stats.records++;
+	switch (h->type) {
+	case PERF_RECORD_FORK: {
+		const struct rec_task *r = (const void *)h;
+
+		if (h->size >= sizeof(*r) && r->pid != r->ppid)	/* a process, not a thread */
+			proctab__fork(sb->procs, r->ppid, r->pid, r->time);
+		break;
+	}
+	case PERF_RECORD_EXIT: {
+		const struct rec_task *r = (const void *)h;
+
+		if (h->size >= sizeof(*r) && r->pid == r->tid)
+			proctab__exit(sb->procs, r->pid, r->time);
+		break;
+	}
+	case PERF_RECORD_COMM: {
+		const struct rec_comm *r = (const void *)h;
+
+		if (h->size >= sizeof(*r) && (h->misc & PERF_RECORD_MISC_COMM_EXEC) &&
+		    r->pid == r->tid)
+			proctab__exec(sb->procs, r->pid, t);
+		break;
+	}
+	case PERF_RECORD_MMAP2: {
+		const struct rec_mmap2 *r = (const void *)h;
+		size_t max = h->size - sizeof(*r) - sizeof(struct sample_id);
+		char name[4096];
+		size_t n;
+
+		if (h->size < sizeof(*r) + sizeof(struct sample_id))
+			break;
+		if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID)	/* not requested */
+			break;
+		n = strnlen(r->filename, max < sizeof(name) - 1 ? max : sizeof(name) - 1);
+		memcpy(name, r->filename, n);
+		name[n] = '\0';
+		proctab__mmap(sb->procs, r->pid, r->addr, r->len, r->pgoff, r->maj, r->min, r->ino,
+			      name);
+		break;
+	}
+	case PERF_RECORD_LOST: {
+		const struct rec_lost *r = (const void *)h;
+
+		if (h->size >= sizeof(*r))
+			sb->stats.lost += r->lost;
+		break;
+	}
+	default:
+		break;
+	}
+	return LIBBPF_PERF_EVENT_CONT;
+}
+
+int sideband__new(struct sideband **out, struct proctab *procs, size_t pages_per_cpu)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_DUMMY,
+		.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME,
+		.sample_id_all = 1,
+		.mmap = 1,
+		.mmap2 = 1,
+		.comm = 1,
+		.comm_exec = 1,
+		.task = 1,
+		.use_clockid = 1,
+		.clockid = CLOCK_MONOTONIC,	/* the clock bpf_ktime_get_ns() reads */
+		.wakeup_events = 1,
+	};
+	struct sideband *sb;
+	int ncpus = libbpf_num_possible_cpus(), err;
+
+	if (ncpus < 0)
+		return ncpus;
+	sb = calloc(1, sizeof(*sb));
+	if (!sb)
+		return -ENOMEM;
+	sb->procs = procs;
+	sb->map_fd = bpf_map_create(BPF_MAP_TYPE_PERF_EVENT_ARRAY, "sideband", sizeof(int),
+				    sizeof(int), ncpus, NULL);
+	if (sb->map_fd < 0) {
+		err = -errno;
+		free(sb);
+		return err;
+	}
+	/* one buffer per online CPU; offline CPUs are skipped by libbpf */
+	sb->pb = perf_buffer__new_raw(sb->map_fd, pages_per_cpu, &attr, on_record, sb, NULL);
+	if (!sb->pb) {
+		err = -errno;
+		close(sb->map_fd);
+		free(sb);
+		return err;
+	}
+	*out = sb;
+	return 0;
+}
+
+void sideband__free(struct sideband *sb)
+{
+	if (!sb)
+		return;
+	perf_buffer__free(sb->pb);
+	close(sb->map_fd);
+	free(sb);
+}
+
+int sideband__epoll_fd(const struct sideband *sb)
+{
+	return perf_buffer__epoll_fd(sb->pb);
+}
+
+int sideband__consume(struct sideband *sb)
+{
+	sb->consumed_until = now_ns();
+	return perf_buffer__consume(sb->pb);
+}
+
+uint64_t sideband__consumed_until(const struct sideband *sb)
+{
+	return sb->consumed_until;
+}
+
+const struct sideband_stats *sideband__stats(const struct sideband *sb)
+{
+	return &sb->stats;
+}

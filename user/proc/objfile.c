@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "proc/objfile.h"
+#include "symbolize/elfsym.h"
+#include "util/log.h"
+
+struct objtab {
+	struct objfile **objs;	/* by id - OBJ_FIRST */
+	uint32_t n, cap;
+	/* open addressing: dev/ino -> index+1 */
+	uint32_t *slots;
+	uint32_t nslots;
+	struct objfile *vdso;
+};
+
+static uint64_t obj_hash(uint32_t maj, uint32_t min, uint64_t ino)
+{
+	uint64_t h = ino * 0x9e3779b97f4a7c15ULL;
+
+	h ^= ((uint64_t)maj << 32 | min) + 0x632be59bd9b4e019ULL + (h << 6) + (h >> 2);
+	return h ^ (h >> 29);
+}
+
+struct objtab *objtab__new(void)
+{
+	struct objtab *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->nslots = 1024;
+	t->slots = calloc(t->nslots, sizeof(*t->slots));
+	if (!t->slots) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+static void objfile__free(struct objfile *o)
+{
+	if (!o)
+		return;
+	if (o->fd >= 0)
+		close(o->fd);
+	elfsym__free(o->syms);
+	free(o->path);
+	free(o->root);
+	free(o);
+}
+
+void objtab__free(struct objtab *t)
+{
+	if (!t)
+		return;
+	for (uint32_t i = 0; i < t->n; i++)
+		objfile__free(t->objs[i]);
+	free(t->objs);
+	free(t->slots);
+	free(t);
+}
+
+static int grow_slots(struct objtab *t)
+{
+	uint32_t n = t->nslots * 2, *s = calloc(n, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < t->n; i++) {
+		struct objfile *o = t->objs[i];
+		uint64_t h = obj_hash(o->dev_major, o->dev_minor, o->ino);
+
+		if (o == t->vdso)
+			continue;
+		for (uint32_t j = h & (n - 1);; j = (j + 1) & (n - 1)) {
+			if (!s[j]) {
+				s[j] = i + 1;
+				break;
+			}
+		}
+	}
+	free(t->slots);
+	t->slots = s;
+	t->nslots = n;
+	return 0;
+}
+
+static struct objfile *add_obj(struct objtab *t, const char *path)
+{
+	struct objfile *o, **v;
+	const char *slash;
+
+	if (t->n == t->cap) {
+		uint32_t cap = t->cap ? t->cap * 2 : 256;
+
+		v = realloc(t->objs, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		t->objs = v;
+		t->cap = cap;
+	}
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
+	o->path = strdup(path);
+	if (!o->path) {
+		free(o);
+		return NULL;
+	}
+	slash = strrchr(o->path, '/');
+	o->name = slash ? slash + 1 : o->path;
+	o->fd = -1;
+	o->id = OBJ_FIRST + t->n;
+	t->objs[t->n++] = o;
+	return o;
+}
+
+static bool same_file(int fd, uint32_t maj, uint32_t min, uint64_t ino)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return false;
+	/*
+	 * maps shows the device of the superblock the inode lives on; overlayfs
+	 * reports its own device in stat, so only the inode number is compared
+	 * when the devices differ only because of that.
+	 */
+	if (st.st_ino != ino)
+		return false;
+	return (major(st.st_dev) == maj && minor(st.st_dev) == min) || maj == 0;
+}
+
+static void open_obj(struct objfile *o, uint32_t pid, uint64_t start, uint64_t end)
+{
+	char p[PATH_MAX + 64];
+	int fd;
+
+	snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && o->path[0] == '/') {
+		snprintf(p, sizeof(p), "/proc/%u/root%s", pid, o->path);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && !same_file(fd, o->dev_major, o->dev_minor, o->ino)) {
+			/* replaced on disk since it was mapped: its symbols would lie */
+			close(fd);
+			fd = -1;
+			errno = ESTALE;
+		}
+	}
+	if (fd < 0) {
+		o->open_err = -errno;
+		pr_debug("cannot open %s of pid %u: %s", o->path, pid, strerror(errno));
+		return;
+	}
+	o->fd = fd;
+	if (asprintf(&o->root, "/proc/%u/root", pid) < 0)
+		o->root = NULL;
+}
+
+struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_minor,
+			    uint64_t ino, const char *path, uint32_t pid, uint64_t start,
+			    uint64_t end)
+{
+	uint64_t h = obj_hash(dev_major, dev_minor, ino);
+	struct objfile *o;
+	uint32_t j;
+
+	for (j = h & (t->nslots - 1); t->slots[j]; j = (j + 1) & (t->nslots - 1)) {
+		o = t->objs[t->slots[j] - 1];
+		if (o->ino == ino && o->dev_major == dev_major && o->dev_minor == dev_minor)
+			return o;
+	}
+	o = add_obj(t, path);
+	if (!o)
+		return NULL;
+	o->dev_major = dev_major;
+	o->dev_minor = dev_minor;
+	o->ino = ino;
+	t->slots[j] = t->n;
+	if (t->n * 2 > t->nslots && grow_slots(t))
+		return NULL;
+	open_obj(o, pid, start, end);
+	return o;
+}
+
+/* Copy our own vdso into a memfd so that elfsym can read it like a file. */
+static int vdso_fd(void)
+{
+	unsigned long base = getauxval(AT_SYSINFO_EHDR);
+	FILE *f;
+	char line[512];
+	uint64_t s, e, len = 0;
+	int fd;
+
+	if (!base)
+		return -ENOENT;
+	f = fopen("/proc/self/maps", "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (strstr(line, "[vdso]") && sscanf(line, "%" SCNx64 "-%" SCNx64, &s, &e) == 2 &&
+		    s == base) {
+			len = e - s;
+			break;
+		}
+	}
+	fclose(f);
+	if (!len)
+		return -ENOENT;
+	fd = memfd_create("vdso", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, (void *)base, len) != (ssize_t)len) {
+		close(fd);
+		return -EIO;
+	}
+	return fd;
+}
+
+struct objfile *objtab__vdso(struct objtab *t)
+{
+	if (t->vdso)
+		return t->vdso;
+	t->vdso = add_obj(t, "[vdso]");
+	if (!t->vdso)
+		return NULL;
+	t->vdso->fd = vdso_fd();
+	if (t->vdso->fd < 0) {
+		t->vdso->open_err = t->vdso->fd;
+		t->vdso->fd = -1;
+	}
+	return t->vdso;
+}
+
+struct objfile *objtab__by_id(const struct objtab *t, uint32_t id)
+{
+	if (id < OBJ_FIRST || id - OBJ_FIRST >= t->n)
+		return NULL;
+	return t->objs[id - OBJ_FIRST];
+}
+
+uint32_t objtab__count(const struct objtab *t)
+{
+	return t->n;
+}
+
+static void load_syms(struct objfile *o)
+{
+	struct elfsym_opts opts = { .root = o->root };
+	int err;
+
+	o->loaded = true;
+	if (o->fd < 0) {
+		o->load_err = o->open_err ? o->open_err : -ENOENT;
+		return;
+	}
+	err = elfsym__open(&o->syms, o->fd, o->path[0] == '/' ? o->path : NULL, &opts);
+	if (err) {
+		o->load_err = err;
+		o->syms = NULL;
+		pr_debug("no symbols for %s: %s", o->path, strerror(-err));
+	} else {
+		pr_debug("%s: %zu symbols from %s", o->path, elfsym__count(o->syms),
+			 elfsym__source(o->syms));
+	}
+	close(o->fd);
+	o->fd = -1;
+}
+
+int objfile__symbolize(struct objfile *obj, uint64_t file_off, const char **name,
+		       uint64_t *vaddr)
+{
+	*name = NULL;
+	*vaddr = file_off;
+	if (!obj->loaded)
+		load_syms(obj);
+	if (!obj->syms)
+		return obj->load_err ? obj->load_err : -ENOENT;
+	if (elfsym__offset_to_vaddr(obj->syms, file_off, vaddr))
+		*vaddr = file_off;
+	*name = elfsym__lookup(obj->syms, *vaddr, NULL);
+	return 0;
+}
+
+const char *objfile__build_id(struct objfile *obj)
+{
+	const char *b;
+
+	if (!obj->loaded)
+		load_syms(obj);
+	if (!obj->syms)
+		return NULL;
+	b = elfsym__build_id(obj->syms);
+	return b && *b ? b : NULL;
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * objtab: every distinct mapped file seen during a run, identified by device
+ * and inode (the same library mapped by 200 processes is one objfile), with an
+ * fd opened while a process that maps it was alive: through
+ * /proc/PID/map_files (works for deleted files and other mount namespaces),
+ * else /proc/PID/root/PATH. Symbols are loaded lazily, once per file.
+ */
+#ifndef BPFPROF_OBJFILE_H
+#define BPFPROF_OBJFILE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct elfsym;
+
+/* Frame object ids below OBJ_FIRST are not files. */
+#define OBJ_KERNEL 0	/* kernel address */
+#define OBJ_UNMAPPED 1	/* user address in no known mapping */
+#define OBJ_ANON 2	/* anonymous executable memory (JIT, trampolines) */
+#define OBJ_FIRST 16
+
+struct objfile {
+	uint32_t id;
+	uint32_t dev_major, dev_minor;
+	uint64_t ino;
+	char *path;		/* as in the process's maps */
+	const char *name;	/* basename of path */
+	char *root;		/* "/proc/PID/root" used to open it (debuglink search) */
+	int fd;			/* -1 once symbols are loaded or if it could not be opened */
+	int open_err;		/* -errno when the file could not be opened */
+	int load_err;		/* -errno when symbols could not be loaded */
+	bool loaded;
+	struct elfsym *syms;
+	uint64_t frames;	/* distinct frames resolved in it (for -v) */
+};
+
+struct objtab;
+
+struct objtab *objtab__new(void);
+void objtab__free(struct objtab *t);
+
+/*
+ * Find the object for a file mapping of process pid, creating and opening it
+ * on first sight. start/end is the mapping as /proc/PID/maps shows it (used
+ * for map_files). Returns NULL only on allocation failure.
+ */
+struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_minor,
+			    uint64_t ino, const char *path, uint32_t pid, uint64_t start,
+			    uint64_t end);
+/* The vdso is the same image in every process: loaded from our own. */
+struct objfile *objtab__vdso(struct objtab *t);
+struct objfile *objtab__by_id(const struct objtab *t, uint32_t id);
+uint32_t objtab__count(const struct objtab *t);
+
+/*
+ * Symbolize a file offset in obj: *name is the function (NULL if unknown) and
+ * *vaddr the ELF virtual address of the offset (file_off if it maps to no
+ * segment). Loads the symbols on first use. Returns 0 or -errno when the
+ * file's symbols are unavailable (then *vaddr is still set).
+ */
+int objfile__symbolize(struct objfile *obj, uint64_t file_off, const char **name,
+		       uint64_t *vaddr);
+/* Build id (hex) or NULL, available once symbols are loaded. */
+const char *objfile__build_id(struct objfile *obj);
+
+#endif

@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proc/objfile.h"
+#include "proc/proc.h"
+#include "proc/procmaps.h"
+#include "util/log.h"
+
+struct proctab {
+	struct objtab *objs;
+	/* open addressing: pid -> latest generation */
+	struct proc **slots;
+	uint32_t nslots, n;
+	struct proctab_stats stats;
+};
+
+struct proctab *proctab__new(struct objtab *objs)
+{
+	struct proctab *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->objs = objs;
+	t->nslots = 1024;
+	t->slots = calloc(t->nslots, sizeof(*t->slots));
+	if (!t->slots) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+static void proc__free_chain(struct proc *p)
+{
+	while (p) {
+		struct proc *prev = p->prev;
+
+		free(p->maps);
+		free(p);
+		p = prev;
+	}
+}
+
+void proctab__free(struct proctab *t)
+{
+	if (!t)
+		return;
+	for (uint32_t i = 0; i < t->nslots; i++)
+		proc__free_chain(t->slots[i]);
+	free(t->slots);
+	free(t);
+}
+
+static uint32_t pid_slot(const struct proctab *t, uint32_t pid)
+{
+	uint32_t h = pid * 2654435761u, j;
+
+	for (j = h & (t->nslots - 1); t->slots[j]; j = (j + 1) & (t->nslots - 1))
+		if (t->slots[j]->pid == pid)
+			break;
+	return j;
+}
+
+static int grow(struct proctab *t)
+{
+	struct proc **old = t->slots;
+	uint32_t nold = t->nslots;
+
+	t->slots = calloc(nold * 2, sizeof(*t->slots));
+	if (!t->slots) {
+		t->slots = old;
+		return -ENOMEM;
+	}
+	t->nslots = nold * 2;
+	for (uint32_t i = 0; i < nold; i++)
+		if (old[i])
+			t->slots[pid_slot(t, old[i]->pid)] = old[i];
+	free(old);
+	return 0;
+}
+
+/* Start a new generation of pid (first sight, exec, or pid reuse). */
+static struct proc *new_generation(struct proctab *t, uint32_t pid, uint64_t time_ns)
+{
+	struct proc *p = calloc(1, sizeof(*p));
+	uint32_t j;
+
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->start_ns = time_ns;
+	j = pid_slot(t, pid);
+	p->prev = t->slots[j];
+	t->slots[j] = p;
+	t->stats.procs++;
+	if (!p->prev && ++t->n * 2 > t->nslots)
+		grow(t);
+	return p;
+}
+
+int proc__insert_mapping(struct proc *p, const struct mapping *m)
+{
+	uint32_t lo = 0, hi = p->nmaps, i, j, nkeep = 0;
+	struct mapping head = { 0 }, tail = { 0 };
+	bool has_head = false, has_tail = false;
+
+	if (m->end <= m->start)
+		return -EINVAL;
+	/* first mapping that ends after m->start */
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+
+		if (p->maps[mid].end <= m->start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	i = lo;
+	/* [i, j) overlap m */
+	for (j = i; j < p->nmaps && p->maps[j].start < m->end; j++)
+		;
+	if (i < j && p->maps[i].start < m->start) {
+		head = p->maps[i];
+		head.end = m->start;
+		has_head = true;
+	}
+	if (i < j && p->maps[j - 1].end > m->end) {
+		tail = p->maps[j - 1];
+		tail.pgoff += m->end - tail.start;
+		tail.start = m->end;
+		has_tail = true;
+	}
+	nkeep = 1 + has_head + has_tail;
+	if (p->nmaps - (j - i) + nkeep > p->cap) {
+		uint32_t cap = p->cap ? p->cap * 2 : 16;
+		struct mapping *v;
+
+		while (cap < p->nmaps - (j - i) + nkeep)
+			cap *= 2;
+		v = realloc(p->maps, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		p->maps = v;
+		p->cap = cap;
+	}
+	memmove(&p->maps[i + nkeep], &p->maps[j], (p->nmaps - j) * sizeof(*p->maps));
+	p->nmaps = p->nmaps - (j - i) + nkeep;
+	if (has_head)
+		p->maps[i++] = head;
+	p->maps[i++] = *m;
+	if (has_tail)
+		p->maps[i] = tail;
+	return 0;
+}
+
+const struct mapping *proc__find(const struct proc *p, uint64_t addr)
+{
+	uint32_t lo = 0, hi = p->nmaps;
+
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+
+		if (p->maps[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < p->nmaps && p->maps[lo].start <= addr)
+		return &p->maps[lo];
+	return NULL;
+}
+
+static bool is_anon(const char *path, uint64_t ino)
+{
+	return !ino && (!*path || path[0] == '[' || !strncmp(path, "//anon", 6) ||
+			!strncmp(path, "/memfd:", 7));
+}
+
+static uint32_t obj_for(struct proctab *t, uint32_t pid, const char *path, uint32_t maj,
+			uint32_t min, uint64_t ino, uint64_t start, uint64_t end)
+{
+	struct objfile *o;
+
+	if (!strcmp(path, "[vdso]")) {
+		o = objtab__vdso(t->objs);
+		return o ? o->id : OBJ_ANON;
+	}
+	if (is_anon(path, ino))
+		return OBJ_ANON;
+	o = objtab__get(t->objs, maj, min, ino, path, pid, start, end);
+	return o ? o->id : OBJ_ANON;
+}
+
+struct read_ctx {
+	struct proctab *t;
+	struct proc *p;
+};
+
+static int add_proc_mapping(const struct procmaps_entry *e, void *ctx)
+{
+	struct read_ctx *c = ctx;
+	struct mapping m = {
+		.start = e->start,
+		.end = e->end,
+		.pgoff = e->pgoff,
+	};
+
+	m.obj = obj_for(c->t, c->p->pid, e->path, e->dev_major, e->dev_minor, e->ino, e->start,
+			e->end);
+	return proc__insert_mapping(c->p, &m);
+}
+
+int proctab__reload(struct proctab *t, struct proc *p)
+{
+	struct read_ctx c = { t, p };
+	char path[64];
+	FILE *f;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
+	t->stats.maps_read++;
+	f = fopen(path, "re");
+	if (!f) {
+		err = -errno;
+		t->stats.maps_read_failed++;
+		if (p->state == MAPS_UNKNOWN)
+			p->state = MAPS_PARTIAL;
+		return err == -ENOENT ? -ESRCH : err;
+	}
+	p->nmaps = 0;
+	err = procmaps__for_each_exec(f, add_proc_mapping, &c);
+	fclose(f);
+	if (err && err != -EINVAL) {
+		p->state = MAPS_PARTIAL;
+		return err;
+	}
+	p->state = MAPS_COMPLETE;
+	return 0;
+}
+
+struct proc *proctab__lookup(struct proctab *t, uint32_t pid, uint64_t time_ns)
+{
+	struct proc *p = t->slots[pid_slot(t, pid)];
+
+	if (!p) {
+		p = new_generation(t, pid, 0);
+		if (!p)
+			return NULL;
+	}
+	while (time_ns && p->prev && time_ns < p->start_ns)
+		p = p->prev;
+	if (p->state == MAPS_UNKNOWN && !p->exited && proctab__is_latest(t, p))
+		proctab__reload(t, p);
+	return p;
+}
+
+bool proctab__is_latest(const struct proctab *t, const struct proc *p)
+{
+	return t->slots[pid_slot(t, p->pid)] == p;
+}
+
+void proctab__fork(struct proctab *t, uint32_t ppid, uint32_t pid, uint64_t time_ns)
+{
+	struct proc *parent, *child;
+
+	t->stats.forks++;
+	parent = proctab__lookup(t, ppid, 0);
+	child = new_generation(t, pid, time_ns);
+	if (!child || !parent)
+		return;
+	if (parent->nmaps) {
+		child->maps = malloc(parent->nmaps * sizeof(*child->maps));
+		if (child->maps) {
+			memcpy(child->maps, parent->maps, parent->nmaps * sizeof(*child->maps));
+			child->nmaps = child->cap = parent->nmaps;
+		}
+	}
+	child->state = parent->state == MAPS_COMPLETE && child->maps ? MAPS_COMPLETE
+								       : MAPS_UNKNOWN;
+}
+
+void proctab__exec(struct proctab *t, uint32_t pid, uint64_t time_ns)
+{
+	struct proc *p;
+
+	t->stats.execs++;
+	p = new_generation(t, pid, time_ns);
+	if (p)	/* the MMAP2 records of the new image follow */
+		p->state = MAPS_COMPLETE;
+}
+
+void proctab__exit(struct proctab *t, uint32_t pid, uint64_t time_ns)
+{
+	struct proc *p = t->slots[pid_slot(t, pid)];
+
+	(void)time_ns;
+	t->stats.exits++;
+	if (p)
+		p->exited = true;
+}
+
+void proctab__mmap(struct proctab *t, uint32_t pid, uint64_t start, uint64_t len,
+		   uint64_t pgoff, uint32_t maj, uint32_t min, uint64_t ino, const char *path)
+{
+	struct proc *p = t->slots[pid_slot(t, pid)];
+	struct mapping m = { .start = start, .end = start + len, .pgoff = pgoff };
+
+	t->stats.mmaps++;
+	if (!p) {
+		/* existed before we started: the rest of its maps come from /proc */
+		p = new_generation(t, pid, 0);
+		if (!p)
+			return;
+	}
+	m.obj = obj_for(t, pid, path, maj, min, ino, start, start + len);
+	if (proc__insert_mapping(p, &m))
+		pr_debug("pid %u: cannot record mapping of %s", pid, path);
+}
+
+const struct proctab_stats *proctab__stats(const struct proctab *t)
+{
+	return &t->stats;
+}

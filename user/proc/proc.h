@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * proctab: what each process had mapped, so that a user address becomes
+ * (object, file offset) -- also after the process exec'd or exited.
+ *
+ * Sources: /proc/PID/maps for processes that existed before we started (read
+ * on first sight), and the kernel's perf side-band records (FORK, COMM with
+ * exec, MMAP2, EXIT) for everything after, which is how samples of processes
+ * that exited before we looked at them still resolve. An exec or a pid reuse
+ * starts a new generation of the pid; the older one is kept, with the time it
+ * ended, for samples that arrive late.
+ */
+#ifndef BPFPROF_PROC_H
+#define BPFPROF_PROC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct objtab;
+
+struct mapping {
+	uint64_t start, end;	/* [start, end) */
+	uint64_t pgoff;
+	uint32_t obj;		/* objfile id, or OBJ_ANON */
+	uint32_t pad;
+};
+
+enum maps_state {
+	MAPS_UNKNOWN = 0,	/* must be read from /proc before use */
+	MAPS_COMPLETE,		/* read from /proc, or built from exec + MMAP2 */
+	MAPS_PARTIAL,		/* /proc could not be read: only what MMAP2 told */
+};
+
+struct proc {
+	uint32_t pid;
+	enum maps_state state;
+	struct mapping *maps;	/* sorted by start, non-overlapping */
+	uint32_t nmaps, cap;
+	uint64_t start_ns;	/* CLOCK_MONOTONIC: when this generation began (0: before us) */
+	uint64_t last_reload_ns; /* rate limit for re-reading /proc after a miss */
+	bool exited;
+	struct proc *prev;	/* the generation before an exec or pid reuse */
+};
+
+struct proctab;
+
+struct proctab_stats {
+	uint64_t procs;		/* process generations seen */
+	uint64_t maps_read;	/* /proc/PID/maps reads */
+	uint64_t maps_read_failed;
+	uint64_t execs, forks, exits, mmaps;
+};
+
+struct proctab *proctab__new(struct objtab *objs);
+void proctab__free(struct proctab *t);
+
+/*
+ * The generation of pid current at time_ns (0: the latest), reading
+ * /proc/PID/maps if it was never read. Never NULL unless out of memory.
+ */
+struct proc *proctab__lookup(struct proctab *t, uint32_t pid, uint64_t time_ns);
+
+/* Find the mapping containing addr, or NULL. */
+const struct mapping *proc__find(const struct proc *p, uint64_t addr);
+/* Re-read /proc/PID/maps (after a miss); returns 0 or -errno (-ESRCH: gone). */
+int proctab__reload(struct proctab *t, struct proc *p);
+/* Whether p is the newest generation of its pid (older ones must not be reloaded). */
+bool proctab__is_latest(const struct proctab *t, const struct proc *p);
+
+/* Side-band events, in the kernel's order. */
+void proctab__fork(struct proctab *t, uint32_t ppid, uint32_t pid, uint64_t time_ns);
+void proctab__exec(struct proctab *t, uint32_t pid, uint64_t time_ns);
+void proctab__exit(struct proctab *t, uint32_t pid, uint64_t time_ns);
+void proctab__mmap(struct proctab *t, uint32_t pid, uint64_t start, uint64_t len,
+		   uint64_t pgoff, uint32_t maj, uint32_t min, uint64_t ino, const char *path);
+
+const struct proctab_stats *proctab__stats(const struct proctab *t);
+
+/* Insert a mapping, replacing whatever it overlaps (what mmap does). Pure; exposed for tests. */
+int proc__insert_mapping(struct proc *p, const struct mapping *m);
+
+#endif

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * elfsym: the function symbols of one ELF file, loaded once per file (not per
+ * process) and looked up by ELF virtual address. Looks for the best symbol
+ * source, in order: the file's own .symtab; a separate debug file found by
+ * build id (<debug_root>/.build-id/xx/yyyy.debug) or by .gnu_debuglink (same
+ * dir, dir/.debug/, <debug_root>/dir/), CRC checked; .gnu_debugdata
+ * (MiniDebugInfo, xz); and always .dynsym as well. C++ names are demangled.
+ */
+#ifndef BPFPROF_ELFSYM_H
+#define BPFPROF_ELFSYM_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+struct elfsym;
+
+struct elfsym_opts {
+	/* Directory of separate debug files; NULL means "/usr/lib/debug". */
+	const char *debug_root;
+	/*
+	 * Prefix under which the path of the file and the debug directories are
+	 * resolved, e.g. "/proc/1234/root" for a process in another mount
+	 * namespace; NULL or "" means the host's root.
+	 */
+	const char *root;
+};
+
+/*
+ * Load the symbols of the ELF file open at fd (the fd is not kept or closed:
+ * the caller closes it). path is the file's path inside root (used to find
+ * .gnu_debuglink companions); may be NULL. Returns 0 or -errno (-ENOEXEC for
+ * a file that is not ELF).
+ */
+int elfsym__open(struct elfsym **out, int fd, const char *path, const struct elfsym_opts *opts);
+void elfsym__free(struct elfsym *es);
+
+/*
+ * The function containing vaddr: its (demangled) name, and the distance from
+ * its start in *off if off is not NULL. NULL when no symbol covers vaddr.
+ * Symbols without a size cover up to the next symbol, within their section.
+ * The returned string lives as long as es.
+ */
+const char *elfsym__lookup(const struct elfsym *es, uint64_t vaddr, uint64_t *off);
+
+/*
+ * Convert a file offset (what /proc/PID/maps pgoff + (ip - start) gives) into
+ * an ELF virtual address using the PT_LOAD program headers. Returns 0 or
+ * -ENOENT when no PT_LOAD segment contains the offset.
+ */
+int elfsym__offset_to_vaddr(const struct elfsym *es, uint64_t file_off, uint64_t *vaddr);
+
+/* Build id as lowercase hex ("" when the file has none). */
+const char *elfsym__build_id(const struct elfsym *es);
+/* Number of function symbols loaded, and which source they came from (for -v). */
+size_t elfsym__count(const struct elfsym *es);
+const char *elfsym__source(const struct elfsym *es);
+/* ET_EXEC (non-PIE executable) or ET_DYN. */
+int elfsym__elf_type(const struct elfsym *es);
+
+/*
+ * Read just the build id of the ELF file at fd (from PT_NOTE / .note.gnu.build-id)
+ * into hex (lowercase, NUL terminated). Returns the number of id bytes, 0 if the
+ * file has no build id, or -errno.
+ */
+int elf_read_build_id(int fd, char *hex, size_t hexlen);
+
+/* Demangle a C++ (Itanium ABI) name; returns a malloc'd string or NULL if not mangled. */
+char *demangle(const char *name);
+
+#endif

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/log.h"
+#include "write/output.h"
+
+int output__open(struct output *o, const char *path)
+{
+	char *dup = NULL, *dir, *base;
+	struct stat st;
+	mode_t mask;
+	int fd, err;
+
+	memset(o, 0, sizeof(*o));
+	if (!path || !strcmp(path, "-")) {
+		o->f = stdout;
+		return 0;
+	}
+	o->path = strdup(path);
+	dup = strdup(path);
+	if (!o->path || !dup) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	base = strrchr(path, '/');
+	base = base ? base + 1 : (char *)path;
+	if (!*base || (!stat(path, &st) && S_ISDIR(st.st_mode))) {
+		err = -EISDIR;
+		pr_err("cannot write output '%s': it is a directory", path);
+		goto fail;
+	}
+	dir = dirname(dup);
+	if (asprintf(&o->tmp, "%s/.%s.XXXXXX", dir, base) < 0) {
+		o->tmp = NULL;
+		err = -ENOMEM;
+		goto fail;
+	}
+	fd = mkstemp(o->tmp);
+	if (fd < 0) {
+		err = -errno;
+		pr_err("cannot write output '%s': %s", path, strerror(-err));
+		free(o->tmp);
+		o->tmp = NULL;
+		goto fail;
+	}
+	/* mkstemp makes 0600; a profile is as readable as any file we create */
+	mask = umask(0);
+	umask(mask);
+	fchmod(fd, 0666 & ~mask);
+	o->f = fdopen(fd, "w");
+	if (!o->f) {
+		err = -errno;
+		close(fd);
+		unlink(o->tmp);
+		goto fail;
+	}
+	free(dup);
+	return 0;
+fail:
+	free(dup);
+	free(o->path);
+	free(o->tmp);
+	memset(o, 0, sizeof(*o));
+	return err;
+}
+
+int output__commit(struct output *o)
+{
+	int err = 0;
+
+	if (!o->f)
+		return -EINVAL;
+	if (!o->path) {
+		if (fflush(stdout)) {
+			err = -errno;
+			pr_err("cannot write to stdout: %s", strerror(-err));
+		}
+		o->f = NULL;
+		return err;
+	}
+	if (fflush(o->f) || ferror(o->f)) {
+		err = -errno ? -errno : -EIO;
+		pr_err("cannot write output '%s': %s", o->path, strerror(-err));
+	}
+	if (fclose(o->f) && !err) {
+		err = -errno;
+		pr_err("cannot write output '%s': %s", o->path, strerror(-err));
+	}
+	o->f = NULL;
+	if (!err && rename(o->tmp, o->path)) {
+		err = -errno;
+		pr_err("cannot rename output to '%s': %s", o->path, strerror(-err));
+	}
+	if (err)
+		unlink(o->tmp);
+	free(o->tmp);
+	free(o->path);
+	o->tmp = o->path = NULL;
+	return err;
+}
+
+void output__abort(struct output *o)
+{
+	if (o->path) {
+		if (o->f)
+			fclose(o->f);
+		if (o->tmp)
+			unlink(o->tmp);
+	}
+	free(o->tmp);
+	free(o->path);
+	memset(o, 0, sizeof(*o));
+}

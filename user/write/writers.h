@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * One writer per output format. Each is a pure function of a struct profile
+ * and a FILE*: it does not know where the data came from.
+ */
+#ifndef BPFPROF_WRITERS_H
+#define BPFPROF_WRITERS_H
+
+#include <stdio.h>
+#include "aggregate/profile.h"
+
+/*
+ * Folded stacks (Brendan Gregg's stackcollapse format): one line per distinct
+ * stack, root first, frames joined by ';', a space, and the value at
+ * value_index. Identical stacks (same frame names) are merged; lines are
+ * sorted so output is deterministic. Frame names have ';' and newlines
+ * replaced so that each line stays parseable. Returns 0 or -errno.
+ */
+int folded__write(const struct profile *p, uint32_t value_index, FILE *out);
+
+/* gzipped pprof (profile.proto). Returns 0 or -errno. */
+int pprof__write(const struct profile *p, FILE *out);
+
+#endif
