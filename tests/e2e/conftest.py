@@ -1,0 +1,64 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Shared helpers for the end-to-end tests: they run the real build/bpfprof as
+root against real processes (tests/workloads) and read what it wrote."""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+BPFPROF = os.environ.get("BPFPROF", os.path.join(os.path.dirname(__file__), "../../build/bpfprof"))
+WORKLOADS = os.environ.get("WORKLOADS", os.path.join(os.path.dirname(__file__), "../../build/workloads"))
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.geteuid() != 0:
+        skip = pytest.mark.skip(reason="end-to-end tests need root (BPF, perf events)")
+        for item in items:
+            item.add_marker(skip)
+
+
+def workload(name):
+    path = os.path.join(WORKLOADS, name)
+    assert os.access(path, os.X_OK), f"{path} missing: run make -C tests/workloads"
+    return path
+
+
+def run(args, timeout=120, **kw):
+    """Run bpfprof with args; returns CompletedProcess (text)."""
+    return subprocess.run([BPFPROF] + list(args), capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+def parse_folded(text):
+    """folded text -> list of (frames, count); asserts every line is well formed."""
+    stacks = []
+    for line in text.splitlines():
+        assert line, "empty line in folded output"
+        stack, _, count = line.rpartition(" ")
+        assert stack and count.isdigit(), f"malformed folded line: {line!r}"
+        stacks.append((stack.split(";"), int(count)))
+    return stacks
+
+
+def total(stacks):
+    return sum(c for _, c in stacks)
+
+
+def count_with(stacks, frame, pred=None):
+    return sum(c for f, c in stacks if frame in f and (pred is None or pred(f)))
+
+
+def summary_line(stderr):
+    lines = [l for l in stderr.splitlines() if " samples, " in l]
+    assert lines, f"no summary line on stderr: {stderr!r}"
+    return lines[-1]
+
+
+@pytest.fixture
+def tmp_out(tmp_path):
+    return tmp_path
+
+
+def have(cmd):
+    return shutil.which(cmd) is not None

@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""The CLI contract: bad values get one stderr line starting 'bpfprof: ', exit 2
+(usage) or 1 (runtime), and leave no output file behind."""
+import os
+import subprocess
+
+import pytest
+
+from conftest import BPFPROF, run, workload
+
+
+def free_pid():
+    pid = 4_000_000
+    while os.path.exists(f"/proc/{pid}"):
+        pid += 1
+    return pid
+
+
+def max_rate():
+    with open("/proc/sys/kernel/perf_event_max_sample_rate") as f:
+        return int(f.read())
+
+
+BAD = [
+    (["-p", str(free_pid())], "pid"),
+    (["-p", "abc"], "pid"),
+    (["-p", "0"], "pid"),
+    (["-F", "0"], "-F"),
+    (["-F", "abc"], "-F"),
+    (["-F", "-5"], "-F"),
+    (["-F", str(max_rate() + 1)], "maximum"),
+    (["-d", "-1"], "-d"),
+    (["-d", "0"], "-d"),
+    (["-d", "soon"], "-d"),
+    (["-f", "xml"], "xml"),
+    (["--frobnicate"], "--frobnicate"),
+    (["-d"], "-d"),
+    (["-a", "-p", "1"], "target"),
+    (["--no-kernel", "--no-user"], "no frames"),
+    (["stray"], "stray"),
+    (["--"], "command"),
+]
+
+
+@pytest.mark.parametrize("args,word", BAD, ids=[" ".join(a) for a, _ in BAD])
+def test_bad_usage(tmp_path, args, word):
+    out = tmp_path / "x.folded"
+    r = run(["-o", str(out), "-d", "1"] + args if args[0] != "stray" else args + ["-o", str(out)])
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("bpfprof: ")
+    assert word in lines[0]
+    assert r.stdout == ""
+    assert list(tmp_path.iterdir()) == [], "output or temp file left behind"
+
+
+@pytest.mark.parametrize("path", ["/nonexistent-dir/x.folded", "/proc/x.folded", "/tmp"])
+def test_unwritable_output(path):
+    r = run(["-d", "1", "-o", path])
+    assert r.returncode == 2
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bpfprof: ") and path in lines[0]
+
+
+def test_command_not_found(tmp_path):
+    out = tmp_path / "x.folded"
+    r = run(["-o", str(out), "--", "/nonexistent/program"])
+    assert r.returncode == 2
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bpfprof: ") and "/nonexistent/program" in lines[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_help_and_version():
+    r = run(["--help"])
+    assert r.returncode == 0
+    for opt in ["-a, --all", "-p, --pid", "-F, --freq", "-d, --duration", "-o, --output",
+                "-f, --format", "--per-pid", "--per-thread", "--no-kernel", "--no-user",
+                "-v, --verbose", "-q, --quiet", "-V, --version", "EXAMPLES", "-- CMD"]:
+        assert opt in r.stdout, opt
+    r = run(["-V"])
+    assert r.returncode == 0 and r.stdout.startswith("bpfprof ")
+
+
+def test_unavailable_command():
+    r = run(["top"])
+    assert r.returncode == 2
+    assert r.stderr.startswith("bpfprof: ") and len(r.stderr.splitlines()) == 1
+
+
+def test_sigint_writes_complete_output(tmp_path):
+    out = tmp_path / "run.folded"
+    p = subprocess.Popen([BPFPROF, "-a", "-F", "499", "-o", str(out)],
+                         stderr=subprocess.PIPE, text=True)
+    w = subprocess.Popen([workload("cpu_split"), "3"], stdout=subprocess.DEVNULL)
+    try:
+        w.wait(timeout=30)
+    finally:
+        p.send_signal(2)
+        _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    text = out.read_text()
+    assert text.endswith("\n")
+    lines = text.splitlines()
+    assert any("work_a" in l for l in lines)
+    for l in lines:
+        stack, _, n = l.rpartition(" ")
+        assert stack and n.isdigit()
+    assert [f.name for f in tmp_path.iterdir()] == ["run.folded"]
+
+
+def test_sigterm_with_command_stops_and_writes(tmp_path):
+    out = tmp_path / "run.folded"
+    p = subprocess.Popen([BPFPROF, "-o", str(out), "--", workload("cpu_split"), "60"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    import time
+    time.sleep(2)
+    p.terminate()
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert "work_a" in out.read_text()

@@ -1,0 +1,169 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""On-CPU sampling against workloads with known behaviour."""
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+from conftest import (BPFPROF, count_with, parse_folded, run, summary_line, total,
+                      workload)
+
+SPLIT = {"work_a": 0.50, "work_b": 0.30, "work_c": 0.20}
+TOL = 0.03
+
+
+def shares(stacks, comm="cpu_split"):
+    own = [(f, c) for f, c in stacks if f[0] == comm]
+    n = sum(count_with(own, fn) for fn in SPLIT)
+    assert n > 1000, f"too few samples in the work functions: {n}"
+    return {fn: count_with(own, fn) / n for fn in SPLIT}, own
+
+
+def assert_split(stacks):
+    got, own = shares(stacks)
+    for fn, want in SPLIT.items():
+        assert abs(got[fn] - want) <= TOL, f"{fn}: {got[fn]:.3f} vs {want} ({got})"
+    # frame pointers: every work sample reaches main through dispatch
+    for fn in SPLIT:
+        for f, c in own:
+            if fn in f:
+                i = f.index(fn)
+                assert f[i - 1] == "dispatch" and f[i - 2] == "main", f
+    return got
+
+
+def test_command_split(tmp_path):
+    out = tmp_path / "run.folded"
+    r = run(["-F", "999", "-o", str(out), "--", workload("cpu_split"), "5"])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    assert_split(stacks)
+    line = summary_line(r.stderr)
+    assert " 0 lost" in line
+    # only the command's process was recorded
+    assert {f[0] for f, _ in stacks} == {"cpu_split"}
+
+
+def test_pid_split(tmp_path):
+    out = tmp_path / "run.folded"
+    w = subprocess.Popen([workload("cpu_split"), "--wait-stdin", "5"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    pid = int(w.stdout.readline().split()[1])
+    # another busy process that -p must leave out
+    other = subprocess.Popen([workload("syscall_heavy"), "7"])
+    try:
+        p = subprocess.Popen([BPFPROF, "-p", str(pid), "-F", "999", "-d", "6", "-o", str(out)],
+                             stderr=subprocess.PIPE, text=True)
+        time.sleep(1)
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        _, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+    finally:
+        w.wait(timeout=30)
+        other.kill()
+        other.wait()
+    stacks = parse_folded(out.read_text())
+    assert {f[0] for f, _ in stacks} == {"cpu_split"}
+    assert count_with(stacks, "do_syscalls") == 0
+    assert_split(stacks)
+
+
+def test_kernel_frames_of_syscalls(tmp_path):
+    out = tmp_path / "run.folded"
+    r = run(["-F", "999", "-o", str(out), "--", workload("syscall_heavy"), "3"])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    n = total(stacks)
+    under = [(f, c) for f, c in stacks if "do_syscalls" in f]
+    kern = sum(c for f, c in under if f[-1].endswith("_[k]"))
+    assert sum(c for _, c in under) > 0.9 * n
+    assert kern > 0.5 * n, f"{kern} of {n} samples end in a kernel frame"
+    # kernel frames sit above the user frames, and the syscall entry is named
+    for f, c in under:
+        ks = [i for i, x in enumerate(f) if x.endswith("_[k]")]
+        if ks:
+            assert ks == list(range(ks[0], len(f))), f
+    assert any(any(x.startswith("entry_SYSCALL") or x.startswith("do_syscall") for x in f)
+               for f, _ in under)
+
+
+def test_no_kernel_no_user(tmp_path):
+    out = tmp_path / "k.folded"
+    r = run(["--no-kernel", "-F", "499", "-o", str(out), "--", workload("syscall_heavy"), "2"])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    assert not any(x.endswith("_[k]") for f, _ in stacks for x in f)
+    assert count_with(stacks, "do_syscalls") > 0.9 * total(stacks)
+    r = run(["--no-user", "-F", "499", "-o", str(out), "--", workload("syscall_heavy"), "2"])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    assert count_with(stacks, "do_syscalls") == 0
+    assert all(x.endswith("_[k]") for f, _ in stacks for x in f[1:])
+
+
+def test_whole_machine_sees_everything(tmp_path):
+    out = tmp_path / "all.folded"
+    a = subprocess.Popen([workload("cpu_split"), "4"], stdout=subprocess.DEVNULL)
+    b = subprocess.Popen([workload("syscall_heavy"), "4"])
+    r = run(["-a", "-F", "999", "-d", "3", "-o", str(out)])
+    a.wait()
+    b.wait()
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    roots = {f[0] for f, _ in stacks}
+    assert {"cpu_split", "syscall_heavy"} <= roots
+    assert count_with(stacks, "work_a") > 0 and count_with(stacks, "do_syscalls") > 0
+    # two busy processes on two CPUs: nearly every sample belongs to them
+    mine = sum(c for f, c in stacks if f[0] in ("cpu_split", "syscall_heavy"))
+    assert mine > 0.8 * total(stacks)
+
+
+def test_per_pid_and_per_thread(tmp_path):
+    out = tmp_path / "p.folded"
+    r = run(["--per-pid", "--per-thread", "-F", "499", "-o", str(out), "--",
+             workload("cpu_split"), "2"])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    roots = {f[0] for f, _ in stacks}
+    assert len(roots) == 1
+    root = roots.pop()
+    m = re.fullmatch(r"cpu_split \[(\d+)\]", root)
+    assert m, root
+    pid = m.group(1)
+    # single-threaded: the thread frame is the main thread, tid == pid
+    assert {f[1] for f, _ in stacks} == {f"cpu_split [{pid}]"}
+
+
+def test_children_followed_and_exited_symbolized(tmp_path):
+    out = tmp_path / "tree.folded"
+    r = run(["--per-pid", "-F", "499", "-o", str(out), "--", workload("spawner"), "2", "4"])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    pids = {f[0] for f, _ in stacks if f[0].startswith("cpu_split [")}
+    assert len(pids) >= 3, pids  # two long children and the short one
+    # every child exited before the end of the run; their frames still resolve
+    child = [(f, c) for f, c in stacks if f[0].startswith("cpu_split [")]
+    resolved = sum(c for f, c in child if any(x in f for x in SPLIT))
+    assert resolved >= 0.95 * total(child), (resolved, total(child))
+
+
+def test_short_lived_processes_in_whole_machine_mode(tmp_path):
+    """Processes that start and exit while -a runs (never seen in /proc by us)."""
+    out = tmp_path / "short.folded"
+    p = subprocess.Popen([BPFPROF, "-a", "-F", "999", "-o", str(out)],
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(1)
+    for _ in range(6):
+        subprocess.run([workload("cpu_split"), "0.3"], stdout=subprocess.DEVNULL, check=True)
+    time.sleep(0.5)
+    p.send_signal(2)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    stacks = [(f, c) for f, c in parse_folded(out.read_text()) if f[0] == "cpu_split"]
+    n = total(stacks)
+    assert n > 500
+    resolved = sum(c for f, c in stacks if any(x in f for x in SPLIT))
+    assert resolved >= 0.95 * n, (resolved, n)
