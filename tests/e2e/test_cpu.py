@@ -167,3 +167,27 @@ def test_short_lived_processes_in_whole_machine_mode(tmp_path):
     assert n > 500
     resolved = sum(c for f, c in stacks if any(x in f for x in SPLIT))
     assert resolved >= 0.95 * n, (resolved, n)
+
+
+def libc_debug_file():
+    out = subprocess.run(["readelf", "-n", "/usr/lib/x86_64-linux-gnu/libc.so.6"],
+                         capture_output=True, text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    if not m:
+        return None
+    bid = m.group(1)
+    path = f"/usr/lib/debug/.build-id/{bid[:2]}/{bid[2:]}.debug"
+    return path if os.path.exists(path) else None
+
+
+@pytest.mark.skipif(libc_debug_file() is None, reason="libc6-dbg not installed")
+def test_symbols_from_separate_debug_file(tmp_path):
+    """Debian's libc has no .symtab; libc6-dbg has it in a file named by build id.
+    __libc_start_call_main exists only there, and the command exits before we
+    symbolize, so this also checks the lookup does not depend on /proc/PID/root."""
+    out = tmp_path / "dbg.folded"
+    r = run(["-F", "499", "-o", str(out), "--", workload("cpu_split"), "1"])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    work = [(f, c) for f, c in stacks if "work_a" in f]
+    assert work and all(f[1] == "__libc_start_call_main" for f, _ in work), work[:3]

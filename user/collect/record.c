@@ -537,17 +537,19 @@ int record__run(void)
 		pr_err("out of memory");
 		goto cleanup;
 	}
+	/* side band first: it must see the command's fork and exec */
+	err = sideband__new(&r.sb, r.procs, SIDEBAND_PAGES);
+	if (err) {
+		pr_err("cannot open the side-band perf events: %s (needs root or CAP_PERFMON)",
+		       strerror(-err));
+		goto cleanup;
+	}
 	if (env.cmd_argv && spawn_held(&r)) {
 		pr_err("cannot start '%s': %s", env.cmd_argv[0], strerror(errno));
 		goto cleanup;
 	}
 	if (setup_bpf(&r))
 		goto cleanup;
-	err = sideband__new(&r.sb, r.procs, SIDEBAND_PAGES);
-	if (err) {
-		pr_err("cannot open the side-band perf events: %s", strerror(-err));
-		goto cleanup;
-	}
 	err = sampler__new(&r.sampler, r.skel->progs.on_cpu_sample, env.freq);
 	if (err)
 		goto cleanup;

@@ -142,6 +142,17 @@ static bool same_file(int fd, uint32_t maj, uint32_t min, uint64_t ino)
 	return (major(st.st_dev) == maj && minor(st.st_dev) == min) || maj == 0;
 }
 
+static bool same_root(uint32_t pid)
+{
+	struct stat a, b;
+	char p[64];
+
+	snprintf(p, sizeof(p), "/proc/%u/root/", pid);
+	if (stat(p, &a) || stat("/", &b))
+		return true;
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 static void open_obj(struct objfile *o, uint32_t pid, uint64_t start, uint64_t end)
 {
 	char p[PATH_MAX + 64];
@@ -165,7 +176,11 @@ static void open_obj(struct objfile *o, uint32_t pid, uint64_t start, uint64_t e
 		return;
 	}
 	o->fd = fd;
-	if (asprintf(&o->root, "/proc/%u/root", pid) < 0)
+	/*
+	 * Debug files are looked up under the process's root only when that is
+	 * not ours: /proc/PID/root vanishes when the process exits.
+	 */
+	if (!same_root(pid) && asprintf(&o->root, "/proc/%u/root", pid) < 0)
 		o->root = NULL;
 }
 

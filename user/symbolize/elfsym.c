@@ -603,6 +603,15 @@ static int open_by_build_id(struct elfimg *dbg, const uint8_t *id, int idlen,
 	if (n < 0 || (size_t)n >= sizeof(path))
 		return -ENAMETOOLONG;
 	err = img_open(dbg, path, main_st);
+	if (err && *opt_root(opts)) {
+		/*
+		 * The process's root is gone (it exited) or has no debug files:
+		 * the host's are just as good, the build id match below proves it.
+		 */
+		snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", opt_debug_root(opts),
+			 hex, hex + 2);
+		err = img_open(dbg, path, main_st);
+	}
 	if (err)
 		goto fail;
 	/* A stale debug file from an older build would name the wrong code. */

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * cfi: compile an ELF file's call frame information (.eh_frame, or
+ * .debug_frame where that is all there is) into a flat, sorted unwind table
+ * for x86-64 that a BPF program can binary-search: for each PC range, how to
+ * find the CFA (canonical frame address) and where the caller's RBP was saved.
+ * The return address is always at CFA-8 on x86-64 (checked: an FDE that says
+ * otherwise is marked unsupported).
+ */
+#ifndef BPFPROF_CFI_H
+#define BPFPROF_CFI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum cfa_rule {
+	CFA_RULE_UNSUPPORTED = 0, /* no CFI for this PC, or a rule we cannot express */
+	CFA_RULE_SP = 1,	  /* CFA = RSP + cfa_off */
+	CFA_RULE_FP = 2,	  /* CFA = RBP + cfa_off */
+	CFA_RULE_PLT = 3,	  /* PLT stub expression: CFA = RSP + 8 + ((RIP & 15) >= 11 ? 8 : 0) */
+	CFA_RULE_END = 4,	  /* outermost frame (RIP undefined, e.g. _start): stop cleanly */
+	CFA_RULE_SIGNAL = 5,	  /* signal trampoline ('S' augmentation, __restore_rt) */
+};
+
+enum rbp_rule {
+	RBP_RULE_SAME = 0,	  /* RBP unchanged in this frame (same value / undefined in CIE) */
+	RBP_RULE_CFA = 1,	  /* caller's RBP saved at CFA + rbp_off */
+	RBP_RULE_UNSUPPORTED = 2, /* saved somewhere we cannot express (register, expression) */
+};
+
+struct unwind_row {
+	uint64_t pc;		/* ELF virtual address where this row starts */
+	int32_t cfa_off;
+	int16_t rbp_off;
+	uint8_t cfa_rule;	/* enum cfa_rule */
+	uint8_t rbp_rule;	/* enum rbp_rule */
+};
+
+struct cfi_stats {
+	uint32_t fdes;		/* FDEs read */
+	uint32_t rows_raw;	/* rows before merging identical neighbours */
+	uint32_t unsupported;	/* rows whose CFA rule could not be expressed */
+	uint32_t bad_fdes;	/* malformed FDEs skipped */
+	const char *source;	/* ".eh_frame", ".debug_frame" or NULL */
+};
+
+/*
+ * Build the table for the ELF file open at fd (not closed). Rows are sorted by
+ * pc; each covers [pc, next row's pc). Consecutive identical rows are merged.
+ * The end of every FDE's range that is not the start of another is marked by
+ * a CFA_RULE_UNSUPPORTED row, so a PC between functions never uses the
+ * previous function's last rule. Returns 0 (rows may be empty when the file
+ * has no CFI) or -errno (-ENOEXEC: not ELF, truncated, or not x86-64).
+ * *rows is malloc'd; free() it.
+ */
+int cfi__build(int fd, struct unwind_row **rows, size_t *nrows, struct cfi_stats *stats);
+
+/* Binary search: the row covering pc, or NULL (before the first row). */
+const struct unwind_row *cfi__find(const struct unwind_row *rows, size_t nrows, uint64_t pc);
+
+#endif
