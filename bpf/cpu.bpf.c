@@ -10,6 +10,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "common.bpf.h"
+#include "unwind.bpf.h"
 
 #define PF_KTHREAD 0x00200000
 
@@ -80,18 +81,41 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	if (BPF_CORE_READ(task, flags) & PF_KTHREAD) {
 		s->hdr.flags |= SAMPLE_F_KTHREAD;
 	} else if (want_user) {
-		n = bpf_get_stack(ctx, &s->frames[klen & 0x7f], MAX_USTACK * sizeof(__u64),
-				  BPF_F_USER_STACK);
-		if (n < 0) {
-			s->hdr.flags |= SAMPLE_F_USTACK_ERR;
-			count(CNT_USTACK_ERR);
+		__u64 *uframes = &s->frames[klen & 0x7f];
+		__u64 ip, sp, bp;
+
+		n = -1;
+		if (unwind_mode != UNWIND_FP) {
+			n = unwind_user(ctx, tgid, uframes, &s->hdr.flags);
+			if (n < 0)
+				s->hdr.flags |= SAMPLE_F_NO_UNWIND_INFO;
+		}
+		if (n < 0 && unwind_mode == UNWIND_DWARF) {
+			/* no tables for this process yet: its leaf frame, nothing invented */
+			user_regs(ctx, &ip, &sp, &bp);
+			uframes[0] = ip;
+			n = 1;
+			s->hdr.flags |= SAMPLE_F_UNWIND_STOPPED;
+		}
+		if (n >= 0) {
+			ulen = n;
 		} else {
-			ulen = (__u64)n / sizeof(__u64);
-			if (ulen >= MAX_USTACK) {
-				ulen = MAX_USTACK;
-				s->hdr.flags |= SAMPLE_F_USTACK_TRUNC;
+			if (unwind_mode == UNWIND_AUTO)
+				s->hdr.flags |= SAMPLE_F_UNWIND_FP;
+			n = bpf_get_stack(ctx, uframes, MAX_USTACK * sizeof(__u64), BPF_F_USER_STACK);
+			if (n < 0) {
+				s->hdr.flags |= SAMPLE_F_USTACK_ERR;
+				count(CNT_USTACK_ERR);
+			} else {
+				ulen = (__u64)n / sizeof(__u64);
+				if (ulen >= MAX_USTACK) {
+					ulen = MAX_USTACK;
+					s->hdr.flags |= SAMPLE_F_USTACK_TRUNC;
+				}
 			}
 		}
+		if (ulen > MAX_USTACK)
+			ulen = MAX_USTACK;
 	}
 	s->hdr.kstack_len = klen;
 	s->hdr.ustack_len = ulen;

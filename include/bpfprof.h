@@ -32,6 +32,9 @@ enum sample_flags {
 	SAMPLE_F_USTACK_TRUNC = 1 << 2,	 /* user stack hit MAX_USTACK */
 	SAMPLE_F_KSTACK_TRUNC = 1 << 3,	 /* kernel stack hit MAX_KSTACK */
 	SAMPLE_F_KTHREAD = 1 << 4,	 /* kernel thread: no user stack exists */
+	SAMPLE_F_UNWIND_FP = 1 << 5,	 /* no unwind info for this process yet: frame pointers */
+	SAMPLE_F_UNWIND_STOPPED = 1 << 6, /* table unwinder gave up before the outermost frame */
+	SAMPLE_F_NO_UNWIND_INFO = 1 << 7, /* the process has no tables (yet): user space builds them */
 };
 
 /*
@@ -77,7 +80,78 @@ enum bpf_counter {
 	CNT_USTACK_ERR,		/* bpf_get_stack(user) failed */
 	CNT_FORK_FOLLOWED,	/* children added to the pid filter */
 	CNT_FILTER_FULL,	/* pid filter map full: a child was not followed */
+	CNT_UNW_NO_PROC,	/* no unwind info for the process yet (fell back or leaf only) */
+	CNT_UNW_NO_MAPPING,	/* a PC in no known executable mapping */
+	CNT_UNW_NO_ROW,		/* a PC in a mapping whose table has no row for it */
+	CNT_UNW_UNSUPPORTED,	/* a CFA rule we cannot follow */
+	CNT_UNW_READ_FAILED,	/* reading the user stack failed */
+	CNT_UNW_ANON,		/* stopped in anonymous executable memory (JIT) */
+	CNT_UNW_TRUNCATED,	/* more than MAX_USTACK frames */
+	CNT_UNW_TABLE_PENDING,	/* the mapping's table is not built yet */
+	CNT_UNW_OK,		/* reached the outermost frame */
 	CNT__MAX
+};
+
+/*
+ * Table-driven native unwinding. User space compiles each file's .eh_frame
+ * into rows (sorted by pc, one file's rows contiguous in the `unwind_rows`
+ * array) and describes each process's executable mappings in `proc_unwind`.
+ */
+enum urow_cfa {
+	UROW_CFA_UNSUPPORTED = 0,
+	UROW_CFA_SP = 1,	/* CFA = RSP + cfa_off */
+	UROW_CFA_FP = 2,	/* CFA = RBP + cfa_off */
+	UROW_CFA_PLT = 3,	/* CFA = RSP + 8 + ((RIP & 15) >= cfa_off ? 8 : 0) */
+	UROW_CFA_END = 4,	/* outermost frame */
+	UROW_CFA_SIGNAL = 5,	/* rt_sigreturn trampoline: registers in the ucontext at RSP */
+};
+
+enum urow_rbp {
+	UROW_RBP_SAME = 0,
+	UROW_RBP_CFA = 1,	/* caller's RBP at CFA + rbp_off */
+	UROW_RBP_UNSUPPORTED = 2,
+};
+
+/* 8 bytes: a file with a million rows costs 8 MB, shared by every process mapping it. */
+struct bpf_urow {
+	__u32 pc;		/* ELF vaddr - mapping's table base */
+	__s16 cfa_off;		/* bytes; larger offsets are compiled as unsupported */
+	__s8 rbp_off8;		/* caller's RBP at CFA + 8 * rbp_off8 */
+	__u8 rules;		/* enum urow_cfa | enum urow_rbp << 4 */
+};
+_Static_assert(sizeof(struct bpf_urow) == 8, "bpf_urow layout");
+
+enum umap_kind {
+	UMAP_TABLE = 1,		/* unwind with rows [first, first + count) */
+	UMAP_FP = 2,		/* no CFI in the file: frame pointers */
+	UMAP_ANON = 3,		/* anonymous executable memory: stop */
+	UMAP_PENDING = 4,	/* table not built yet: stop, counted */
+};
+
+/* Executable mappings per process the unwinder can know. */
+#define MAX_UMAPS 512
+
+struct bpf_umap {
+	__u64 start, end;	/* [start, end) runtime addresses */
+	__u64 bias;		/* row pc = ip - bias */
+	__u32 first;		/* index of the first row in unwind_rows */
+	__u32 count;
+	__u32 kind;		/* enum umap_kind */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct bpf_umap) == 40, "bpf_umap layout");
+
+struct bpf_proc_unwind {
+	__u32 nmaps;		/* sorted by start, non-overlapping */
+	__u32 pad;
+	struct bpf_umap maps[MAX_UMAPS];
+};
+
+/* --unwind */
+enum unwind_mode {
+	UNWIND_AUTO = 0,	/* tables where ready, else frame pointers (flagged) */
+	UNWIND_FP = 1,
+	UNWIND_DWARF = 2,	/* tables only: a process without them gets its leaf frame */
 };
 
 /* Value of the pid filter map: why the pid is a target. */

@@ -14,6 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <linux/types.h>
+
+#include "bpfprof.h"
 #include "cli.h"
 #include "util/log.h"
 
@@ -21,6 +24,8 @@ struct env env = {
 	.freq = 99,
 	.ringbuf_bytes = 8 << 20,
 	.max_targets = 8192,
+	.unwind_rows = 4 << 20,
+	.unwind_procs = 4096,
 };
 
 static const char usage_text[] =
@@ -38,6 +43,9 @@ static const char usage_text[] =
 "  -F, --freq HZ             samples per second per CPU (default 99; at most\n"
 "                            /proc/sys/kernel/perf_event_max_sample_rate)\n"
 "  -d, --duration SECS       stop after SECS (default: Ctrl-C, or when CMD exits)\n"
+"      --unwind MODE         native user stacks: auto (default: .eh_frame tables,\n"
+"                            frame pointers until a process's tables are ready),\n"
+"                            dwarf (tables only), fp (frame pointers only)\n"
 "  -o, --output PATH         where to write ('-' = stdout, the default)\n"
 "  -f, --format FMT          folded | pprof; default from the extension of -o:\n"
 "                            .pb.gz/.pprof -> pprof, anything else -> folded;\n"
@@ -78,6 +86,7 @@ enum {
 	OPT_PER_THREAD,
 	OPT_NO_KERNEL,
 	OPT_NO_USER,
+	OPT_UNWIND,
 };
 
 static const struct option long_opts[] = {
@@ -91,6 +100,7 @@ static const struct option long_opts[] = {
 	{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
 	{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
 	{ "no-user", no_argument, NULL, OPT_NO_USER },
+	{ "unwind", required_argument, NULL, OPT_UNWIND },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -282,6 +292,19 @@ int cli__parse(int argc, char **argv)
 			break;
 		case OPT_NO_USER:
 			env.no_user = true;
+			break;
+		case OPT_UNWIND:
+			if (!strcmp(optarg, "auto")) {
+				env.unwind = UNWIND_AUTO;
+			} else if (!strcmp(optarg, "fp")) {
+				env.unwind = UNWIND_FP;
+			} else if (!strcmp(optarg, "dwarf")) {
+				env.unwind = UNWIND_DWARF;
+			} else {
+				pr_err("unknown unwinder '%s' for --unwind: expected auto, fp or dwarf",
+				       optarg);
+				err = -EINVAL;
+			}
 			break;
 		case 'v':
 			log_level = log_level < 1 ? 2 : log_level + 1;

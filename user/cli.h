@@ -28,9 +28,12 @@ struct env {
 	bool per_thread;
 	bool no_kernel;
 	bool no_user;
+	int unwind;		/* enum unwind_mode (include/bpfprof.h) */
 	/* sizing (not on the CLI yet: sane defaults, see record.c) */
 	uint32_t ringbuf_bytes;
 	uint32_t max_targets;
+	uint32_t unwind_rows;	/* capacity of the BPF unwind row array */
+	uint32_t unwind_procs;	/* processes with unwind info at once */
 };
 
 extern struct env env;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@
 #include "proc/objfile.h"
 #include "proc/proc.h"
 #include "symbolize/ksyms.h"
+#include "unwind/tables.h"
 #include "util/htab.h"
 #include "util/log.h"
 #include "write/output.h"
@@ -53,6 +55,9 @@ struct rec_stats {
 	uint64_t user_frames;
 	uint64_t user_unmapped;	/* user addresses in no known mapping */
 	uint64_t kstack_err, ustack_err, ktrunc, utrunc;
+	uint64_t no_unwind_info;	/* samples taken before the process's tables were ready */
+	uint64_t unwind_fp;		/* of which were walked with frame pointers */
+	uint64_t unwind_stopped;	/* table unwinding gave up before the outermost frame */
 };
 
 struct recorder {
@@ -64,6 +69,8 @@ struct recorder {
 	struct proctab *procs;
 	struct stacks *stacks;
 	struct ksyms *ks;
+	struct unwinder *unw;
+	struct htab *dirty;	/* pids whose unwind description must be (re)written */
 	struct output out;
 	int epfd;
 	pid_t child;
@@ -75,6 +82,12 @@ struct recorder {
 	struct timespec t_start, t_stop;
 	struct timespec wall_start;
 };
+
+static int libbpf_debug(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	(void)level;
+	return vfprintf(stderr, fmt, args);
+}
 
 static void on_signal(int sig)
 {
@@ -138,6 +151,58 @@ static void resolve_user(struct recorder *r, uint32_t pid, uint64_t time_ns, str
 	}
 }
 
+static void mark_dirty(struct recorder *r, uint32_t pid)
+{
+	struct htab_entry *e;
+
+	if (r->unw)
+		htab__upsert(r->dirty, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)), &e);
+}
+
+static bool is_target(struct recorder *r, uint32_t pid)
+{
+	uint32_t v;
+
+	return env.all ||
+	       !bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.targets), &pid, &v);
+}
+
+/* The process table changed: keep the BPF unwinder's view of the process in step. */
+static void on_proc_change(void *ctx, uint32_t pid, int change)
+{
+	struct recorder *r = ctx;
+
+	if (!r->unw)
+		return;
+	if (change == PROC_EXITED) {
+		unwinder__forget(r->unw, pid);
+		htab__delete(r->dirty, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
+	} else if (unwinder__has(r->unw, pid) ||
+		   (change == PROC_EXECED && !env.all && is_target(r, pid))) {
+		/* targets get tables at exec, before their first sample */
+		mark_dirty(r, pid);
+	}
+}
+
+/* Write the unwind descriptions of processes marked dirty. */
+static void sync_dirty(struct recorder *r)
+{
+	struct htab_entry *e;
+	size_t it = 0;
+
+	if (!r->unw || !htab__count(r->dirty))
+		return;
+	while ((e = htab__next(r->dirty, &it))) {
+		uint32_t pid = *(const uint32_t *)e->key;
+		struct proc *p = proctab__lookup(r->procs, pid, 0);
+
+		if (p && !p->exited && unwinder__sync(r->unw, p))
+			pr_debug("pid %u: cannot write its unwind info", pid);
+	}
+	htab__free(r->dirty);
+	r->dirty = htab__new(64, HTAB_COPY_KEYS);
+}
+
 static int handle_sample(void *ctx, void *data, size_t size)
 {
 	struct recorder *r = ctx;
@@ -174,6 +239,14 @@ static int handle_sample(void *ctx, void *data, size_t size)
 		k->flags |= STACK_F_KERNEL_ERR, r->st.kstack_err++;
 	if (h->flags & SAMPLE_F_USTACK_ERR)
 		k->flags |= STACK_F_USER_ERR, r->st.ustack_err++;
+	if (h->flags & SAMPLE_F_UNWIND_STOPPED)
+		r->st.unwind_stopped++;
+	if (h->flags & SAMPLE_F_NO_UNWIND_INFO) {
+		r->st.no_unwind_info++;
+		if (h->flags & SAMPLE_F_UNWIND_FP)
+			r->st.unwind_fp++;
+		mark_dirty(r, h->pid);
+	}
 
 	for (i = 0; i < nk; i++) {
 		k->frames[i].obj = OBJ_KERNEL;
@@ -303,6 +376,14 @@ static int setup_bpf(struct recorder *r)
 	ev = r->skel->maps.events;
 	bpf_map__set_max_entries(ev, env.ringbuf_bytes);
 	bpf_map__set_max_entries(r->skel->maps.targets, env.max_targets);
+	r->skel->rodata->unwind_mode = env.no_user ? UNWIND_FP : env.unwind;
+	if (env.unwind == UNWIND_FP || env.no_user) {
+		bpf_map__set_max_entries(r->skel->maps.unwind_rows, 1);
+		bpf_map__set_max_entries(r->skel->maps.proc_unwind, 1);
+	} else {
+		bpf_map__set_max_entries(r->skel->maps.unwind_rows, env.unwind_rows);
+		bpf_map__set_max_entries(r->skel->maps.proc_unwind, env.unwind_procs);
+	}
 
 	err = cpu_bpf__load(r->skel);
 	if (err) {
@@ -323,6 +404,18 @@ static int setup_bpf(struct recorder *r)
 		err = -errno;
 		pr_err("cannot add the command's pid to the filter: %s", strerror(-err));
 		return err;
+	}
+	if (env.unwind != UNWIND_FP && !env.no_user) {
+		err = unwinder__new(&r->unw, bpf_map__fd(r->skel->maps.unwind_rows), env.unwind_rows,
+				    bpf_map__fd(r->skel->maps.proc_unwind), r->objs);
+		if (err) {
+			pr_err("cannot map the unwind tables: %s", strerror(-err));
+			return err;
+		}
+		/* -p targets get their tables before the first sample */
+		for (size_t i = 0; i < env.npids; i++)
+			mark_dirty(r, env.pids[i]);
+		sync_dirty(r);
 	}
 	err = cpu_bpf__attach(r->skel);	/* fork/exit tracepoints */
 	if (err) {
@@ -392,6 +485,7 @@ static int run_loop(struct recorder *r)
 			pr_err("reading the ring buffer: %s", strerror(-err));
 			return err;
 		}
+		sync_dirty(r);
 		if (child_changed) {
 			child_changed = 0;
 			check_child(r);
@@ -425,6 +519,17 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			(unsigned long long)r->st.kstack_err, (unsigned long long)r->st.ustack_err,
 			(unsigned long long)r->st.ktrunc, (unsigned long long)r->st.utrunc,
 			MAX_KSTACK, MAX_USTACK);
+	if (r->unw && (r->st.no_unwind_info || r->st.unwind_stopped))
+		pr_info("unwinding: %llu samples before their process's tables were ready (%llu "
+			"walked with frame pointers), %llu stopped early (no row %llu, unsupported "
+			"rule %llu, unreadable stack %llu, JIT/anonymous code %llu, no mapping %llu)",
+			(unsigned long long)r->st.no_unwind_info, (unsigned long long)r->st.unwind_fp,
+			(unsigned long long)r->st.unwind_stopped,
+			(unsigned long long)read_counter(r, CNT_UNW_NO_ROW),
+			(unsigned long long)read_counter(r, CNT_UNW_UNSUPPORTED),
+			(unsigned long long)read_counter(r, CNT_UNW_READ_FAILED),
+			(unsigned long long)read_counter(r, CNT_UNW_ANON),
+			(unsigned long long)read_counter(r, CNT_UNW_NO_MAPPING));
 	if (r->child > 0 && r->child_done &&
 	    (!WIFEXITED(r->child_status) || WEXITSTATUS(r->child_status)))
 		pr_info("command '%s' %s %d", env.cmd_argv[0],
@@ -452,6 +557,21 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			   (unsigned long long)ps->maps_read_failed, (unsigned long long)ps->forks,
 			   (unsigned long long)ps->execs, (unsigned long long)ps->exits,
 			   (unsigned long long)ps->mmaps);
+		if (r->unw) {
+			const struct unwinder_stats *us = unwinder__stats(r->unw);
+
+			pr_verbose("unwind tables: %llu files (%llu without), %llu rows in use, peak "
+				   "%llu of %llu (%.1f MiB), %llu evicted, %.1f ms compiling CFI, "
+				   "%llu processes",
+				   (unsigned long long)us->tables,
+				   (unsigned long long)us->tables_failed,
+				   (unsigned long long)us->rows_used,
+				   (unsigned long long)us->rows_peak,
+				   (unsigned long long)us->rows_cap,
+				   us->rows_peak * sizeof(struct bpf_urow) / 1048576.0,
+				   (unsigned long long)us->tables_evicted, us->build_ns / 1e6,
+				   (unsigned long long)us->procs);
+		}
 		pr_verbose("agent: %.3f s user, %.3f s sys, %.2f us per sample, peak RSS %ld KiB",
 			   ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
 			   ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
@@ -527,13 +647,16 @@ int record__run(void)
 	if (output__open(&r.out, env.output))
 		return EXIT_USAGE;
 	raise_nofile();
-	libbpf_set_print(NULL);
+	libbpf_set_print(log_level >= 3 ? libbpf_debug : NULL);
 	err = install_signals();
 	r.key = malloc(sizeof(*r.key) + (MAX_KSTACK + MAX_USTACK) * sizeof(struct sframe));
 	r.objs = objtab__new();
 	r.procs = r.objs ? proctab__new(r.objs) : NULL;
 	r.stacks = stacks__new();
-	if (err || !r.key || !r.procs || !r.stacks) {
+	r.dirty = htab__new(64, HTAB_COPY_KEYS);
+	if (r.procs)
+		proctab__on_change(r.procs, on_proc_change, &r);
+	if (err || !r.key || !r.procs || !r.stacks || !r.dirty) {
 		pr_err("out of memory");
 		goto cleanup;
 	}
@@ -608,6 +731,10 @@ cleanup:
 		close(r.epfd);
 	sampler__free(r.sampler);
 	ring_buffer__free(r.rb);
+	if (r.procs)
+		proctab__on_change(r.procs, NULL, NULL);
+	unwinder__free(r.unw);
+	htab__free(r.dirty);
 	sideband__free(r.sb);
 	cpu_bpf__destroy(r.skel);
 	ksyms__free(r.ks);

@@ -15,7 +15,22 @@ struct proctab {
 	struct proc **slots;
 	uint32_t nslots, n;
 	struct proctab_stats stats;
+	void (*change_fn)(void *ctx, uint32_t pid, int change);
+	void *change_ctx;
 };
+
+static void changed(struct proctab *t, uint32_t pid, int what)
+{
+	if (t->change_fn)
+		t->change_fn(t->change_ctx, pid, what);
+}
+
+void proctab__on_change(struct proctab *t, void (*fn)(void *ctx, uint32_t pid, int change),
+			void *ctx)
+{
+	t->change_fn = fn;
+	t->change_ctx = ctx;
+}
 
 struct proctab *proctab__new(struct objtab *objs)
 {
@@ -238,6 +253,7 @@ int proctab__reload(struct proctab *t, struct proc *p)
 		return err;
 	}
 	p->state = MAPS_COMPLETE;
+	changed(t, p->pid, PROC_MAPPED);
 	return 0;
 }
 
@@ -290,6 +306,7 @@ void proctab__exec(struct proctab *t, uint32_t pid, uint64_t time_ns)
 	p = new_generation(t, pid, time_ns);
 	if (p)	/* the MMAP2 records of the new image follow */
 		p->state = MAPS_COMPLETE;
+	changed(t, pid, PROC_EXECED);
 }
 
 void proctab__exit(struct proctab *t, uint32_t pid, uint64_t time_ns)
@@ -300,6 +317,7 @@ void proctab__exit(struct proctab *t, uint32_t pid, uint64_t time_ns)
 	t->stats.exits++;
 	if (p)
 		p->exited = true;
+	changed(t, pid, PROC_EXITED);
 }
 
 void proctab__mmap(struct proctab *t, uint32_t pid, uint64_t start, uint64_t len,
@@ -318,6 +336,7 @@ void proctab__mmap(struct proctab *t, uint32_t pid, uint64_t start, uint64_t len
 	m.obj = obj_for(t, pid, path, maj, min, ino, start, start + len);
 	if (proc__insert_mapping(p, &m))
 		pr_debug("pid %u: cannot record mapping of %s", pid, path);
+	changed(t, pid, PROC_MAPPED);
 }
 
 const struct proctab_stats *proctab__stats(const struct proctab *t)

@@ -76,6 +76,16 @@ void proctab__mmap(struct proctab *t, uint32_t pid, uint64_t start, uint64_t len
 
 const struct proctab_stats *proctab__stats(const struct proctab *t);
 
+enum proc_change {
+	PROC_EXECED,	/* a new image: its mappings follow */
+	PROC_MAPPED,	/* mappings added or re-read */
+	PROC_EXITED,
+};
+
+/* Tell fn about every change to a process's mappings (the unwinder listens). */
+void proctab__on_change(struct proctab *t, void (*fn)(void *ctx, uint32_t pid, int change),
+			void *ctx);
+
 /* Insert a mapping, replacing whatever it overlaps (what mmap does). Pure; exposed for tests. */
 int proc__insert_mapping(struct proc *p, const struct mapping *m);
 

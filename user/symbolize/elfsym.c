@@ -448,6 +448,14 @@ static int finalize(struct elfsym *es, struct cands *cs)
 		es->syms[n].start = cs->v[i].start;
 		es->syms[n].len = len > UINT32_MAX ? UINT32_MAX : len;
 		dm = demangle(cs->v[i].name);
+		/*
+		 * "__libc_start_main@@GLIBC_2.34" names the same function in every
+		 * glibc: drop the symbol version so that profiles compare and merge.
+		 */
+		if (!dm && strchr(cs->v[i].name, '@'))
+			dm = strndup(cs->v[i].name, strchr(cs->v[i].name, '@') - cs->v[i].name);
+		else if (dm && strchr(dm, '@'))
+			*strchr(dm, '@') = '\0';
 		err = pool_add(&es->pool, &pool_len, &pool_cap, dm ? dm : cs->v[i].name,
 			       &es->syms[n].name);
 		free(dm);

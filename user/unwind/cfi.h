@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * cfi: compile an ELF file's call frame information (.eh_frame, or
- * .debug_frame where that is all there is) into a flat, sorted unwind table
+ * cfi: compile an ELF file's call frame information (.eh_frame, and
+ * .debug_frame for what .eh_frame does not cover) into a flat, sorted unwind table
  * for x86-64 that a BPF program can binary-search: for each PC range, how to
  * find the CFA (canonical frame address) and where the caller's RBP was saved.
  * The return address is always at CFA-8 on x86-64 (checked: an FDE that says
@@ -17,7 +17,12 @@ enum cfa_rule {
 	CFA_RULE_UNSUPPORTED = 0, /* no CFI for this PC, or a rule we cannot express */
 	CFA_RULE_SP = 1,	  /* CFA = RSP + cfa_off */
 	CFA_RULE_FP = 2,	  /* CFA = RBP + cfa_off */
-	CFA_RULE_PLT = 3,	  /* PLT stub expression: CFA = RSP + 8 + ((RIP & 15) >= 11 ? 8 : 0) */
+	/*
+	 * PLT stub expression: CFA = RSP + 8 + ((RIP & 15) >= 11 ? 8 : 0). cfa_off
+	 * holds that threshold: 11 for the lazy .plt; other layouts differ
+	 * (-z ibtplt: 9 with binutils 2.40).
+	 */
+	CFA_RULE_PLT = 3,
 	CFA_RULE_END = 4,	  /* outermost frame (RIP undefined, e.g. _start): stop cleanly */
 	CFA_RULE_SIGNAL = 5,	  /* signal trampoline ('S' augmentation, __restore_rt) */
 };
@@ -41,7 +46,14 @@ struct cfi_stats {
 	uint32_t rows_raw;	/* rows before merging identical neighbours */
 	uint32_t unsupported;	/* rows whose CFA rule could not be expressed */
 	uint32_t bad_fdes;	/* malformed FDEs skipped */
-	const char *source;	/* ".eh_frame", ".debug_frame" or NULL */
+	uint32_t dropped_fdes;	/* well-formed but unused: empty, outside every executable
+				 * PT_LOAD (discarded by the linker), or .debug_frame
+				 * duplicating .eh_frame */
+	/*
+	 * ".eh_frame", ".debug_frame" (no .eh_frame FDEs), ".eh_frame+.debug_frame"
+	 * (.debug_frame filled holes .eh_frame leaves), or NULL
+	 */
+	const char *source;
 };
 
 /*

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Table-driven native unwinder for x86-64 user stacks. Per frame: find the
+ * executable mapping of the PC in the process's bpf_proc_unwind (binary
+ * search), then the row covering the PC in the file's rows (binary search),
+ * compute the CFA, read the return address at CFA-8 and the caller's RBP if
+ * the row says where it is. Files without CFI fall back to frame pointers;
+ * signal trampolines restore the interrupted registers from the ucontext.
+ * Frames are walked in a bpf_loop() callback: the verifier checks one step,
+ * not MAX_USTACK unrolled copies of it.
+ */
+#ifndef BPFPROF_UNWIND_BPF_H
+#define BPFPROF_UNWIND_BPF_H
+
+#include "common.bpf.h"
+
+const volatile __u32 unwind_mode = UNWIND_AUTO;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);			/* sized from user space */
+	__type(key, __u32);
+	__type(value, struct bpf_urow);
+} unwind_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 4096);		/* sized from user space */
+	__type(key, __u32);			/* tgid */
+	__type(value, struct bpf_proc_unwind);
+} proc_unwind SEC(".maps");
+
+/* x86-64 sigcontext inside the ucontext that RSP points to in __restore_rt */
+#define UC_MCONTEXT 40
+#define SC_RBP (UC_MCONTEXT + 80)
+#define SC_RSP (UC_MCONTEXT + 120)
+#define SC_RIP (UC_MCONTEXT + 128)
+
+enum unwind_stop {
+	UNW_CONTINUE = 0,
+	UNW_END,		/* outermost frame reached */
+	UNW_FAIL,		/* gave up (counted by reason) */
+	UNW_FULL,		/* MAX_USTACK frames */
+};
+
+struct ustate {
+	__u64 ip, sp, bp;
+	struct bpf_proc_unwind *info;
+	__u64 *frames;		/* MAX_USTACK slots */
+	__u32 n;
+	__u32 stop;		/* enum unwind_stop */
+	bool exact_ip;		/* ip is not a return address (leaf, after a signal) */
+};
+
+/*
+ * Binary searches run as bpf_loop() callbacks too: as plain bounded loops the
+ * verifier walks every iteration with a different lo/hi and gives up.
+ */
+struct umap_search {
+	struct bpf_proc_unwind *info;
+	__u64 ip;
+	__u32 lo, hi;
+};
+
+static long umap_search_step(__u32 i, void *data)
+{
+	struct umap_search *q = data;
+	__u32 mid;
+
+	if (q->lo >= q->hi)
+		return 1;
+	mid = q->lo + (q->hi - q->lo) / 2;
+	if (q->info->maps[mid & (MAX_UMAPS - 1)].end <= q->ip)
+		q->lo = mid + 1;
+	else
+		q->hi = mid;
+	return 0;
+}
+
+static __always_inline const struct bpf_umap *find_umap(struct bpf_proc_unwind *info, __u64 ip)
+{
+	struct umap_search q = { .info = info, .ip = ip, .hi = info->nmaps };
+	const struct bpf_umap *m;
+
+	if (q.hi > MAX_UMAPS)
+		q.hi = MAX_UMAPS;
+	bpf_loop(11, umap_search_step, &q, 0);	/* 2^11 > MAX_UMAPS */
+	if (q.lo >= info->nmaps || q.lo >= MAX_UMAPS)
+		return NULL;
+	m = &info->maps[q.lo & (MAX_UMAPS - 1)];
+	return m->start <= ip ? m : NULL;
+}
+
+struct row_search {
+	__u32 lo, hi, pc;
+	__u32 fail;
+};
+
+/* invariant: rows[lo].pc <= pc (checked at the end), rows[hi].pc > pc */
+static long row_search_step(__u32 i, void *data)
+{
+	struct row_search *q = data;
+	const struct bpf_urow *r;
+	__u32 mid;
+
+	if (q->lo + 1 >= q->hi)
+		return 1;
+	mid = q->lo + (q->hi - q->lo) / 2;
+	r = bpf_map_lookup_elem(&unwind_rows, &mid);
+	if (!r) {
+		q->fail = 1;
+		return 1;
+	}
+	if (r->pc <= q->pc)
+		q->lo = mid;
+	else
+		q->hi = mid;
+	return 0;
+}
+
+/* The last row in [first, first + count) whose pc <= pc, or NULL. */
+static __always_inline const struct bpf_urow *find_row(__u32 first, __u32 count, __u32 pc)
+{
+	struct row_search q = { .lo = first, .hi = first + count, .pc = pc };
+	const struct bpf_urow *r;
+
+	if (!count)
+		return NULL;
+	bpf_loop(32, row_search_step, &q, 0);
+	if (q.fail)
+		return NULL;
+	r = bpf_map_lookup_elem(&unwind_rows, &q.lo);
+	return r && r->pc <= pc ? r : NULL;
+}
+
+static __always_inline int read_user_u64(__u64 addr, __u64 *v)
+{
+	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+}
+
+static __always_inline long unwind_fail(struct ustate *st, __u32 counter)
+{
+	count(counter);
+	st->stop = UNW_FAIL;
+	return 1;
+}
+
+/* Frame-pointer step: [bp] = caller's bp, [bp+8] = return address. */
+static __always_inline long fp_step(struct ustate *st)
+{
+	__u64 ra, bp;
+
+	if (!st->bp) {
+		st->stop = UNW_END;
+		count(CNT_UNW_OK);
+		return 1;
+	}
+	if (read_user_u64(st->bp + 8, &ra) || read_user_u64(st->bp, &bp))
+		return unwind_fail(st, CNT_UNW_READ_FAILED);
+	st->sp = st->bp + 16;
+	st->bp = bp;
+	st->ip = ra;
+	st->exact_ip = false;
+	return 0;
+}
+
+static long unwind_step(__u32 i, void *data)
+{
+	struct ustate *st = data;
+	const struct bpf_umap *m;
+	const struct bpf_urow *r;
+	__u64 cfa, ra, pc;
+	__u8 cfa_rule, rbp_rule;
+
+	if (!st->ip) {
+		st->stop = UNW_END;
+		count(CNT_UNW_OK);
+		return 1;
+	}
+	if (st->n >= MAX_USTACK) {
+		st->stop = UNW_FULL;
+		count(CNT_UNW_TRUNCATED);
+		return 1;
+	}
+	st->frames[st->n & (MAX_USTACK - 1)] = st->ip;
+	st->n++;
+
+	m = find_umap(st->info, st->ip);
+	if (!m)
+		return unwind_fail(st, CNT_UNW_NO_MAPPING);
+	switch (m->kind) {
+	case UMAP_TABLE:
+		break;
+	case UMAP_FP:
+		return fp_step(st);
+	case UMAP_ANON:
+		return unwind_fail(st, CNT_UNW_ANON);
+	default:
+		return unwind_fail(st, CNT_UNW_TABLE_PENDING);
+	}
+	/* a return address points after the call: look up the call itself */
+	pc = st->ip - m->bias - (st->exact_ip ? 0 : 1);
+	r = find_row(m->first, m->count, (__u32)pc);
+	if (!r)
+		return unwind_fail(st, CNT_UNW_NO_ROW);
+	cfa_rule = r->rules & 0xf;
+	rbp_rule = r->rules >> 4;
+	switch (cfa_rule) {
+	case UROW_CFA_SP:
+		cfa = st->sp + r->cfa_off;
+		break;
+	case UROW_CFA_FP:
+		cfa = st->bp + r->cfa_off;
+		break;
+	case UROW_CFA_PLT:
+		cfa = st->sp + 8 + ((__s64)(st->ip & 15) >= (r->cfa_off ? r->cfa_off : 11) ? 8 : 0);
+		break;
+	case UROW_CFA_END:
+		st->stop = UNW_END;
+		count(CNT_UNW_OK);
+		return 1;
+	case UROW_CFA_SIGNAL:
+		if (read_user_u64(st->sp + SC_RIP, &st->ip) ||
+		    read_user_u64(st->sp + SC_RBP, &st->bp) ||
+		    read_user_u64(st->sp + SC_RSP, &st->sp))
+			return unwind_fail(st, CNT_UNW_READ_FAILED);
+		st->exact_ip = true;
+		return 0;
+	default:
+		return unwind_fail(st, CNT_UNW_UNSUPPORTED);
+	}
+	if (read_user_u64(cfa - 8, &ra))
+		return unwind_fail(st, CNT_UNW_READ_FAILED);
+	if (rbp_rule == UROW_RBP_CFA) {
+		if (read_user_u64(cfa + (__s64)r->rbp_off8 * 8, &st->bp))
+			return unwind_fail(st, CNT_UNW_READ_FAILED);
+	} else if (rbp_rule != UROW_RBP_SAME) {
+		st->bp = 0;	/* unknown from here on; only a FP rule would need it */
+	}
+	st->sp = cfa;
+	st->ip = ra;
+	st->exact_ip = false;
+	return 0;
+}
+
+/* x86-64 struct pt_regs as the UAPI (and bpf_perf_event_data) lays it out */
+struct uapi_regs {
+	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax, ip, cs,
+		flags, sp, ss;
+};
+
+/* The user-mode registers of the current task at the sample. */
+static __always_inline void user_regs(struct bpf_perf_event_data *ctx, __u64 *ip, __u64 *sp,
+				      __u64 *bp)
+{
+	struct pt_regs *regs;
+
+	/*
+	 * The context is the UAPI pt_regs, which the verifier lets us read only
+	 * in 8-byte words; vmlinux.h's kernel pt_regs has a 2-byte cs.
+	 */
+	const struct uapi_regs *u = (const void *)ctx;
+
+	if (u->cs & 3) {	/* interrupted in user mode */
+		*ip = u->ip;
+		*sp = u->sp;
+		*bp = u->bp;
+	} else {		/* in the kernel: the registers saved at entry */
+		regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+		*ip = BPF_CORE_READ(regs, ip);
+		*sp = BPF_CORE_READ(regs, sp);
+		*bp = BPF_CORE_READ(regs, bp);
+	}
+}
+
+/*
+ * Unwind the user stack of the current task into frames[0..MAX_USTACK).
+ * Returns the number of frames, or -1 when the process has no unwind info
+ * (the caller falls back to frame pointers). *flags gets SAMPLE_F_* bits.
+ */
+static __always_inline int unwind_user(struct bpf_perf_event_data *ctx, __u32 tgid,
+				       __u64 *frames, __u16 *flags)
+{
+	struct ustate st = { .frames = frames, .exact_ip = true };
+
+	st.info = bpf_map_lookup_elem(&proc_unwind, &tgid);
+	if (!st.info) {
+		count(CNT_UNW_NO_PROC);
+		return -1;
+	}
+	user_regs(ctx, &st.ip, &st.sp, &st.bp);
+	bpf_loop(MAX_USTACK + 1, unwind_step, &st, 0);
+	if (st.stop == UNW_FULL)
+		*flags |= SAMPLE_F_USTACK_TRUNC;
+	else if (st.stop == UNW_FAIL)
+		*flags |= SAMPLE_F_UNWIND_STOPPED;
+	return st.n;
+}
+
+#endif
