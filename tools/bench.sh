@@ -1,0 +1,311 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# Overhead benchmark, run by `make bench` (as root):
+#
+# 1. Throughput: bench_cpu (a fixed integer-hash loop on every online CPU) is
+#    timed alone, under `bpfprof -a -F 99` and under `perf record -a -g -F 99`,
+#    ROUNDS times in rotating order; prints the medians and the slowdowns.
+# 2. Agent cost: with every CPU busy, `bpfprof -a -F 999 -d 10` runs under
+#    /usr/bin/time: CPU per sample, peak RSS, lost samples. perf record is
+#    measured the same way, with and without `perf script` (its symbolization).
+#
+# Environment: BPFPROF, WORKLOADS (default: build/ of this checkout), ROUNDS (7),
+# ITERS (bench_cpu's, default its own ~2 s), READY_SLEEP (1 s given to a
+# profiler to start), BENCH_RECORD=1 to append the figures to bench/RESULTS.md.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BPFPROF=${BPFPROF:-$root/build/bpfprof}
+WORKLOADS=${WORKLOADS:-$root/build/workloads}
+ROUNDS=${ROUNDS:-7}
+ITERS=${ITERS:-}
+READY_SLEEP=${READY_SLEEP:-1}
+BENCH_RECORD=${BENCH_RECORD:-0}
+HI_FREQ=999
+HI_SECS=10
+
+die() {
+	echo "bench: $*" >&2
+	exit 1
+}
+
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "bad ROUNDS '$ROUNDS': expected a positive integer"
+[[ -z $ITERS || $ITERS =~ ^[1-9][0-9]*$ ]] || die "bad ITERS '$ITERS': expected a positive integer"
+((EUID == 0)) || die "must run as root (system-wide profiling)"
+[[ -x $WORKLOADS/bench_cpu ]] ||
+	die "$WORKLOADS/bench_cpu not found: make -C tests/workloads BUILD=$WORKLOADS"
+command -v perf >/dev/null || die "perf not found: run tools/install-deps.sh"
+[[ -x /usr/bin/time ]] || die "/usr/bin/time not found: run tools/install-deps.sh"
+have_bpfprof=1
+if [[ ! -x $BPFPROF ]]; then
+	have_bpfprof=0
+	echo "bench: bpfprof not found at '$BPFPROF' (build it with make):" \
+		"its figures are skipped and bench will exit 1" >&2
+fi
+
+tmp=$(mktemp -d /tmp/bpfprof-bench.XXXXXX)
+bg_pids=()
+cleanup() {
+	local p
+
+	for p in "${bg_pids[@]}"; do
+		kill -KILL "$p" 2>/dev/null || true
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# Functions below return through globals, not $(...): a subshell would not
+# run the cleanup trap for the profilers it started.
+
+# run_bench: times one bench_cpu run into $elapsed
+run_bench() {
+	local out
+
+	out=$("$WORKLOADS/bench_cpu" ${ITERS:+"$ITERS"}) || die "bench_cpu failed"
+	[[ $out =~ elapsed\ ([0-9.]+) ]] || die "bench_cpu printed '$out', expected 'elapsed S'"
+	elapsed=${BASH_REMATCH[1]}
+}
+
+# A background job of a non-interactive shell starts with SIGINT ignored until
+# it installs a handler; a SIGINT sent before then would be lost.
+catches_sigint() {
+	local cgt
+
+	cgt=$(awk '/^SigCgt:/ { print $2 }' "/proc/$1/status" 2>/dev/null) || return 1
+	[[ -n $cgt ]] && (((16#$cgt >> 1) & 1))
+}
+
+# start_profiler NAME CMD...: starts CMD in the background into $prof_pid and
+# waits until it is ready: READY_SLEEP seconds and a SIGINT handler installed.
+start_profiler() {
+	local name=$1 i
+
+	shift
+	"$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+	prof_pid=$!
+	bg_pids+=("$prof_pid")
+	sleep "$READY_SLEEP"
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$prof_pid" 2>/dev/null ||
+			die "$name exited at start: $(tail -n 3 "$tmp/$name.err")"
+		catches_sigint "$prof_pid" && return 0
+		sleep 0.1
+	done
+	die "$name did not install a SIGINT handler within $((READY_SLEEP + 10)) s"
+}
+
+# stop_profiler NAME PID: SIGINT, then wait for it to write its output and exit
+stop_profiler() {
+	local name=$1 pid=$2 i rc=0
+
+	kill -INT "$pid" 2>/dev/null || true
+	for ((i = 0; i < 600; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -KILL "$pid" 2>/dev/null || true
+		die "$name still running 60 s after SIGINT"
+	fi
+	wait "$pid" || rc=$?
+	((rc == 0 || rc == 130)) || die "$name exited $rc: $(tail -n 3 "$tmp/$name.err")"
+}
+
+# measure CONFIG: one timed bench_cpu run, alone or under a profiler, into $elapsed
+measure() {
+	case $1 in
+	alone)
+		run_bench
+		;;
+	bpfprof)
+		start_profiler bpfprof "$BPFPROF" -a -F 99 -o "$tmp/x.folded" -q
+		run_bench
+		stop_profiler bpfprof "$prof_pid"
+		;;
+	perf)
+		start_profiler perf perf record -a -g -F 99 -o "$tmp/x.data" -q
+		run_bench
+		stop_profiler perf "$prof_pid"
+		;;
+	esac
+}
+
+median() {
+	tr ' ' '\n' | grep . | sort -g |
+		awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+minimum() {
+	tr ' ' '\n' | grep . | sort -g | head -n 1
+}
+
+# pct A B: slowdown of A relative to B, as a signed percentage
+pct() {
+	awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.1f%%", (a / b - 1) * 100 }'
+}
+
+ncpu=$(nproc)
+cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+kernel=$(uname -r)
+
+configs=(alone perf)
+((have_bpfprof)) && configs=(alone bpfprof perf)
+declare -A times=([alone]="" [bpfprof]="" [perf]="")
+
+echo "bench: bench_cpu ${ITERS:-(default iters)} on $ncpu CPUs ($cpu_model, $kernel)," \
+	"$ROUNDS rounds, -F 99"
+for ((r = 0; r < ROUNDS; r++)); do
+	line="round $((r + 1)):"
+	for ((k = 0; k < ${#configs[@]}; k++)); do
+		c=${configs[(r + k) % ${#configs[@]}]}
+		measure "$c"
+		times[$c]+=" $elapsed"
+		line+=" $c $elapsed"
+	done
+	echo "$line"
+done
+
+med_alone=$(median <<<"${times[alone]}")
+med_perf=$(median <<<"${times[perf]}")
+med_bpfprof=n/a
+slow_bpfprof=n/a
+if ((have_bpfprof)); then
+	med_bpfprof=$(median <<<"${times[bpfprof]}")
+	slow_bpfprof=$(pct "$med_bpfprof" "$med_alone")
+fi
+slow_perf=$(pct "$med_perf" "$med_alone")
+printf '\n%-22s %10s %10s %10s\n' "" alone bpfprof perf
+printf '%-22s %10s %10s %10s\n' "median elapsed (s)" "$med_alone" "$med_bpfprof" "$med_perf"
+printf '%-22s %10s %10s %10s\n' "slowdown vs alone" "" "$slow_bpfprof" "$slow_perf"
+# The fastest run is the one least disturbed by anything else on the machine.
+min_alone=$(minimum <<<"${times[alone]}")
+min_perf=$(minimum <<<"${times[perf]}")
+min_bpfprof=n/a
+((have_bpfprof)) && min_bpfprof=$(minimum <<<"${times[bpfprof]}")
+printf '%-22s %10s %10s %10s\n' "min elapsed (s)" "$min_alone" "$min_bpfprof" "$min_perf"
+if ((have_bpfprof)); then
+	printf '%-22s %10s %10s %10s\n' "slowdown of min" "" "$(pct "$min_bpfprof" "$min_alone")" \
+		"$(pct "$min_perf" "$min_alone")"
+else
+	printf '%-22s %10s %10s %10s\n' "slowdown of min" "" n/a "$(pct "$min_perf" "$min_alone")"
+fi
+
+# Keeps every CPU busy until killed, bench_cpu after bench_cpu.
+start_load() {
+	(
+		trap 'kill "$child" 2>/dev/null; exit 0' TERM
+		while :; do
+			"$WORKLOADS/bench_cpu" ${ITERS:+"$ITERS"} >/dev/null &
+			child=$!
+			wait "$child" || true
+		done
+	) &
+	load_pid=$!
+	bg_pids+=("$load_pid")
+	sleep 0.5
+}
+
+stop_load() {
+	kill -TERM "$load_pid" 2>/dev/null || true
+	wait "$load_pid" 2>/dev/null || true
+}
+
+# timed OUT CMD...: runs CMD under /usr/bin/time; sets cpu_s and rss_kb
+timed() {
+	local out=$1 rc=0
+
+	shift
+	/usr/bin/time -f '%U %S %M' -o "$tmp/time.txt" "$@" 2>"$out" || rc=$?
+	((rc == 0)) || die "$1 exited $rc: $(tail -n 3 "$out")"
+	read -r u s rss_kb < <(tail -n 1 "$tmp/time.txt")
+	cpu_s=$(awk -v u="$u" -v s="$s" 'BEGIN { print u + s }')
+}
+
+per_sample_us() {
+	awk -v c="$1" -v n="$2" 'BEGIN { if (n > 0) printf "%.1f", c * 1e6 / n; else print "n/a" }'
+}
+
+mb() {
+	awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'
+}
+
+echo
+echo "agent cost: -a -F $HI_FREQ for $HI_SECS s, every CPU busy with bench_cpu"
+
+b_us=n/a b_rss=n/a b_samples=n/a b_lost=n/a
+if ((have_bpfprof)); then
+	start_load
+	timed "$tmp/hi.err" "$BPFPROF" -a -F "$HI_FREQ" -d "$HI_SECS" -o "$tmp/hi.folded" -v
+	stop_load
+	summary=$(grep -E '^bpfprof: [0-9]+ samples' "$tmp/hi.err" | tail -n 1) ||
+		die "no summary line ('bpfprof: N samples, N lost ...') on bpfprof's stderr"
+	[[ $summary =~ ([0-9]+)\ samples ]] && b_samples=${BASH_REMATCH[1]}
+	if [[ ! $summary =~ ([0-9]+)\ lost ]]; then
+		die "no lost count in summary line: $summary"
+	fi
+	b_lost=${BASH_REMATCH[1]}
+	b_us=$(per_sample_us "$cpu_s" "$b_samples")
+	b_rss=$(mb "$rss_kb")
+	echo "  $summary"
+fi
+
+# perf record: its own cost, then the cost of symbolizing what it wrote
+start_load
+timed "$tmp/phi.err" perf record -a -g -F "$HI_FREQ" -o "$tmp/hi.data" -- sleep "$HI_SECS"
+stop_load
+p_cpu=$cpu_s
+p_rss=$(mb "$rss_kb")
+p_samples=$(grep -oE '\(([0-9]+) samples\)' "$tmp/phi.err" | tr -dc '0-9') ||
+	die "no sample count in perf record's output: $(tail -n 2 "$tmp/phi.err")"
+p_lost=$(grep -oE 'lost [0-9]+ chunks' "$tmp/phi.err" | tr -dc '0-9' || true)
+p_lost=${p_lost:-0}
+p_us=$(per_sample_us "$p_cpu" "$p_samples")
+timed "$tmp/pscript.err" sh -c "perf script -i '$tmp/hi.data' >/dev/null"
+ps_us=$(per_sample_us "$(awk -v a="$p_cpu" -v b="$cpu_s" 'BEGIN { print a + b }')" "$p_samples")
+ps_rss=$(mb "$rss_kb")
+
+printf '%-34s %12s %12s %12s\n' "" bpfprof "perf record" "+perf script"
+printf '%-34s %12s %12s %12s\n' "agent CPU per sample (us)" "$b_us" "$p_us" "$ps_us"
+printf '%-34s %12s %12s %12s\n' "peak RSS (MB)" "$b_rss" "$p_rss" "$ps_rss"
+printf '%-34s %12s %12s %12s\n' "samples" "$b_samples" "$p_samples" ""
+printf '%-34s %12s %12s %12s\n' "lost samples (perf: lost chunks)" "$b_lost" "$p_lost" ""
+
+((have_bpfprof)) || die "bpfprof not found at '$BPFPROF': its figures were not measured"
+
+if [[ $BENCH_RECORD == 1 ]]; then
+	results=$root/bench/RESULTS.md
+	mkdir -p "$(dirname "$results")"
+	if [[ ! -f $results ]]; then
+		cat >"$results" <<'HEADER'
+<!-- SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) -->
+# bpfprof benchmark results
+
+Rows are appended by `BENCH_RECORD=1 make bench` (tools/bench.sh), as root, on
+an otherwise idle machine.
+
+Method:
+- **Slowdown**: `bench_cpu` (tests/workloads) runs a fixed register-only hash
+  loop on one thread per online CPU and prints its wall time. It runs alone,
+  under `bpfprof -a -F 99` and under `perf record -a -g -F 99` (each profiler
+  started 1 s before and stopped with SIGINT after), ROUNDS times in rotating
+  order. Columns give the median wall time alone and each median's slowdown
+  relative to it.
+- **Agent cost**: while bench_cpu keeps every CPU busy, `bpfprof -a -F 999 -d 10
+  -v` runs under `/usr/bin/time`: user+system CPU seconds divided by samples
+  taken (start-up, symbolization and writing included), peak RSS, and lost
+  samples from its summary line. `perf record -a -g -F 999` is measured the
+  same way; since perf symbolizes later, `perf script` on its output is timed
+  too and shown added to it.
+
+| date | kernel | CPU | CPUs | rounds | alone (s) | bpfprof | perf | bpfprof µs/sample | bpfprof RSS MB | bpfprof lost @999 | perf record µs/sample | + perf script µs/sample | perf record RSS MB |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
+HEADER
+	fi
+	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s/%s | %s | %s | %s |\n' \
+		"$(date -u +%Y-%m-%dT%H:%MZ)" "$kernel" "$cpu_model" "$ncpu" "$ROUNDS" \
+		"$med_alone" "$slow_bpfprof" "$slow_perf" "$b_us" "$b_rss" "$b_lost" \
+		"$b_samples" "$p_us" "$ps_us" "$p_rss" >>"$results"
+	echo "bench: appended to $results"
+fi

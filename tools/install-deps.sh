@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# Installs every Debian package that building, testing and benchmarking
+# bpfprof needs. Run as root; non-interactive; does nothing (and touches no
+# network) when all of them are already installed.
+set -euo pipefail
+
+PACKAGES=(
+	# build: BPF objects, skeletons, the agent
+	clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev liblzma-dev
+	protobuf-c-compiler libprotobuf-c-dev make gcc g++ binutils pkg-config
+	# pprof's profile.proto (build) and go tool pprof (tests)
+	golang-go golang-github-google-pprof-dev
+	# tests
+	libcmocka-dev python3-pytest xz-utils
+	# benchmark: the peer profiler and /usr/bin/time
+	linux-perf time
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+	[[ $status == installed ]] || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+	echo "install-deps: all ${#PACKAGES[@]} packages already installed"
+	exit 0
+fi
+
+if ((EUID != 0)); then
+	echo "install-deps: must run as root to install: ${missing[*]}" >&2
+	exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
