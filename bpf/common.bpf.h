@@ -8,6 +8,11 @@
 /* Set from user space before load (STYLE rule 4). */
 const volatile bool filter_pids = false;	/* only tgids in `targets` */
 const volatile bool follow_children = false;	/* add children of targets at fork */
+/*
+ * Wake user space only when this much is waiting: it drains the buffer on a
+ * timer anyway, and a wakeup per sample costs more than the sample.
+ */
+const volatile __u64 wakeup_bytes = 1 << 20;
 
 /* Sized from user space before load. */
 struct {
@@ -42,6 +47,40 @@ static __always_inline bool is_target(__u32 tgid)
 	if (!filter_pids)
 		return true;
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} last_wakeup SEC(".maps");
+
+/* At most one urgent wakeup per CPU per millisecond. */
+#define URGENT_WAKEUP_NS 1000000
+
+/*
+ * Output a record, batching wakeups (see wakeup_bytes). An urgent record (the
+ * process needs unwind tables, or its mappings changed) wakes user space now,
+ * so that only the first sample or two of a new process miss its tables.
+ * Returns 0 or -errno.
+ */
+static __always_inline long output(void *data, __u64 size, bool urgent)
+{
+	__u64 flags = BPF_RB_NO_WAKEUP, now, *last;
+	__u32 zero = 0;
+
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes) {
+		flags = BPF_RB_FORCE_WAKEUP;
+	} else if (urgent) {
+		last = bpf_map_lookup_elem(&last_wakeup, &zero);
+		now = bpf_ktime_get_ns();
+		if (last && now - *last >= URGENT_WAKEUP_NS) {
+			*last = now;
+			flags = BPF_RB_FORCE_WAKEUP;
+		}
+	}
+	return bpf_ringbuf_output(&events, data, size, flags);
 }
 
 #endif

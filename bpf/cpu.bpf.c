@@ -123,7 +123,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	size = sizeof(s->hdr) + (klen + ulen) * sizeof(__u64);
 	if (size > sizeof(*s))
 		size = sizeof(*s);
-	if (bpf_ringbuf_output(&events, s, size, 0))
+	if (output(s, size, s->hdr.flags & (SAMPLE_F_NO_UNWIND_INFO | SAMPLE_F_STALE_MAPS)))
 		count(CNT_RB_FULL);
 	return 0;
 }

@@ -50,6 +50,7 @@ struct ustate {
 	__u64 *frames;		/* MAX_USTACK slots */
 	__u32 n;
 	__u32 stop;		/* enum unwind_stop */
+	__u32 stale;		/* stopped in no mapping or a pending table */
 	bool exact_ip;		/* ip is not a return address (leaf, after a signal) */
 };
 
@@ -187,8 +188,10 @@ static long unwind_step(__u32 i, void *data)
 	st->n++;
 
 	m = find_umap(st->info, st->ip);
-	if (!m)
+	if (!m) {
+		st->stale = 1;
 		return unwind_fail(st, CNT_UNW_NO_MAPPING);
+	}
 	switch (m->kind) {
 	case UMAP_TABLE:
 		break;
@@ -197,6 +200,7 @@ static long unwind_step(__u32 i, void *data)
 	case UMAP_ANON:
 		return unwind_fail(st, CNT_UNW_ANON);
 	default:
+		st->stale = 1;
 		return unwind_fail(st, CNT_UNW_TABLE_PENDING);
 	}
 	/* a return address points after the call: look up the call itself */
@@ -295,6 +299,8 @@ static __always_inline int unwind_user(struct bpf_perf_event_data *ctx, __u32 tg
 		*flags |= SAMPLE_F_USTACK_TRUNC;
 	else if (st.stop == UNW_FAIL)
 		*flags |= SAMPLE_F_UNWIND_STOPPED;
+	if (st.stale)
+		*flags |= SAMPLE_F_STALE_MAPS;
 	return st.n;
 }
 

@@ -35,6 +35,7 @@ enum sample_flags {
 	SAMPLE_F_UNWIND_FP = 1 << 5,	 /* no unwind info for this process yet: frame pointers */
 	SAMPLE_F_UNWIND_STOPPED = 1 << 6, /* table unwinder gave up before the outermost frame */
 	SAMPLE_F_NO_UNWIND_INFO = 1 << 7, /* the process has no tables (yet): user space builds them */
+	SAMPLE_F_STALE_MAPS = 1 << 8,	 /* a PC in no mapping BPF knows: user space must resync */
 };
 
 /*

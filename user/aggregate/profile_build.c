@@ -128,8 +128,15 @@ static int user_frame(struct builder *b, const struct sframe *f, bool caller, st
 		return 0;
 	}
 	objfile__symbolize(o, lookup_addr(f->addr, caller), &name, &vaddr);
-	if (caller)
+	if (caller && !name) {
+		/*
+		 * A signal handler "returns" to the first byte of the sigreturn
+		 * trampoline (__restore_rt): one byte earlier is another function.
+		 */
+		objfile__symbolize(o, f->addr, &name, &vaddr);
+	} else if (caller) {
 		vaddr++;
+	}
 	if (name) {
 		pf->name = name;
 	} else {
@@ -224,6 +231,13 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 			return ret;
 		idx[n++] = ret;
 	}
+	if (k->flags & STACK_F_USER_TRUNC) {
+		/* the outermost frames are missing: say so rather than start mid-stack */
+		ret = root_frame(b, "[truncated]");
+		if (ret < 0)
+			return ret;
+		idx[n++] = ret;
+	}
 	/* user frames root first, then kernel frames root first */
 	for (i = (int)nframes - 1; i >= 0; i--) {
 		const struct sframe *f = &k->frames[i];
@@ -261,7 +275,7 @@ int profile__build(struct profile **out, const struct stacks *st, struct objtab 
 	memset(bs, 0, sizeof(*bs));
 	b.p = profile__new();
 	b.cache = htab__new(stacks__count(st) * 4, HTAB_COPY_KEYS);
-	idx = malloc((2 + 0xffff * 2) * sizeof(*idx));
+	idx = malloc((3 + 0xffff * 2) * sizeof(*idx));
 	if (!b.p || !b.cache || !idx)
 		goto cleanup;
 	if (profile__add_value_type(b.p, "samples", "count") < 0 ||

@@ -43,6 +43,12 @@
 /* Re-read a process's maps after an address missed at most this often. */
 #define RELOAD_INTERVAL_NS (200 * 1000000ULL)
 #define SIDEBAND_PAGES 64
+/*
+ * The ring buffer wakes us only when a quarter full; otherwise it is drained
+ * this often. Latency here only delays building a new process's unwind
+ * tables; nothing is lost to it.
+ */
+#define POLL_MS 100
 
 static volatile sig_atomic_t exiting;
 static volatile sig_atomic_t got_signal;
@@ -246,6 +252,9 @@ static int handle_sample(void *ctx, void *data, size_t size)
 		if (h->flags & SAMPLE_F_UNWIND_FP)
 			r->st.unwind_fp++;
 		mark_dirty(r, h->pid);
+	} else if (h->flags & SAMPLE_F_STALE_MAPS) {
+		/* the MMAP2 record is in the side band (consumed first) or /proc knows */
+		mark_dirty(r, h->pid);
 	}
 
 	for (i = 0; i < nk; i++) {
@@ -373,6 +382,7 @@ static int setup_bpf(struct recorder *r)
 	r->skel->rodata->follow_children = env.cmd_argv != NULL;
 	r->skel->rodata->want_kernel = !env.no_kernel;
 	r->skel->rodata->want_user = !env.no_user;
+	r->skel->rodata->wakeup_bytes = env.ringbuf_bytes / 4;
 	ev = r->skel->maps.events;
 	bpf_map__set_max_entries(ev, env.ringbuf_bytes);
 	bpf_map__set_max_entries(r->skel->maps.targets, env.max_targets);
@@ -463,7 +473,7 @@ static int run_loop(struct recorder *r)
 	int n, err;
 
 	while (!exiting) {
-		int timeout = 100;
+		int timeout = POLL_MS;
 
 		if (end_ns) {
 			uint64_t now = mono_ns();

@@ -145,13 +145,16 @@ int sideband__new(struct sideband **out, struct proctab *procs, size_t pages_per
 		.task = 1,
 		.use_clockid = 1,
 		.clockid = CLOCK_MONOTONIC,	/* the clock bpf_ktime_get_ns() reads */
-		.wakeup_events = 1,
+		/* drained with every poll; wake us only when filling up */
+		.watermark = 1,
+		.wakeup_watermark = 0,
 	};
 	struct sideband *sb;
 	int ncpus = libbpf_num_possible_cpus(), err;
 
 	if (ncpus < 0)
 		return ncpus;
+	attr.wakeup_watermark = pages_per_cpu * sysconf(_SC_PAGESIZE) / 2;
 	sb = calloc(1, sizeof(*sb));
 	if (!sb)
 		return -ENOMEM;

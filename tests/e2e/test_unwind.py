@@ -1,0 +1,147 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Table-driven (.eh_frame) unwinding of code built without frame pointers."""
+import glob
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+from conftest import BPFPROF, count_with, parse_folded, run, summary_line, total, workload
+
+SPLIT = {"work_a": 0.50, "work_b": 0.30, "work_c": 0.20}
+
+
+def check_split(stacks, comm):
+    own = [(f, c) for f, c in stacks if f[0] == comm]
+    work = [(f, c) for f, c in own if any(w in f for w in SPLIT)]
+    n = total(work)
+    assert n > 1000, n
+    # >= 99% of the samples in the work functions reach main through dispatch
+    def reaches_main(f):
+        w = next(x for x in f if x in SPLIT)
+        i = f.index(w)
+        return f[i - 1] == "dispatch" and "main" in f[:i - 1]
+
+    good = sum(c for f, c in work if reaches_main(f))
+    assert good >= 0.99 * n, (good, n, sorted(work, key=lambda x: -x[1])[:5])
+    for w, want in SPLIT.items():
+        got = count_with(work, w) / n
+        assert abs(got - want) <= 0.03, (w, got)
+
+
+@pytest.mark.parametrize("mode", ["auto", "dwarf"])
+def test_no_frame_pointers_split(tmp_path, mode):
+    out = tmp_path / "nofp.folded"
+    r = run(["--unwind", mode, "-F", "999", "-o", str(out), "--", workload("cpu_split_nofp"), "5"])
+    assert r.returncode == 0, r.stderr
+    check_split(parse_folded(out.read_text()), "cpu_split_nofp")
+
+
+def test_frame_pointer_walk_cannot_do_it(tmp_path):
+    """The same binary with --unwind fp: the walk loses main/dispatch. This is what
+    the tables fix, and shows the test above would fail without them."""
+    out = tmp_path / "fp.folded"
+    r = run(["--unwind", "fp", "-F", "499", "-o", str(out), "--", workload("cpu_split_nofp"), "2"])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    work = [(f, c) for f, c in stacks if any(w in f for w in SPLIT)]
+    good = sum(c for f, c in work if "main" in f and "dispatch" in f)
+    assert good < 0.5 * total(work)
+
+
+def test_dlopen_after_start(tmp_path):
+    """A library without frame pointers, dlopen()ed after profiling started."""
+    out = tmp_path / "dl.folded"
+    w = subprocess.Popen([workload("dlopen_split"), "--wait-stdin", "5"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    pid = int(w.stdout.readline().split()[1])
+    p = subprocess.Popen([BPFPROF, "-p", str(pid), "-F", "999", "-d", "6.5", "-o", str(out)],
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(1)
+    assert "libsplit.so" not in open(f"/proc/{pid}/maps").read()
+    w.stdin.write("go\n")
+    w.stdin.flush()
+    _, err = p.communicate(timeout=60)
+    w.wait(timeout=30)
+    assert p.returncode == 0, err
+    check_split(parse_folded(out.read_text()), "dlopen_split")
+
+
+def test_signal_handler_frame(tmp_path):
+    out = tmp_path / "sig.folded"
+    r = run(["-F", "999", "-o", str(out), "--", workload("signal_spin"), "3"])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    h = [(f, c) for f, c in stacks if "handler_work" in f]
+    n = total(h)
+    assert n > 200, n
+    # the handler's caller is the signal trampoline, then the interrupted code
+    through = sum(c for f, c in h
+                  if any(f[i:i + 5] == ["main", "main_work", "__restore_rt", "on_prof", "handler_work"]
+                         for i in range(len(f))))
+    assert through >= 0.95 * n, (through, n, h[:3])
+
+
+def test_deep_recursion_truncated_not_wrong(tmp_path):
+    out = tmp_path / "deep.folded"
+    r = run(["-F", "499", "-o", str(out), "--", workload("deep_recursion"), "200", "2"])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    spin = [(f, c) for f, c in stacks if f[-1] == "spin" or "spin" in f]
+    n = total(spin)
+    assert n > 500
+    trunc = [(f, c) for f, c in spin if f[1] == "[truncated]"]
+    assert total(trunc) >= 0.95 * n
+    for f, _ in trunc:
+        # 128 user frames, all real: recurse... spin (no made-up callers)
+        user = f[2:]
+        user = user[:user.index("spin") + 1]
+        assert len(user) == 128, len(user)
+        assert set(user[:-1]) == {"recurse"} and "main" not in f
+    assert re.search(r"\d+ user truncated", r.stderr), r.stderr
+
+
+def pyenv_pythons():
+    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    found = []
+    for v in ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]:
+        paths = sorted(glob.glob(f"{root}/versions/{v}.*/bin/python{v}"))
+        if paths:
+            found.append(paths[-1])
+    return found
+
+
+PY_LOOP = """
+import time
+def inner(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+def outer(secs):
+    end = time.time() + secs
+    while time.time() < end:
+        inner(10000)
+outer(3)
+"""
+
+
+@pytest.mark.parametrize("python", pyenv_pythons() or [pytest.param(None, marks=pytest.mark.skip("no pyenv"))])
+def test_pyenv_cpython_native_stacks(tmp_path, python):
+    """pyenv's CPython is built -O3 without frame pointers: native stacks must go
+    through the eval loop down to main / Py_RunMain."""
+    script = tmp_path / "loop.py"
+    script.write_text(PY_LOOP)
+    out = tmp_path / "py.folded"
+    r = run(["-F", "999", "-o", str(out), "--", python, str(script)])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    n = total(stacks)
+    assert n > 1500
+    ok = sum(c for f, c in stacks
+             if "_PyEval_EvalFrameDefault" in f and ("main" in f or "Py_RunMain" in f)
+             and f.index("_PyEval_EvalFrameDefault") > max(
+                 f.index(x) for x in ("main", "Py_RunMain") if x in f))
+    assert ok >= 0.95 * n, (ok, n, sorted(stacks, key=lambda x: -x[1])[:3])
