@@ -51,88 +51,89 @@ struct ustate {
 	__u32 n;
 	__u32 stop;		/* enum unwind_stop */
 	__u32 stale;		/* stopped in no mapping or a pending table */
+	const struct bpf_umap *last;	/* consecutive frames are mostly in one file */
 	bool exact_ip;		/* ip is not a return address (leaf, after a signal) */
 };
 
 /*
- * Binary searches run as bpf_loop() callbacks too: as plain bounded loops the
- * verifier walks every iteration with a different lo/hi and gives up.
+ * The binary searches are global (non-static, noinline) functions: the
+ * verifier checks each once, with unknown arguments, instead of every
+ * iteration of every caller's copy (which as plain loops ran it past 1M
+ * instructions), and they cost no callback per iteration as bpf_loop would.
  */
-struct umap_search {
-	struct bpf_proc_unwind *info;
-	__u64 ip;
-	__u32 lo, hi;
-};
 
-static long umap_search_step(__u32 i, void *data)
+/*
+ * Index of the mapping containing ip among maps [lo, hi) of info, or -1.
+ * lo is an argument (always 0) on purpose: a constant start gives the
+ * verifier a different exact range every iteration and nothing to prune.
+ */
+__noinline int find_umap_idx(const struct bpf_proc_unwind *info, __u64 ip, __u32 lo, __u32 hi)
 {
-	struct umap_search *q = data;
-	__u32 mid;
+	__u32 n = hi, mid;
 
-	if (q->lo >= q->hi)
-		return 1;
-	mid = q->lo + (q->hi - q->lo) / 2;
-	if (q->info->maps[mid & (MAX_UMAPS - 1)].end <= q->ip)
-		q->lo = mid + 1;
-	else
-		q->hi = mid;
-	return 0;
+	if (!info || hi > MAX_UMAPS)
+		return -1;
+	for (int i = 0; i < 11 && lo < hi; i++) {	/* 2^11 > MAX_UMAPS */
+		mid = lo + (hi - lo) / 2;
+		if (info->maps[mid & (MAX_UMAPS - 1)].end <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo >= n || info->maps[lo & (MAX_UMAPS - 1)].start > ip)
+		return -1;
+	return lo & (MAX_UMAPS - 1);
+}
+
+/* Index of the last row in [first, first + count) whose pc <= pc, or -1. */
+__noinline int find_row_idx(__u32 first, __u32 count, __u32 pc)
+{
+	__u32 lo = first, hi = first + count, mid;
+	const struct bpf_urow *r;
+
+	if (!count)
+		return -1;
+	for (int i = 0; i < 26 && lo + 1 < hi; i++) {	/* 2^26 rows */
+		mid = lo + (hi - lo) / 2;
+		r = bpf_map_lookup_elem(&unwind_rows, &mid);
+		if (!r)
+			return -1;
+		if (r->pc <= pc)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	r = bpf_map_lookup_elem(&unwind_rows, &lo);
+	if (!r || r->pc > pc)
+		return -1;
+	return lo;
 }
 
 static __always_inline const struct bpf_umap *find_umap(struct bpf_proc_unwind *info, __u64 ip)
 {
-	struct umap_search q = { .info = info, .ip = ip, .hi = info->nmaps };
-	const struct bpf_umap *m;
+	__u32 n = info->nmaps;
+	int i;
 
-	if (q.hi > MAX_UMAPS)
-		q.hi = MAX_UMAPS;
-	bpf_loop(11, umap_search_step, &q, 0);	/* 2^11 > MAX_UMAPS */
-	if (q.lo >= info->nmaps || q.lo >= MAX_UMAPS)
+	if (n > MAX_UMAPS)
+		n = MAX_UMAPS;
+	i = find_umap_idx(info, ip, 0, n);
+
+	/* clang knows the range the function returns; the verifier does not */
+	asm volatile("" : "+r"(i));
+	if (i < 0 || i >= MAX_UMAPS)
 		return NULL;
-	m = &info->maps[q.lo & (MAX_UMAPS - 1)];
-	return m->start <= ip ? m : NULL;
+	return &info->maps[i];
 }
 
-struct row_search {
-	__u32 lo, hi, pc;
-	__u32 fail;
-};
-
-/* invariant: rows[lo].pc <= pc (checked at the end), rows[hi].pc > pc */
-static long row_search_step(__u32 i, void *data)
-{
-	struct row_search *q = data;
-	const struct bpf_urow *r;
-	__u32 mid;
-
-	if (q->lo + 1 >= q->hi)
-		return 1;
-	mid = q->lo + (q->hi - q->lo) / 2;
-	r = bpf_map_lookup_elem(&unwind_rows, &mid);
-	if (!r) {
-		q->fail = 1;
-		return 1;
-	}
-	if (r->pc <= q->pc)
-		q->lo = mid;
-	else
-		q->hi = mid;
-	return 0;
-}
-
-/* The last row in [first, first + count) whose pc <= pc, or NULL. */
 static __always_inline const struct bpf_urow *find_row(__u32 first, __u32 count, __u32 pc)
 {
-	struct row_search q = { .lo = first, .hi = first + count, .pc = pc };
-	const struct bpf_urow *r;
+	int i = find_row_idx(first, count, pc);
+	__u32 idx;
 
-	if (!count)
+	if (i < 0)
 		return NULL;
-	bpf_loop(32, row_search_step, &q, 0);
-	if (q.fail)
-		return NULL;
-	r = bpf_map_lookup_elem(&unwind_rows, &q.lo);
-	return r && r->pc <= pc ? r : NULL;
+	idx = i;
+	return bpf_map_lookup_elem(&unwind_rows, &idx);
 }
 
 static __always_inline int read_user_u64(__u64 addr, __u64 *v)
@@ -187,7 +188,9 @@ static long unwind_step(__u32 i, void *data)
 	st->frames[st->n & (MAX_USTACK - 1)] = st->ip;
 	st->n++;
 
-	m = find_umap(st->info, st->ip);
+	m = st->last;
+	if (!m || st->ip < m->start || st->ip >= m->end)
+		m = st->last = find_umap(st->info, st->ip);
 	if (!m) {
 		st->stale = 1;
 		return unwind_fail(st, CNT_UNW_NO_MAPPING);

@@ -56,6 +56,7 @@ static volatile sig_atomic_t child_changed;
 
 struct rec_stats {
 	uint64_t received;	/* samples read from the ring buffer */
+	uint64_t bytes;		/* ring buffer bytes they took */
 	uint64_t bad;		/* malformed ring buffer records */
 	uint64_t agg_failed;	/* could not be added to the stack table */
 	uint64_t user_frames;
@@ -79,6 +80,7 @@ struct recorder {
 	struct htab *dirty;	/* pids whose unwind description must be (re)written */
 	struct output out;
 	int epfd;
+	int stats_fd;		/* BPF run-time statistics on while open (-v) */
 	pid_t child;
 	int go_fd, err_fd;
 	int child_status;
@@ -219,6 +221,7 @@ static int handle_sample(void *ctx, void *data, size_t size)
 	uint32_t nk, nu, i;
 
 	r->st.received++;
+	r->st.bytes += size;
 	if (size < sizeof(*h) ||
 	    size < sizeof(*h) + ((size_t)h->kstack_len + h->ustack_len) * sizeof(__u64) ||
 	    h->kstack_len > MAX_KSTACK || h->ustack_len > MAX_USTACK) {
@@ -582,6 +585,21 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 				   (unsigned long long)us->tables_evicted, us->build_ns / 1e6,
 				   (unsigned long long)us->procs);
 		}
+		if (r->stats_fd >= 0) {
+			struct bpf_prog_info info = { 0 };
+			uint32_t len = sizeof(info);
+
+			if (!bpf_obj_get_info_by_fd(bpf_program__fd(r->skel->progs.on_cpu_sample),
+						    &info, &len) && info.run_cnt)
+				pr_verbose("BPF: %.0f ns per run (%llu runs), %.0f ns per recorded "
+					   "sample (all runs' time over recorded samples), %.0f bytes "
+					   "per sample to user space",
+					   (double)info.run_time_ns / info.run_cnt,
+					   (unsigned long long)info.run_cnt,
+					   r->st.received ? (double)info.run_time_ns / r->st.received
+							  : 0.0,
+					   r->st.received ? (double)r->st.bytes / r->st.received : 0.0);
+		}
 		pr_verbose("agent: %.3f s user, %.3f s sys, %.2f us per sample, peak RSS %ld KiB",
 			   ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
 			   ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
@@ -649,7 +667,7 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 
 int record__run(void)
 {
-	struct recorder r = { .epfd = -1, .go_fd = -1, .err_fd = -1 };
+	struct recorder r = { .epfd = -1, .go_fd = -1, .err_fd = -1, .stats_fd = -1 };
 	struct build_stats bs = { 0 };
 	size_t nprocs = 0;
 	int err, status = EXIT_RUNTIME;
@@ -692,6 +710,9 @@ int record__run(void)
 		pr_err("cannot set up epoll: %s", strerror(errno));
 		goto cleanup;
 	}
+	/* what a sample costs in BPF, for -v (kernel.bpf_stats_enabled for us only) */
+	if (log_level >= 2)
+		r.stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	clock_gettime(CLOCK_REALTIME, &r.wall_start);
 	clock_gettime(CLOCK_MONOTONIC, &r.t_start);
 	if (sampler__enable(r.sampler)) {
@@ -739,6 +760,8 @@ cleanup:
 		close(r.err_fd);
 	if (r.epfd >= 0)
 		close(r.epfd);
+	if (r.stats_fd >= 0)
+		close(r.stats_fd);
 	sampler__free(r.sampler);
 	ring_buffer__free(r.rb);
 	if (r.procs)
