@@ -31,6 +31,26 @@ struct {
 	__type(value, struct bpf_proc_unwind);
 } proc_unwind SEC(".maps");
 
+/*
+ * Reads of the user stack go through a window copied in one probe read: a
+ * 64-frame walk of small frames needs a handful of copies, not 64 reads.
+ */
+#define STACK_WIN 1024
+
+struct stack_win {
+	__u64 base;
+	__u32 len;
+	__u32 pad;
+	__u8 data[STACK_WIN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stack_win);
+} stack_window SEC(".maps");
+
 /* x86-64 sigcontext inside the ucontext that RSP points to in __restore_rt */
 #define UC_MCONTEXT 40
 #define SC_RBP (UC_MCONTEXT + 80)
@@ -136,9 +156,43 @@ static __always_inline const struct bpf_urow *find_row(__u32 first, __u32 count,
 	return bpf_map_lookup_elem(&unwind_rows, &idx);
 }
 
-static __always_inline int read_user_u64(__u64 addr, __u64 *v)
+/*
+ * A global function, like the searches: inlined at its five call sites it
+ * multiplied the paths the verifier walks through a frame step.
+ */
+__noinline int read_stack(__u64 addr, __u64 *v)
 {
-	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+	struct stack_win *w;
+	__u32 zero = 0;
+	__u64 off;
+
+	if (!v)
+		return -1;
+	w = bpf_map_lookup_elem(&stack_window, &zero);
+	if (!w)
+		return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+	off = addr - w->base;
+	if (addr < w->base || off + 8 > w->len) {
+		/* refill from addr: the walk moves towards higher addresses */
+		if (bpf_probe_read_user(w->data, STACK_WIN, (const void *)addr)) {
+			/* the window would cross the end of the stack: no window */
+			w->len = 0;
+			return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+		}
+		w->base = addr;
+		w->len = STACK_WIN;
+		off = 0;
+	}
+	if (off > STACK_WIN - 8)
+		return -1;
+	*v = *(__u64 *)&w->data[off];
+	return 0;
+}
+
+static __always_inline int read_user_u64(struct ustate *st, __u64 addr, __u64 *v)
+{
+	(void)st;
+	return read_stack(addr, v);
 }
 
 static __always_inline long unwind_fail(struct ustate *st, __u32 counter)
@@ -158,7 +212,7 @@ static __always_inline long fp_step(struct ustate *st)
 		count(CNT_UNW_OK);
 		return 1;
 	}
-	if (read_user_u64(st->bp + 8, &ra) || read_user_u64(st->bp, &bp))
+	if (read_user_u64(st, st->bp + 8, &ra) || read_user_u64(st, st->bp, &bp))
 		return unwind_fail(st, CNT_UNW_READ_FAILED);
 	st->sp = st->bp + 16;
 	st->bp = bp;
@@ -228,19 +282,19 @@ static long unwind_step(__u32 i, void *data)
 		count(CNT_UNW_OK);
 		return 1;
 	case UROW_CFA_SIGNAL:
-		if (read_user_u64(st->sp + SC_RIP, &st->ip) ||
-		    read_user_u64(st->sp + SC_RBP, &st->bp) ||
-		    read_user_u64(st->sp + SC_RSP, &st->sp))
+		if (read_user_u64(st, st->sp + SC_RIP, &st->ip) ||
+		    read_user_u64(st, st->sp + SC_RBP, &st->bp) ||
+		    read_user_u64(st, st->sp + SC_RSP, &st->sp))
 			return unwind_fail(st, CNT_UNW_READ_FAILED);
 		st->exact_ip = true;
 		return 0;
 	default:
 		return unwind_fail(st, CNT_UNW_UNSUPPORTED);
 	}
-	if (read_user_u64(cfa - 8, &ra))
+	if (read_user_u64(st, cfa - 8, &ra))
 		return unwind_fail(st, CNT_UNW_READ_FAILED);
 	if (rbp_rule == UROW_RBP_CFA) {
-		if (read_user_u64(cfa + (__s64)r->rbp_off8 * 8, &st->bp))
+		if (read_user_u64(st, cfa + (__s64)r->rbp_off8 * 8, &st->bp))
 			return unwind_fail(st, CNT_UNW_READ_FAILED);
 	} else if (rbp_rule != UROW_RBP_SAME) {
 		st->bp = 0;	/* unknown from here on; only a FP rule would need it */
@@ -290,6 +344,8 @@ static __always_inline int unwind_user(struct bpf_perf_event_data *ctx, __u32 tg
 				       __u64 *frames, __u16 *flags)
 {
 	struct ustate st = { .frames = frames, .exact_ip = true };
+	struct stack_win *win;
+	__u32 zero = 0;
 
 	st.info = bpf_map_lookup_elem(&proc_unwind, &tgid);
 	if (!st.info) {
@@ -297,6 +353,9 @@ static __always_inline int unwind_user(struct bpf_perf_event_data *ctx, __u32 tg
 		return -1;
 	}
 	user_regs(ctx, &st.ip, &st.sp, &st.bp);
+	win = bpf_map_lookup_elem(&stack_window, &zero);
+	if (win)
+		win->len = 0;	/* another task's stack was there */
 	bpf_loop(MAX_USTACK + 1, unwind_step, &st, 0);
 	if (st.stop == UNW_FULL)
 		*flags |= SAMPLE_F_USTACK_TRUNC;

@@ -272,6 +272,69 @@ printf '%-34s %12s %12s %12s\n' "peak RSS (MB)" "$b_rss" "$p_rss" "$ps_rss"
 printf '%-34s %12s %12s %12s\n' "samples" "$b_samples" "$p_samples" ""
 printf '%-34s %12s %12s %12s\n' "lost samples (perf: lost chunks)" "$b_lost" "$p_lost" ""
 
+
+# 3. Native unwinding: a 64-frame stack built without frame pointers
+#    (deep_recursion 60), bpfprof's table unwinder against perf's
+#    --call-graph dwarf, which copies 8 KiB of stack per sample instead.
+UNWIND_DEPTH=${UNWIND_DEPTH:-60}
+echo
+echo "unwinding: deep_recursion $UNWIND_DEPTH (~64 frames, no frame pointers), -F $HI_FREQ for $HI_SECS s"
+u_run=n/a u_sample=n/a u_bytes=n/a u_tables=n/a
+if ((have_bpfprof)); then
+	timed "$tmp/unw.err" "$BPFPROF" --unwind dwarf -F "$HI_FREQ" -v -o "$tmp/unw.folded" -- \
+		"$WORKLOADS/deep_recursion" "$UNWIND_DEPTH" "$HI_SECS"
+	bpfline=$(grep -E '^bpfprof: BPF: ' "$tmp/unw.err" | tail -n 1)
+	[[ $bpfline =~ ([0-9]+)\ ns\ per\ run ]] && u_run=${BASH_REMATCH[1]}
+	[[ $bpfline =~ ([0-9]+)\ ns\ per\ recorded\ sample ]] && u_sample=${BASH_REMATCH[1]}
+	[[ $bpfline =~ ([0-9]+)\ bytes\ per\ sample ]] && u_bytes=${BASH_REMATCH[1]}
+	tline=$(grep -E '^bpfprof: unwind tables: ' "$tmp/unw.err" | tail -n 1)
+	[[ $tline =~ \(([0-9.]+)\ MiB\) ]] && u_tables=${BASH_REMATCH[1]}
+	echo "  $bpfline"
+fi
+timed "$tmp/pdw.err" perf record --call-graph dwarf -F "$HI_FREQ" -o "$tmp/dwarf.data" -- \
+	"$WORKLOADS/deep_recursion" "$UNWIND_DEPTH" "$HI_SECS"
+pd_samples=$(grep -oE '\(([0-9]+) samples\)' "$tmp/pdw.err" | tr -dc '0-9')
+pd_bytes=$(stat -c %s "$tmp/dwarf.data")
+pd_per=$(awk -v b="$pd_bytes" -v n="$pd_samples" 'BEGIN { if (n > 0) printf "%.0f", b / n; else print "n/a" }')
+pd_rate=$(awk -v b="$pd_bytes" -v s="$HI_SECS" 'BEGIN { printf "%.2f", b / s / 1048576 }')
+timed "$tmp/pdwr.err" sh -c "perf report -i '$tmp/dwarf.data' --stdio >/dev/null 2>&1"
+pr_us=$(per_sample_us "$cpu_s" "$pd_samples")
+u_rate=n/a
+[[ $u_bytes != n/a ]] && u_rate=$(awk -v b="$u_bytes" -v f="$HI_FREQ" 'BEGIN { printf "%.2f", b * f / 1048576 }')
+
+printf '%-40s %14s %14s\n' "" "bpfprof dwarf" "perf dwarf"
+printf '%-40s %14s %14s\n' "BPF ns per run / per recorded sample" "$u_run / $u_sample" "-"
+printf '%-40s %14s %14s\n' "bytes per sample to user space" "$u_bytes" "$pd_per"
+printf '%-40s %14s %14s\n' "data rate (MiB/s)" "$u_rate" "$pd_rate"
+printf '%-40s %14s %14s\n' "perf report CPU per sample (us)" "-" "$pr_us"
+printf '%-40s %14s %14s\n' "unwind table memory (MiB)" "$u_tables" "-"
+
+# Slowdown with DWARF unwinding on: bench_cpu alone / bpfprof -a / perf -a --call-graph dwarf
+UNWIND_ROUNDS=${UNWIND_ROUNDS:-3}
+declare -A dt=([alone]="" [bpfprof]="" [perf]="")
+for ((r = 0; r < UNWIND_ROUNDS; r++)); do
+	for c in alone bpfprof perf; do
+		case $c in
+		alone) run_bench ;;
+		bpfprof)
+			start_profiler bpfprof "$BPFPROF" -a --unwind dwarf -F 99 -q -o "$tmp/dw.folded"
+			run_bench
+			stop_profiler bpfprof "$prof_pid"
+			;;
+		perf)
+			start_profiler perf perf record -q -a --call-graph dwarf -F 99 -o "$tmp/dw.data"
+			run_bench
+			stop_profiler perf "$prof_pid"
+			;;
+		esac
+		dt[$c]+=" $elapsed"
+	done
+done
+d_alone=$(median <<<"${dt[alone]}")
+d_slow_b=$(pct "$(median <<<"${dt[bpfprof]}")" "$d_alone")
+d_slow_p=$(pct "$(median <<<"${dt[perf]}")" "$d_alone")
+printf '%-40s %14s %14s\n' "bench_cpu slowdown, -a -F 99 ($UNWIND_ROUNDS rounds)" "$d_slow_b" "$d_slow_p"
+
 ((have_bpfprof)) || die "bpfprof not found at '$BPFPROF': its figures were not measured"
 
 if [[ $BENCH_RECORD == 1 ]]; then
@@ -307,5 +370,23 @@ HEADER
 		"$(date -u +%Y-%m-%dT%H:%MZ)" "$kernel" "$cpu_model" "$ncpu" "$ROUNDS" \
 		"$med_alone" "$slow_bpfprof" "$slow_perf" "$b_us" "$b_rss" "$b_lost" \
 		"$b_samples" "$p_us" "$ps_us" "$p_rss" >>"$results"
+	if ! grep -q '^## Native unwinding' "$results"; then
+		cat >>"$results" <<'HEADER2'
+
+## Native unwinding
+
+`deep_recursion 60` (about 64 user frames, built -O2 -fomit-frame-pointer) for
+10 s at -F 999 under `bpfprof --unwind dwarf -v` (BPF time from
+`bpf_enable_stats`: per program run, and all runs' time divided by recorded
+samples) and under `perf record --call-graph dwarf` (8 KiB stack copies); then
+bench_cpu's slowdown with each attached system-wide at -F 99.
+
+| date | BPF ns/run | BPF ns/recorded sample | bytes/sample bpfprof | bytes/sample perf | MiB/s bpfprof | MiB/s perf | perf report µs/sample | table MiB | slowdown bpfprof | slowdown perf |
+|---|---|---|---|---|---|---|---|---|---|---|
+HEADER2
+	fi
+	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+		"$(date -u +%Y-%m-%dT%H:%MZ)" "$u_run" "$u_sample" "$u_bytes" "$pd_per" "$u_rate" \
+		"$pd_rate" "$pr_us" "$u_tables" "$d_slow_b" "$d_slow_p" >>"$results"
 	echo "bench: appended to $results"
 fi
