@@ -575,11 +575,13 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 		if (r->unw) {
 			const struct unwinder_stats *us = unwinder__stats(r->unw);
 
-			pr_verbose("unwind tables: %llu files (%llu without), %llu rows in use, peak "
+			pr_verbose("unwind tables: %llu files (%llu without, %llu shared by build id), "
+				   "%llu rows in use, peak "
 				   "%llu of %llu (%.1f MiB), %llu evicted, %.1f ms compiling CFI, "
 				   "%llu processes",
 				   (unsigned long long)us->tables,
 				   (unsigned long long)us->tables_failed,
+				   (unsigned long long)us->tables_shared,
 				   (unsigned long long)us->rows_used,
 				   (unsigned long long)us->rows_peak,
 				   (unsigned long long)us->rows_cap,

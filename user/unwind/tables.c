@@ -13,6 +13,7 @@
 #include "bpfprof.h"
 #include "proc/objfile.h"
 #include "proc/proc.h"
+#include "symbolize/elfsym.h"
 #include "unwind/cfi.h"
 #include "unwind/tables.h"
 #include "util/htab.h"
@@ -30,6 +31,7 @@ struct otable {
 	uint32_t state;
 	uint32_t first, count;
 	uint32_t refs;
+	uint32_t owner;			/* objfile id whose rows this file shares (same build id) */
 	uint64_t base;			/* vaddr of row pc 0 */
 	uint32_t nsegs;
 	struct { uint64_t off, filesz, vaddr; } segs[MAX_SEGS];	/* PT_LOAD */
@@ -54,6 +56,7 @@ struct unwinder {
 	uint32_t ntables;
 	struct objtab *objs;
 	struct htab *procs;	/* pid -> struct pentry * */
+	struct htab *by_bid;	/* build id -> objfile id owning its rows */
 	struct bpf_proc_unwind *buf;
 	struct unwinder_stats st;
 };
@@ -79,8 +82,9 @@ int unwinder__new(struct unwinder **out, int rows_map_fd, uint32_t rows_cap, int
 	u->objs = objs;
 	u->st.rows_cap = rows_cap;
 	u->procs = htab__new(256, HTAB_COPY_KEYS);
+	u->by_bid = htab__new(256, HTAB_COPY_KEYS);
 	u->buf = calloc(1, sizeof(*u->buf));
-	if (!u->procs || !u->buf) {
+	if (!u->procs || !u->by_bid || !u->buf) {
 		unwinder__free(u);
 		return -ENOMEM;
 	}
@@ -105,6 +109,7 @@ void unwinder__free(struct unwinder *u)
 		}
 		htab__free(u->procs);
 	}
+	htab__free(u->by_bid);
 	free(u->tables);
 	free(u->free);
 	free(u->buf);
@@ -336,6 +341,7 @@ static void release(struct unwinder *u, uint32_t id)
 		u->st.tables_evicted++;
 	}
 	t->state = OT_NONE;	/* rebuilt if the file is mapped again */
+	t->owner = 0;
 }
 
 /* bias such that row pc = ip - bias, for a mapping of t's file */
@@ -377,6 +383,46 @@ static struct pentry *pentry_of(struct unwinder *u, uint32_t pid, bool create)
 	return (struct pentry *)(uintptr_t)e->val;
 }
 
+/*
+ * The table that serves objfile o: its own, or that of another file with the
+ * same build id (the same library in two container layers is one table).
+ * Builds it on first use. Returns the id whose otable holds the rows.
+ */
+static uint32_t table_for(struct unwinder *u, struct objfile *o)
+{
+	struct otable *t = &u->tables[o->id], *ot;
+	struct htab_entry *e;
+	char bid[128];
+	int n;
+
+	if (t->owner && t->owner != o->id) {
+		ot = &u->tables[t->owner];
+		if (ot->state == OT_NONE)
+			build_table(u, objtab__by_id(u->objs, t->owner), ot);
+		if (ot->state == OT_READY)
+			return t->owner;
+		t->owner = 0;
+	}
+	if (t->state != OT_NONE)
+		return o->id;
+	n = o->fd >= 0 ? elf_read_build_id(o->fd, bid, sizeof(bid)) : 0;
+	if (n > 0) {
+		e = htab__find(u->by_bid, bid, strlen(bid), htab__hash(bid, strlen(bid)));
+		if (e && e->val != o->id && e->val < u->ntables &&
+		    u->tables[e->val].state == OT_READY) {
+			t->owner = e->val;
+			u->st.tables_shared++;
+			/* same build id, same segments: only the bias differs per mapping */
+			return t->owner;
+		}
+	}
+	build_table(u, o, t);
+	if (n > 0 && t->state == OT_READY &&
+	    htab__upsert(u->by_bid, bid, strlen(bid), htab__hash(bid, strlen(bid)), &e) >= 0)
+		e->val = o->id;
+	return o->id;
+}
+
 int unwinder__sync(struct unwinder *u, const struct proc *p)
 {
 	struct bpf_proc_unwind *b = u->buf;
@@ -394,6 +440,7 @@ int unwinder__sync(struct unwinder *u, const struct proc *p)
 		struct bpf_umap *um;
 		struct otable *t;
 		uint64_t bias;
+		uint32_t id;
 		struct objfile *o;
 
 		if (n == MAX_UMAPS) {
@@ -414,16 +461,16 @@ int unwinder__sync(struct unwinder *u, const struct proc *p)
 			um->kind = UMAP_FP;
 			continue;
 		}
-		if (t->state == OT_NONE)
-			build_table(u, o, t);
-		/* hold a reference once per file, even if mapped in several pieces */
+		id = table_for(u, o);
+		t = &u->tables[id];
+		/* hold a reference once per table, even if mapped in several pieces */
 		{
 			bool dup = false;
 
 			for (uint32_t j = 0; j < nheld && !dup; j++)
-				dup = held[j] == o->id;
+				dup = held[j] == id;
 			if (!dup) {
-				held[nheld++] = o->id;
+				held[nheld++] = id;
 				t->refs++;
 			}
 		}

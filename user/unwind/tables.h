@@ -21,6 +21,7 @@ struct unwinder_stats {
 	uint64_t tables;	/* files compiled */
 	uint64_t tables_failed;	/* no CFI, unreadable, or no room: frame pointers instead */
 	uint64_t tables_evicted;
+	uint64_t tables_shared;	/* files served by another file's table (same build id) */
 	uint64_t rows_used, rows_cap, rows_peak;
 	uint64_t build_ns;	/* time spent compiling CFI */
 	uint64_t procs;		/* processes currently described */
