@@ -11,6 +11,7 @@
 #include <bpf/bpf_core_read.h>
 #include "common.bpf.h"
 #include "unwind.bpf.h"
+#include "python.bpf.h"
 
 #define PF_KTHREAD 0x00200000
 
@@ -27,6 +28,52 @@ struct {
 	__type(value, struct prof_sample);
 } scratch SEC(".maps");
 
+/*
+ * The user stack into s->frames[base...]: table-driven, or frame pointers, per
+ * unwind_mode. Returns the frame count. A global function: the verifier
+ * checks it once instead of once per state of the caller.
+ */
+__noinline int user_frames(struct bpf_perf_event_data *ctx, struct prof_sample *s, __u32 base)
+{
+	__u64 ip, sp, bp, *uframes;
+	__u16 flags = 0;
+	long n = -1;
+
+	if (!s || base > MAX_KSTACK)
+		return 0;
+	uframes = &s->frames[base];
+	if (unwind_mode != UNWIND_FP) {
+		n = unwind_user(ctx, s->hdr.pid, uframes, &flags);
+		if (n < 0)
+			flags |= SAMPLE_F_NO_UNWIND_INFO;
+	}
+	if (n < 0 && unwind_mode == UNWIND_DWARF) {
+		/* no tables for this process yet: its leaf frame, nothing invented */
+		user_regs(ctx, &ip, &sp, &bp);
+		uframes[0] = ip;
+		n = 1;
+		flags |= SAMPLE_F_UNWIND_STOPPED;
+	}
+	if (n < 0) {
+		if (unwind_mode == UNWIND_AUTO)
+			flags |= SAMPLE_F_UNWIND_FP;
+		n = bpf_get_stack(ctx, uframes, MAX_USTACK * sizeof(__u64), BPF_F_USER_STACK);
+		if (n < 0) {
+			flags |= SAMPLE_F_USTACK_ERR;
+			count(CNT_USTACK_ERR);
+			n = 0;
+		} else {
+			n /= sizeof(__u64);
+			if (n >= MAX_USTACK) {
+				n = MAX_USTACK;
+				flags |= SAMPLE_F_USTACK_TRUNC;
+			}
+		}
+	}
+	s->hdr.flags |= flags;
+	return n > MAX_USTACK ? MAX_USTACK : n;
+}
+
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
@@ -35,7 +82,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	struct task_struct *task;
 	struct prof_sample *s;
 	__u32 zero = 0;
-	__u64 klen = 0, ulen = 0, size;
+	__u64 klen = 0, ulen = 0, pylen, size;
 	long n;
 
 	count(CNT_SAMPLES);
@@ -60,7 +107,6 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	s->hdr.cpu = bpf_get_smp_processor_id();
 	s->hdr.kind = SAMPLE_CPU;
 	s->hdr.flags = 0;
-	s->hdr.pystack_len = 0;
 	s->hdr.pad0 = 0;
 	bpf_get_current_comm(s->hdr.comm, sizeof(s->hdr.comm));
 	BPF_CORE_READ_STR_INTO(&s->hdr.pcomm, task, group_leader, comm);
@@ -81,49 +127,26 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	if (BPF_CORE_READ(task, flags) & PF_KTHREAD) {
 		s->hdr.flags |= SAMPLE_F_KTHREAD;
 	} else if (want_user) {
-		__u64 *uframes = &s->frames[klen & 0x7f];
-		__u64 ip, sp, bp;
-
-		n = -1;
-		if (unwind_mode != UNWIND_FP) {
-			n = unwind_user(ctx, tgid, uframes, &s->hdr.flags);
-			if (n < 0)
-				s->hdr.flags |= SAMPLE_F_NO_UNWIND_INFO;
-		}
-		if (n < 0 && unwind_mode == UNWIND_DWARF) {
-			/* no tables for this process yet: its leaf frame, nothing invented */
-			user_regs(ctx, &ip, &sp, &bp);
-			uframes[0] = ip;
-			n = 1;
-			s->hdr.flags |= SAMPLE_F_UNWIND_STOPPED;
-		}
-		if (n >= 0) {
-			ulen = n;
-		} else {
-			if (unwind_mode == UNWIND_AUTO)
-				s->hdr.flags |= SAMPLE_F_UNWIND_FP;
-			n = bpf_get_stack(ctx, uframes, MAX_USTACK * sizeof(__u64), BPF_F_USER_STACK);
-			if (n < 0) {
-				s->hdr.flags |= SAMPLE_F_USTACK_ERR;
-				count(CNT_USTACK_ERR);
-			} else {
-				ulen = (__u64)n / sizeof(__u64);
-				if (ulen >= MAX_USTACK) {
-					ulen = MAX_USTACK;
-					s->hdr.flags |= SAMPLE_F_USTACK_TRUNC;
-				}
-			}
-		}
+		ulen = user_frames(ctx, s, klen);
+		asm volatile("" : "+r"(ulen));
 		if (ulen > MAX_USTACK)
 			ulen = MAX_USTACK;
 	}
 	s->hdr.kstack_len = klen;
 	s->hdr.ustack_len = ulen;
+	pylen = 0;
+	if (!(s->hdr.flags & SAMPLE_F_KTHREAD))
+		pylen = python_frames(s, klen + ulen);
+	asm volatile("" : "+r"(pylen));	/* the verifier's bound, not clang's */
+	if (pylen > MAX_PYSTACK)
+		pylen = MAX_PYSTACK;
+	s->hdr.pystack_len = pylen;
 
-	size = sizeof(s->hdr) + (klen + ulen) * sizeof(__u64);
+	size = sizeof(s->hdr) + (klen + ulen + 2 * pylen) * sizeof(__u64);
 	if (size > sizeof(*s))
 		size = sizeof(*s);
-	if (output(s, size, s->hdr.flags & (SAMPLE_F_NO_UNWIND_INFO | SAMPLE_F_STALE_MAPS)))
+	if (output(s, size,
+		   s->hdr.flags & (SAMPLE_F_NO_UNWIND_INFO | SAMPLE_F_STALE_MAPS | SAMPLE_F_PY_NO_THREAD)))
 		count(CNT_RB_FULL);
 	return 0;
 }

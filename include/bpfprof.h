@@ -36,6 +36,9 @@ enum sample_flags {
 	SAMPLE_F_UNWIND_STOPPED = 1 << 6, /* table unwinder gave up before the outermost frame */
 	SAMPLE_F_NO_UNWIND_INFO = 1 << 7, /* the process has no tables (yet): user space builds them */
 	SAMPLE_F_STALE_MAPS = 1 << 8,	 /* a PC in no mapping BPF knows: user space must resync */
+	SAMPLE_F_PY_NO_THREAD = 1 << 9,	 /* Python process, thread state unknown: user space rescans */
+	SAMPLE_F_PY_TRUNC = 1 << 10,	 /* Python stack deeper than MAX_PYSTACK */
+	SAMPLE_F_PY_ERR = 1 << 11,	 /* Python frame chain unreadable part way */
 };
 
 /*
@@ -90,6 +93,9 @@ enum bpf_counter {
 	CNT_UNW_TRUNCATED,	/* more than MAX_USTACK frames */
 	CNT_UNW_TABLE_PENDING,	/* the mapping's table is not built yet */
 	CNT_UNW_OK,		/* reached the outermost frame */
+	CNT_PY_NO_THREAD,	/* a Python process's thread not in py_threads yet */
+	CNT_PY_READ_FAILED,	/* reading interpreter memory failed */
+	CNT_PY_TRUNCATED,	/* more than MAX_PYSTACK Python frames */
 	CNT__MAX
 };
 
@@ -147,6 +153,39 @@ struct bpf_proc_unwind {
 	__u32 pad;
 	struct bpf_umap maps[MAX_UMAPS];
 };
+
+/*
+ * CPython. User space finds each interpreter's layout (per-version table for
+ * 3.8-3.12, _Py_DebugOffsets for 3.13+) and writes it to `py_procs`; it also
+ * keeps `py_threads` (tid -> PyThreadState address) from the interpreter's
+ * thread list. BPF walks the frame chain and emits, per Python frame, the
+ * code object address and the raw instruction position; strings and line
+ * numbers are user space's.
+ */
+enum py_model {
+	PY_MODEL_FRAMEOBJ = 1,	/* 3.8-3.10: tstate->frame, PyFrameObject, f_back, int f_lasti */
+	PY_MODEL_CFRAME = 2,	/* 3.11-3.12: tstate->cframe->current_frame, _PyInterpreterFrame */
+	PY_MODEL_IFRAME = 3,	/* 3.13+: tstate->current_frame, _PyInterpreterFrame */
+};
+
+struct bpf_pyproc {
+	__u32 model;		/* enum py_model */
+	__u32 version;		/* PY_VERSION_HEX */
+	__s32 tstate_frame;	/* offset in PyThreadState of frame / cframe / current_frame */
+	__s32 cframe_current;	/* PY_MODEL_CFRAME: offset of current_frame in _PyCFrame */
+	__s32 frame_code;	/* f_code / f_executable */
+	__s32 frame_back;	/* f_back / previous */
+	__s32 frame_instr;	/* f_lasti (int) / prev_instr / instr_ptr (pointer) */
+	__s32 frame_owner;	/* owner (char), -1 if the version has none */
+	__s32 frame_is_entry;	/* 3.11: is_entry (bool), else -1 */
+	__u32 owner_cstack;	/* owner value of C-stack shim frames (skipped, mark an entry) */
+	__u64 pad;
+};
+_Static_assert(sizeof(struct bpf_pyproc) == 48, "bpf_pyproc layout");
+
+/* The second word of a Python frame record: raw position | flags. */
+#define PYFRAME_INSTR_MASK ((1ULL << 56) - 1)
+#define PYFRAME_F_ENTRY (1ULL << 63)	/* first frame of its _PyEval_EvalFrameDefault call */
 
 /* --unwind */
 enum unwind_mode {

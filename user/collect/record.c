@@ -398,8 +398,8 @@ static int setup_bpf(struct recorder *r)
 		bpf_map__set_max_entries(r->skel->maps.proc_unwind, env.unwind_procs);
 	}
 
-	if (log_level >= 3)	/* verifier statistics in the debug output */
-		bpf_program__set_log_level(r->skel->progs.on_cpu_sample, 4);
+	if (log_level >= 3)	/* verifier statistics (-vvv), whole log (-vvvv) */
+		bpf_program__set_log_level(r->skel->progs.on_cpu_sample, log_level >= 4 ? 1 | 4 : 4);
 	err = cpu_bpf__load(r->skel);
 	if (err) {
 		pr_err("cannot load the BPF programs: %s (needs root or CAP_BPF+CAP_PERFMON)",

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * CPython frame walker. For a thread of a known interpreter (py_procs) whose
+ * PyThreadState user space has found (py_threads), follow the frame chain
+ * from the thread state and emit (code object, raw instruction position |
+ * flags) per frame, leaf first. Layouts come from user space per process,
+ * so no version is hard-coded here.
+ */
+#ifndef BPFPROF_PYTHON_BPF_H
+#define BPFPROF_PYTHON_BPF_H
+
+#include "common.bpf.h"
+
+const volatile bool want_python = true;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);		/* tgid */
+	__type(value, struct bpf_pyproc);
+} py_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);		/* tid */
+	__type(value, __u64);		/* PyThreadState * */
+} py_threads SEC(".maps");
+
+struct pystate {
+	const struct bpf_pyproc *pp;
+	__u64 frame;
+	__u64 *out;		/* the sample's frames[] */
+	__u32 base;		/* index of the first Python word in out */
+	__u32 n;		/* frames emitted */
+	__u32 last;		/* index of the last emitted frame's second word + 1, 0: none */
+	__u32 err;
+	__u32 full;
+};
+
+/*
+ * Every read of interpreter memory is this one global function, 8 bytes wide
+ * (narrower fields are masked): fewer inlined helper calls, fewer verifier
+ * paths through a frame step.
+ */
+__noinline int py_read(__u64 addr, __u64 *v)
+{
+	if (!v)
+		return -1;
+	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+}
+
+static __always_inline int read_u64(__u64 addr, __u64 *v)
+{
+	return py_read(addr, v);
+}
+
+#define PY_WORDS (MAX_KSTACK + MAX_USTACK + 2 * MAX_PYSTACK)
+
+static long py_step(__u32 i, void *data)
+{
+	struct pystate *st = data;
+	const struct bpf_pyproc *pp = st->pp;
+	__u64 code = 0, raw = 0, next = 0, flags = 0, w = 0;
+	__u32 idx;
+
+	if (!st->frame)
+		return 1;
+	if (st->n >= MAX_PYSTACK) {
+		st->full = 1;
+		return 1;
+	}
+	if (read_u64(st->frame + pp->frame_back, &next)) {
+		st->err = 1;
+		return 1;
+	}
+	if (pp->frame_owner >= 0 && read_u64(st->frame + pp->frame_owner, &w)) {
+		st->err = 1;
+		return 1;
+	}
+	if (pp->frame_owner >= 0 && (w & 0xff) == pp->owner_cstack) {
+		/* a shim frame between two eval calls: the frame emitted before it began one */
+		if (st->last) {
+			idx = st->last - 1;
+			if (idx < PY_WORDS)
+				st->out[idx] |= PYFRAME_F_ENTRY;
+		}
+		st->frame = next;
+		return 0;
+	}
+	if (read_u64(st->frame + pp->frame_code, &code)) {
+		st->err = 1;
+		return 1;
+	}
+	if (pp->model == PY_MODEL_FRAMEOBJ) {
+		if (read_u64(st->frame + pp->frame_instr, &w)) {
+			st->err = 1;
+			return 1;
+		}
+		raw = (__u32)w;	/* int f_lasti */
+		flags = PYFRAME_F_ENTRY;	/* one eval call per frame object */
+	} else {
+		if (read_u64(st->frame + pp->frame_instr, &raw)) {
+			st->err = 1;
+			return 1;
+		}
+		if (pp->frame_is_entry >= 0 && !read_u64(st->frame + pp->frame_is_entry, &w) &&
+		    (w & 0xff))
+			flags = PYFRAME_F_ENTRY;
+	}
+	idx = st->base + 2 * st->n;
+	if (idx > PY_WORDS - 2) {
+		st->full = 1;
+		return 1;
+	}
+	{
+		__u64 *slot = &st->out[idx];	/* one bounded index for both words */
+
+		slot[0] = code;
+		slot[1] = (raw & PYFRAME_INSTR_MASK) | flags;
+	}
+	st->last = idx + 2;
+	st->n++;
+	st->frame = next;
+	return 0;
+}
+
+/*
+ * Walk the sampled thread's Python stack into s->frames[base...] and return
+ * the number of frames (0 when the process is not Python). A global function:
+ * verified once, not once per state the caller reaches it in.
+ */
+__noinline int python_frames(struct prof_sample *s, __u32 base)
+{
+	struct pystate st = { .base = base };
+	__u64 *tstate, p = 0;
+	__u32 tgid, tid;
+
+	if (!s || !want_python || base > MAX_KSTACK + MAX_USTACK)
+		return 0;
+	st.out = s->frames;
+	tgid = s->hdr.pid;
+	tid = s->hdr.tid;
+	st.pp = bpf_map_lookup_elem(&py_procs, &tgid);
+	if (!st.pp)
+		return 0;
+	tstate = bpf_map_lookup_elem(&py_threads, &tid);
+	if (!tstate) {
+		s->hdr.flags |= SAMPLE_F_PY_NO_THREAD;
+		count(CNT_PY_NO_THREAD);
+		return 0;
+	}
+	if (read_u64(*tstate + st.pp->tstate_frame, &p))
+		goto fail;
+	if (st.pp->model == PY_MODEL_CFRAME && p && read_u64(p + st.pp->cframe_current, &p))
+		goto fail;
+	st.frame = p;
+	bpf_loop(MAX_PYSTACK + 1, py_step, &st, 0);
+	if (st.full) {
+		s->hdr.flags |= SAMPLE_F_PY_TRUNC;
+		count(CNT_PY_TRUNCATED);
+	}
+	if (st.err) {
+		s->hdr.flags |= SAMPLE_F_PY_ERR;
+		count(CNT_PY_READ_FAILED);
+	}
+	return st.n;
+fail:
+	s->hdr.flags |= SAMPLE_F_PY_ERR;
+	count(CNT_PY_READ_FAILED);
+	return 0;
+}
+
+#endif
