@@ -92,8 +92,8 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libbpfprof.a $(HDRS)
 # Fixtures (small ELF files with known symbols) are built by tests/unit/fixtures/Makefile.
 unit: $(UNIT_BINS)
 	$(Q)$(MAKE) -s -C tests/unit/fixtures BUILD=$(abspath $(BUILD))/fixtures
-	$(Q)if [ -f tests/unit/fixtures/cfi/Makefile ]; then \
-		$(MAKE) -s -C tests/unit/fixtures/cfi BUILD=$(abspath $(BUILD))/fixtures/cfi; fi
+	$(Q)$(MAKE) -s -C tests/unit/fixtures/cfi BUILD=$(abspath $(BUILD))/fixtures/cfi
+	$(Q)$(MAKE) -s -C tests/unit/fixtures/python BUILD=$(abspath $(BUILD))/fixtures/python
 	$(Q)set -e; for t in $(UNIT_BINS); do FIXTURES=$(abspath $(BUILD))/fixtures $$t; done
 
 # End-to-end: real BPF, real processes, as root. pytest's summary line ends the run.

@@ -78,7 +78,7 @@ static long py_step(__u32 i, void *data)
 		st->err = 1;
 		return 1;
 	}
-	if (pp->frame_owner >= 0 && (w & 0xff) == pp->owner_cstack) {
+	if (pp->frame_owner >= 0 && (w & 0xff) >= pp->owner_cstack) {
 		/* a shim frame between two eval calls: the frame emitted before it began one */
 		if (st->last) {
 			idx = st->last - 1;
@@ -92,6 +92,7 @@ static long py_step(__u32 i, void *data)
 		st->err = 1;
 		return 1;
 	}
+	code &= ~7ULL;	/* 3.14 tags f_executable's low bits; objects are 8-aligned */
 	if (pp->model == PY_MODEL_FRAMEOBJ) {
 		if (read_u64(st->frame + pp->frame_instr, &w)) {
 			st->err = 1;

@@ -178,7 +178,8 @@ struct bpf_pyproc {
 	__s32 frame_instr;	/* f_lasti (int) / prev_instr / instr_ptr (pointer) */
 	__s32 frame_owner;	/* owner (char), -1 if the version has none */
 	__s32 frame_is_entry;	/* 3.11: is_entry (bool), else -1 */
-	__u32 owner_cstack;	/* owner value of C-stack shim frames (skipped, mark an entry) */
+	__u32 owner_cstack;	/* lowest owner value that is not a Python frame (C-stack shims:
+				 * skipped, and mark where an eval call began) */
 	__u64 pad;
 };
 _Static_assert(sizeof(struct bpf_pyproc) == 48, "bpf_pyproc layout");

@@ -335,6 +335,53 @@ d_slow_b=$(pct "$(median <<<"${dt[bpfprof]}")" "$d_alone")
 d_slow_p=$(pct "$(median <<<"${dt[perf]}")" "$d_alone")
 printf '%-40s %14s %14s\n' "bench_cpu slowdown, -a -F 99 ($UNWIND_ROUNDS rounds)" "$d_slow_b" "$d_slow_p"
 
+
+# 4. Python: a 30-frame Python stack (tests/workloads/py/deep.py) on pyenv's
+#    CPython 3.12: BPF cost per sample, and the workload's slowdown under
+#    bpfprof -a and under perf record -a -g with `python -X perf` (perf map
+#    files), at 99 and 999 Hz.
+PY=${PY:-$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3.12 2>/dev/null | tail -n 1)}
+PY_ITERS=${PY_ITERS:-2000}
+py_bpf=n/a
+declare -A pyslow=()
+if [[ -x $PY ]] && ((have_bpfprof)); then
+	echo
+	echo "python: $PY deep.py 28 $PY_ITERS (30 Python frames)"
+	timed "$tmp/py.err" "$BPFPROF" -F "$HI_FREQ" -v -o "$tmp/py.folded" -- \
+		"$PY" "$root/tests/workloads/py/deep.py" 28 "$PY_ITERS"
+	pyline=$(grep -E '^bpfprof: BPF: ' "$tmp/py.err" | tail -n 1)
+	[[ $pyline =~ ([0-9]+)\ ns\ per\ recorded\ sample ]] && py_bpf=${BASH_REMATCH[1]}
+	echo "  $pyline"
+	run_py() {
+		local out
+		out=$("$@" "$root/tests/workloads/py/deep.py" 28 "$PY_ITERS") || die "deep.py failed"
+		[[ $out =~ elapsed\ ([0-9.]+) ]] || die "deep.py printed '$out'"
+		elapsed=${BASH_REMATCH[1]}
+	}
+	for hz in 99 999; do
+		declare -A pt=([alone]="" [bpfprof]="" [perf]="")
+		for ((r = 0; r < UNWIND_ROUNDS; r++)); do
+			run_py "$PY"
+			pt[alone]+=" $elapsed"
+			start_profiler bpfprof "$BPFPROF" -a -F "$hz" -q -o "$tmp/pyb.folded"
+			run_py "$PY"
+			stop_profiler bpfprof "$prof_pid"
+			pt[bpfprof]+=" $elapsed"
+			start_profiler perf perf record -q -a -g -F "$hz" -o "$tmp/pyp.data"
+			run_py "$PY" -X perf
+			stop_profiler perf "$prof_pid"
+			pt[perf]+=" $elapsed"
+		done
+		pa=$(median <<<"${pt[alone]}")
+		pyslow[b$hz]=$(pct "$(median <<<"${pt[bpfprof]}")" "$pa")
+		pyslow[p$hz]=$(pct "$(median <<<"${pt[perf]}")" "$pa")
+		unset pt
+	done
+	printf '%-40s %14s %14s\n' "" bpfprof "perf+-X perf"
+	printf '%-40s %14s %14s\n' "BPF ns per recorded sample" "$py_bpf" "-"
+	printf '%-40s %14s %14s\n' "slowdown at 99 Hz ($UNWIND_ROUNDS rounds)" "${pyslow[b99]}" "${pyslow[p99]}"
+	printf '%-40s %14s %14s\n' "slowdown at 999 Hz" "${pyslow[b999]}" "${pyslow[p999]}"
+fi
 ((have_bpfprof)) || die "bpfprof not found at '$BPFPROF': its figures were not measured"
 
 if [[ $BENCH_RECORD == 1 ]]; then
@@ -388,5 +435,23 @@ HEADER2
 	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
 		"$(date -u +%Y-%m-%dT%H:%MZ)" "$u_run" "$u_sample" "$u_bytes" "$pd_per" "$u_rate" \
 		"$pd_rate" "$pr_us" "$u_tables" "$d_slow_b" "$d_slow_p" >>"$results"
+	if [[ $py_bpf != n/a ]]; then
+		if ! grep -q '^## Python' "$results"; then
+			cat >>"$results" <<'HEADER3'
+
+## Python
+
+`tests/workloads/py/deep.py 28 2000` (30 Python frames, pyenv CPython 3.12)
+at -F 999 under `bpfprof -v` (BPF time per recorded sample, native + Python
+walk + kernel stack), then its slowdown under `bpfprof -a` and under
+`perf record -a -g` with `python -X perf`, at 99 and 999 Hz.
+
+| date | BPF ns/sample | bpfprof 99 Hz | perf 99 Hz | bpfprof 999 Hz | perf 999 Hz |
+|---|---|---|---|---|---|
+HEADER3
+		fi
+		printf '| %s | %s | %s | %s | %s | %s |\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$py_bpf" \
+			"${pyslow[b99]}" "${pyslow[p99]}" "${pyslow[b999]}" "${pyslow[p999]}" >>"$results"
+	fi
 	echo "bench: appended to $results"
 fi

@@ -31,8 +31,9 @@ struct env env = {
 static const char usage_text[] =
 "Usage: bpfprof [record] [TARGET] [OPTIONS] [-- CMD [ARG...]]\n"
 "\n"
-"Sample on-CPU stacks (kernel + native user frames) of the whole machine, some\n"
-"processes or a command, and write them as folded stacks or pprof.\n"
+"Sample on-CPU stacks (kernel, native and CPython frames in one stack) of the\n"
+"whole machine, some processes or a command, and write them as folded stacks or\n"
+"pprof.\n"
 "\n"
 "TARGET (default: whole machine)\n"
 "  -a, --all                 every process on every CPU (the default)\n"
@@ -54,6 +55,7 @@ static const char usage_text[] =
 "      --per-thread          a 'thread-name [tid]' frame under the process\n"
 "      --no-kernel           leave out kernel frames\n"
 "      --no-user             leave out user-space frames\n"
+"      --no-python           native frames only (no CPython frames)\n"
 "  -v, --verbose             more detail on stderr (repeat for debug)\n"
 "  -q, --quiet               no summary, no warnings\n"
 "  -h, --help                this text\n"
@@ -87,6 +89,7 @@ enum {
 	OPT_NO_KERNEL,
 	OPT_NO_USER,
 	OPT_UNWIND,
+	OPT_NO_PYTHON,
 };
 
 static const struct option long_opts[] = {
@@ -101,6 +104,7 @@ static const struct option long_opts[] = {
 	{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
 	{ "no-user", no_argument, NULL, OPT_NO_USER },
 	{ "unwind", required_argument, NULL, OPT_UNWIND },
+	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -292,6 +296,9 @@ int cli__parse(int argc, char **argv)
 			break;
 		case OPT_NO_USER:
 			env.no_user = true;
+			break;
+		case OPT_NO_PYTHON:
+			env.no_python = true;
 			break;
 		case OPT_UNWIND:
 			if (!strcmp(optarg, "auto")) {

@@ -28,6 +28,7 @@ struct env {
 	bool per_thread;
 	bool no_kernel;
 	bool no_user;
+	bool no_python;
 	int unwind;		/* enum unwind_mode (include/bpfprof.h) */
 	/* sizing (not on the CLI yet: sane defaults, see record.c) */
 	uint32_t ringbuf_bytes;

@@ -8,6 +8,7 @@
 #include "aggregate/profile.h"
 #include "aggregate/profile_build.h"
 #include "aggregate/stacks.h"
+#include "collect/pytrack.h"
 #include "proc/objfile.h"
 #include "symbolize/ksyms.h"
 #include "util/htab.h"
@@ -21,9 +22,13 @@ struct builder {
 	int32_t *obj_mapping;	/* objfile id -> mapping index + 1 */
 	uint32_t nobj_mapping;
 	struct build_stats *bs;
+	const struct pytrack *py;
+	const char *eval_name;	/* the interned "_PyEval_EvalFrameDefault", once seen */
 };
 
 #define UNRESOLVED_BIT (1ULL << 63)
+#define MAX_USTACK_FRAMES 512	/* >= MAX_USTACK */
+#define MAX_PY_FRAMES 512	/* >= MAX_PYSTACK */
 
 struct cache_key {
 	struct sframe f;
@@ -153,16 +158,41 @@ static int user_frame(struct builder *b, const struct sframe *f, bool caller, st
 	return 0;
 }
 
+static int python_frame(struct builder *b, const struct sframe *f, struct pframe *pf, char *buf,
+			size_t len, bool *unresolved)
+{
+	const char *qualname, *file, *base;
+	uint32_t line;
+
+	pf->kind = FRAME_PYTHON;
+	pf->mapping = -1;
+	if (!b->py || pytrack__describe(b->py, f->addr, f->aux & ~SFRAME_PY_ENTRY, &qualname, &file,
+					&line)) {
+		pf->name = "[python: unreadable]";
+		*unresolved = true;
+		return 0;
+	}
+	base = strrchr(file, '/');
+	base = base ? base + 1 : file;
+	snprintf(buf, len, "%s (%s:%u)", qualname, base, line);
+	pf->name = buf;
+	pf->file = file;
+	pf->line = line;
+	return 0;
+}
+
 /* Profile frame index for f, symbolizing it on first sight. */
 static int frame_index(struct builder *b, const struct sframe *f, bool caller, bool *unresolved)
 {
 	struct cache_key k = { .f = *f, .caller = caller };
+
+	k.f.aux &= ~SFRAME_PY_ENTRY;	/* the same frame whether or not it began an eval call */
 	struct pframe pf = { 0 };
 	struct htab_entry *e;
 	char buf[512];
 	int ret, idx;
 
-	k.f.pad = 0;
+	
 	ret = htab__upsert(b->cache, &k, sizeof(k), htab__hash(&k, sizeof(k)), &e);
 	if (ret < 0)
 		return ret;
@@ -171,7 +201,9 @@ static int frame_index(struct builder *b, const struct sframe *f, bool caller, b
 		return (int)(e->val & ~UNRESOLVED_BIT) - 1;
 	}
 	*unresolved = false;
-	if (f->obj == OBJ_KERNEL)
+	if (f->obj == OBJ_PYTHON)
+		ret = python_frame(b, f, &pf, buf, sizeof(buf), unresolved);
+	else if (f->obj == OBJ_KERNEL)
 		ret = kernel_frame(b, f, caller, &pf, buf, sizeof(buf), unresolved);
 	else
 		ret = user_frame(b, f, caller, &pf, buf, sizeof(buf), unresolved);
@@ -203,10 +235,113 @@ static void comm_str(char *dst, const char *comm)
 		strcpy(dst, "[unknown]");
 }
 
+static bool is_eval_loop(struct builder *b, int idx)
+{
+	/* frames differ by address; their names are interned, so one pointer compare */
+	const char *name = b->p->frames[idx].name;
+
+	if (b->eval_name)
+		return name == b->eval_name;
+	if (!strcmp(name, "_PyEval_EvalFrameDefault")) {
+		b->eval_name = name;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * User frames root first, with each native _PyEval_EvalFrameDefault frame
+ * replaced by the Python calls it was running (as py-spy --native does), so
+ * that C extension frames sit above their Python caller. A Python frame
+ * flagged SFRAME_PY_ENTRY begins the run of one eval call. When the counts
+ * disagree (an eval frame the native unwinder missed), calls and eval frames
+ * are paired from the leaf, where the time is; extra calls go to the
+ * outermost eval frame, and with no eval frame at all the Python stack goes
+ * below the native one.
+ */
+static int user_and_python(struct builder *b, const struct stack_key *k,
+			   const struct stack_vals *v, uint32_t *idx, uint32_t *n)
+{
+	uint32_t nu = k->nuser, np = k->npython, m = 0, g = 0;
+	const struct sframe *uf = &k->frames[k->nkernel], *pf = &k->frames[k->nkernel + nu];
+	int32_t uidx[MAX_USTACK_FRAMES], pidx[MAX_PY_FRAMES];
+	uint32_t gstart[MAX_PY_FRAMES + 1];
+	bool unresolved, uunres[MAX_USTACK_FRAMES], punres[MAX_PY_FRAMES];
+	int ret;
+
+	if (nu > MAX_USTACK_FRAMES || np > MAX_PY_FRAMES)
+		return -EINVAL;
+	/* native frames, root first (uf is leaf first) */
+	for (uint32_t i = 0; i < nu; i++) {
+		uint32_t j = nu - 1 - i;
+
+		ret = frame_index(b, &uf[j], j != 0, &unresolved);
+		if (ret < 0)
+			return ret;
+		uidx[i] = ret;
+		uunres[i] = unresolved;
+		m += np && is_eval_loop(b, ret);
+	}
+	/* Python frames root first, cut into one group per eval call */
+	for (uint32_t i = 0; i < np; i++) {
+		const struct sframe *f = &pf[np - 1 - i];
+
+		ret = frame_index(b, f, false, &unresolved);
+		if (ret < 0)
+			return ret;
+		pidx[i] = ret;
+		punres[i] = unresolved;
+		if (i == 0 || (f->aux & SFRAME_PY_ENTRY))
+			gstart[g++] = i;
+	}
+	gstart[g] = np;
+	if (np && m != g)
+		b->bs->py_merge_mismatch++;
+
+#define EMIT(ix, un)                                                      \
+	do {                                                              \
+		idx[(*n)++] = (ix);                                       \
+		b->bs->frames += v->count;                                \
+		if (un)                                                   \
+			b->bs->unresolved += v->count;                    \
+	} while (0)
+
+	if (np && !m) {
+		for (uint32_t i = 0; i < np; i++)
+			EMIT(pidx[i], punres[i]);
+	}
+	for (uint32_t i = 0, e = 0; i < nu; i++) {
+		uint32_t first, last;
+
+		if (!(np && m && is_eval_loop(b, uidx[i]))) {
+			EMIT(uidx[i], uunres[i]);
+			continue;
+		}
+		/* eval frame e (root first) of m gets which groups? */
+		if (g <= m) {
+			if (e < m - g) {	/* no Python call left for it */
+				EMIT(uidx[i], uunres[i]);
+				e++;
+				continue;
+			}
+			first = last = e - (m - g);
+		} else {
+			first = e == 0 ? 0 : e + (g - m);
+			last = e + (g - m);
+		}
+		for (uint32_t gi = first; gi <= last; gi++)
+			for (uint32_t j = gstart[gi]; j < gstart[gi + 1]; j++)
+				EMIT(pidx[j], punres[j]);
+		e++;
+	}
+#undef EMIT
+	return 0;
+}
+
 static int add_stack(struct builder *b, const struct stack_key *k, const struct stack_vals *v,
 		     const struct build_opts *o, uint32_t *idx)
 {
-	uint32_t n = 0, nframes = k->nkernel + k->nuser;
+	uint32_t n = 0;
 	struct plabel labels[4];
 	uint32_t nlabels = 0;
 	char name[64], pcomm[17], tcomm[17];
@@ -231,19 +366,19 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 			return ret;
 		idx[n++] = ret;
 	}
-	if (k->flags & STACK_F_USER_TRUNC) {
+	if (k->flags & (STACK_F_USER_TRUNC | STACK_F_PY_TRUNC)) {
 		/* the outermost frames are missing: say so rather than start mid-stack */
 		ret = root_frame(b, "[truncated]");
 		if (ret < 0)
 			return ret;
 		idx[n++] = ret;
 	}
-	/* user frames root first, then kernel frames root first */
-	for (i = (int)nframes - 1; i >= 0; i--) {
-		const struct sframe *f = &k->frames[i];
-		bool caller = i != 0 && i != k->nkernel;
-
-		ret = frame_index(b, f, caller, &unresolved);
+	ret = user_and_python(b, k, v, idx, &n);
+	if (ret < 0)
+		return ret;
+	/* kernel frames root first */
+	for (i = (int)k->nkernel - 1; i >= 0; i--) {
+		ret = frame_index(b, &k->frames[i], i != 0, &unresolved);
 		if (ret < 0)
 			return ret;
 		idx[n++] = ret;
@@ -265,7 +400,7 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 int profile__build(struct profile **out, const struct stacks *st, struct objtab *objs,
 		   const struct ksyms *ks, const struct build_opts *o, struct build_stats *bs)
 {
-	struct builder b = { .objs = objs, .ks = ks, .kernel_mapping = -1, .bs = bs };
+	struct builder b = { .objs = objs, .ks = ks, .kernel_mapping = -1, .bs = bs, .py = o->py };
 	const struct stack_vals *v;
 	const struct stack_key *k;
 	uint32_t *idx = NULL;
@@ -275,7 +410,7 @@ int profile__build(struct profile **out, const struct stacks *st, struct objtab 
 	memset(bs, 0, sizeof(*bs));
 	b.p = profile__new();
 	b.cache = htab__new(stacks__count(st) * 4, HTAB_COPY_KEYS);
-	idx = malloc((3 + 0xffff * 2) * sizeof(*idx));
+	idx = malloc((3 + 0xffff * 3) * sizeof(*idx));
 	if (!b.p || !b.cache || !idx)
 		goto cleanup;
 	if (profile__add_value_type(b.p, "samples", "count") < 0 ||

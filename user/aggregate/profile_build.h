@@ -14,6 +14,7 @@ struct profile;
 struct stacks;
 struct objtab;
 struct ksyms;
+struct pytrack;
 
 struct build_opts {
 	bool per_pid;		/* root frame "comm [pid]" */
@@ -21,6 +22,7 @@ struct build_opts {
 	int64_t period;		/* nanoseconds of CPU one sample stands for */
 	int64_t time_ns;	/* wall-clock start */
 	int64_t duration_ns;
+	const struct pytrack *py;	/* names Python frames; NULL: none */
 };
 
 struct build_stats {
@@ -28,6 +30,7 @@ struct build_stats {
 	uint64_t unresolved;	/* of which had no symbol */
 	uint64_t distinct_frames;
 	uint64_t objects_without_symbols;
+	uint64_t py_merge_mismatch;	/* stacks whose eval frames and Python calls did not pair up */
 };
 
 int profile__build(struct profile **out, const struct stacks *st, struct objtab *objs,

@@ -14,15 +14,19 @@
 /* A frame before symbolization. obj: OBJ_* or an objfile id (proc/objfile.h). */
 struct sframe {
 	uint32_t obj;
-	uint32_t pad;
-	uint64_t addr;	/* kernel address, file offset in obj, or raw user address */
+	uint32_t aux;	/* OBJ_PYTHON: instruction byte offset | SFRAME_PY_ENTRY; else 0 */
+	uint64_t addr;	/* kernel address, file offset in obj, raw user address, or code id */
 };
+
+/* aux of a Python frame: the first frame of its eval loop call */
+#define SFRAME_PY_ENTRY (1u << 31)
 
 /* stack_key.flags */
 #define STACK_F_KERNEL_TRUNC 1	/* more kernel frames existed */
 #define STACK_F_USER_TRUNC 2	/* more user frames existed */
 #define STACK_F_USER_ERR 4	/* the user stack could not be read */
 #define STACK_F_KERNEL_ERR 8
+#define STACK_F_PY_TRUNC 16	/* more Python frames existed */
 
 struct stack_key {
 	uint32_t pid;
@@ -32,7 +36,7 @@ struct stack_key {
 	uint16_t nkernel;	/* frames[0..nkernel) are kernel, leaf first */
 	uint16_t nuser;		/* then nuser user frames, leaf first */
 	uint16_t flags;
-	uint16_t pad;
+	uint16_t npython;	/* then npython Python frames, leaf first */
 	struct sframe frames[];
 };
 
@@ -56,7 +60,7 @@ const struct stack_key *stacks__next(const struct stacks *s, size_t *iter,
 
 static inline size_t stack_key__size(const struct stack_key *k)
 {
-	return sizeof(*k) + ((size_t)k->nkernel + k->nuser) * sizeof(struct sframe);
+	return sizeof(*k) + ((size_t)k->nkernel + k->nuser + k->npython) * sizeof(struct sframe);
 }
 
 #endif

@@ -29,6 +29,7 @@
 #include "cli.h"
 #include "collect/record.h"
 #include "collect/sampler.h"
+#include "collect/pytrack.h"
 #include "collect/sideband.h"
 #include "cpu.skel.h"
 #include "proc/objfile.h"
@@ -65,6 +66,10 @@ struct rec_stats {
 	uint64_t no_unwind_info;	/* samples taken before the process's tables were ready */
 	uint64_t unwind_fp;		/* of which were walked with frame pointers */
 	uint64_t unwind_stopped;	/* table unwinding gave up before the outermost frame */
+	uint64_t py_samples;		/* samples with Python frames */
+	uint64_t py_no_thread;		/* Python process, thread state not known yet */
+	uint64_t py_err, py_trunc;
+	uint64_t py_frames_dropped;	/* code objects that could not be read */
 };
 
 struct recorder {
@@ -77,6 +82,7 @@ struct recorder {
 	struct stacks *stacks;
 	struct ksyms *ks;
 	struct unwinder *unw;
+	struct pytrack *py;
 	struct htab *dirty;	/* pids whose unwind description must be (re)written */
 	struct output out;
 	int epfd;
@@ -145,7 +151,7 @@ static void resolve_user(struct recorder *r, uint32_t pid, uint64_t time_ns, str
 			m = proc__find(p, ip);
 		}
 	}
-	f->pad = 0;
+	f->aux = 0;
 	if (!m) {
 		r->st.user_unmapped++;
 		f->obj = OBJ_UNMAPPED;
@@ -163,7 +169,7 @@ static void mark_dirty(struct recorder *r, uint32_t pid)
 {
 	struct htab_entry *e;
 
-	if (r->unw)
+	if (r->unw || r->py)
 		htab__upsert(r->dirty, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)), &e);
 }
 
@@ -180,12 +186,16 @@ static void on_proc_change(void *ctx, uint32_t pid, int change)
 {
 	struct recorder *r = ctx;
 
-	if (!r->unw)
+	if (!r->unw && !r->py)
 		return;
+	if (r->py && change != PROC_MAPPED)
+		pytrack__forget(r->py, pid, change == PROC_EXITED);	/* or a new image */
 	if (change == PROC_EXITED) {
-		unwinder__forget(r->unw, pid);
+		if (r->unw)
+			unwinder__forget(r->unw, pid);
 		htab__delete(r->dirty, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
-	} else if (unwinder__has(r->unw, pid) ||
+	} else if ((r->unw && unwinder__has(r->unw, pid)) ||
+		   (r->py && pytrack__seen(r->py, pid) && !pytrack__is_python(r->py, pid)) ||
 		   (change == PROC_EXECED && !env.all && is_target(r, pid))) {
 		/* targets get tables at exec, before their first sample */
 		mark_dirty(r, pid);
@@ -198,17 +208,59 @@ static void sync_dirty(struct recorder *r)
 	struct htab_entry *e;
 	size_t it = 0;
 
-	if (!r->unw || !htab__count(r->dirty))
+	if ((!r->unw && !r->py) || !htab__count(r->dirty))
 		return;
 	while ((e = htab__next(r->dirty, &it))) {
 		uint32_t pid = *(const uint32_t *)e->key;
 		struct proc *p = proctab__lookup(r->procs, pid, 0);
 
-		if (p && !p->exited && unwinder__sync(r->unw, p))
+		if (!p || p->exited)
+			continue;
+		if (r->unw && unwinder__sync(r->unw, p))
 			pr_debug("pid %u: cannot write its unwind info", pid);
+		if (r->py)
+			pytrack__sync(r->py, p);
 	}
 	htab__free(r->dirty);
 	r->dirty = htab__new(64, HTAB_COPY_KEYS);
+}
+
+/* Append the sample's Python frames to the key as code ids. */
+static void python_frames(struct recorder *r, const struct prof_sample_hdr *h,
+			  const struct prof_sample *s, struct stack_key *k)
+{
+	const __u64 *w = &s->frames[h->kstack_len + h->ustack_len];
+	struct sframe *f = &k->frames[k->nkernel + k->nuser];
+	uint32_t off;
+
+	if (h->flags & SAMPLE_F_PY_NO_THREAD) {
+		r->st.py_no_thread++;
+		pytrack__rescan(r->py, h->pid);
+	}
+	if (!h->pystack_len && !pytrack__seen(r->py, h->pid))
+		mark_dirty(r, h->pid);	/* not looked at yet (--unwind fp, or no tables needed) */
+	if (h->flags & SAMPLE_F_PY_ERR)
+		r->st.py_err++;
+	if (h->flags & SAMPLE_F_PY_TRUNC) {
+		r->st.py_trunc++;
+		k->flags |= STACK_F_PY_TRUNC;
+	}
+	if (!h->pystack_len)
+		return;
+	r->st.py_samples++;
+	for (uint32_t i = 0; i < h->pystack_len; i++) {
+		uint64_t raw = w[2 * i + 1];
+
+		f->obj = OBJ_PYTHON;
+		f->addr = pytrack__code(r->py, h->pid, w[2 * i], raw & PYFRAME_INSTR_MASK, &off);
+		if (!f->addr) {
+			r->st.py_frames_dropped++;
+			off = 0;
+		}
+		f->aux = (off & ~SFRAME_PY_ENTRY) | (raw & PYFRAME_F_ENTRY ? SFRAME_PY_ENTRY : 0);
+		f++;
+		k->npython++;
+	}
 }
 
 static int handle_sample(void *ctx, void *data, size_t size)
@@ -223,8 +275,10 @@ static int handle_sample(void *ctx, void *data, size_t size)
 	r->st.received++;
 	r->st.bytes += size;
 	if (size < sizeof(*h) ||
-	    size < sizeof(*h) + ((size_t)h->kstack_len + h->ustack_len) * sizeof(__u64) ||
-	    h->kstack_len > MAX_KSTACK || h->ustack_len > MAX_USTACK) {
+	    size < sizeof(*h) + ((size_t)h->kstack_len + h->ustack_len + 2 * h->pystack_len) *
+					sizeof(__u64) ||
+	    h->kstack_len > MAX_KSTACK || h->ustack_len > MAX_USTACK ||
+	    h->pystack_len > MAX_PYSTACK) {
 		r->st.bad++;
 		return 0;
 	}
@@ -262,7 +316,7 @@ static int handle_sample(void *ctx, void *data, size_t size)
 
 	for (i = 0; i < nk; i++) {
 		k->frames[i].obj = OBJ_KERNEL;
-		k->frames[i].pad = 0;
+		k->frames[i].aux = 0;
 		k->frames[i].addr = s->frames[i];
 	}
 	if (nu) {
@@ -274,6 +328,8 @@ static int handle_sample(void *ctx, void *data, size_t size)
 			resolve_user(r, h->pid, h->time_ns, &p, s->frames[h->kstack_len + i],
 				     &k->frames[nk + i]);
 	}
+	if (r->py && !env.no_python)
+		python_frames(r, h, s, k);
 	if (stacks__add(r->stacks, k, h->weight))
 		r->st.agg_failed++;
 	return 0;
@@ -386,6 +442,11 @@ static int setup_bpf(struct recorder *r)
 	r->skel->rodata->want_kernel = !env.no_kernel;
 	r->skel->rodata->want_user = !env.no_user;
 	r->skel->rodata->wakeup_bytes = env.ringbuf_bytes / 4;
+	r->skel->rodata->want_python = !env.no_python && !env.no_user ? true : false;
+	if (env.no_python || env.no_user) {
+		bpf_map__set_max_entries(r->skel->maps.py_procs, 1);
+		bpf_map__set_max_entries(r->skel->maps.py_threads, 1);
+	}
 	ev = r->skel->maps.events;
 	bpf_map__set_max_entries(ev, env.ringbuf_bytes);
 	bpf_map__set_max_entries(r->skel->maps.targets, env.max_targets);
@@ -427,6 +488,16 @@ static int setup_bpf(struct recorder *r)
 			pr_err("cannot map the unwind tables: %s", strerror(-err));
 			return err;
 		}
+	}
+	if (!env.no_python && !env.no_user) {
+		err = pytrack__new(&r->py, bpf_map__fd(r->skel->maps.py_procs),
+				   bpf_map__fd(r->skel->maps.py_threads), r->objs);
+		if (err) {
+			pr_err("cannot set up Python tracking: %s", strerror(-err));
+			return err;
+		}
+	}
+	if (r->unw || r->py) {
 		/* -p targets get their tables before the first sample */
 		for (size_t i = 0; i < env.npids; i++)
 			mark_dirty(r, env.pids[i]);
@@ -545,6 +616,17 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			(unsigned long long)read_counter(r, CNT_UNW_READ_FAILED),
 			(unsigned long long)read_counter(r, CNT_UNW_ANON),
 			(unsigned long long)read_counter(r, CNT_UNW_NO_MAPPING));
+	if (r->py && pytrack__stats(r->py)->interpreters) {
+		const struct pytrack_stats *ps = pytrack__stats(r->py);
+
+		pr_info("python: %llu interpreters, %llu samples with Python frames; %llu before the "
+			"thread's state was known, %llu frame chains unreadable part way, %llu "
+			"truncated at %d, %llu frames dropped (unreadable code objects)",
+			(unsigned long long)ps->interpreters, (unsigned long long)r->st.py_samples,
+			(unsigned long long)r->st.py_no_thread, (unsigned long long)r->st.py_err,
+			(unsigned long long)r->st.py_trunc, MAX_PYSTACK,
+			(unsigned long long)r->st.py_frames_dropped);
+	}
 	if (r->child > 0 && r->child_done &&
 	    (!WIFEXITED(r->child_status) || WEXITSTATUS(r->child_status)))
 		pr_info("command '%s' %s %d", env.cmd_argv[0],
@@ -640,6 +722,7 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 		.period = 1000000000LL / env.freq,
 		.time_ns = ts_ns(&r->wall_start),
 		.duration_ns = ts_ns(&r->t_stop) - ts_ns(&r->t_start),
+		.py = r->py,
 	};
 	struct profile *p = NULL;
 	int err;
@@ -681,7 +764,7 @@ int record__run(void)
 	raise_nofile();
 	libbpf_set_print(log_level >= 3 ? libbpf_debug : NULL);
 	err = install_signals();
-	r.key = malloc(sizeof(*r.key) + (MAX_KSTACK + MAX_USTACK) * sizeof(struct sframe));
+	r.key = malloc(sizeof(*r.key) + (MAX_KSTACK + MAX_USTACK + MAX_PYSTACK) * sizeof(struct sframe));
 	r.objs = objtab__new();
 	r.procs = r.objs ? proctab__new(r.objs) : NULL;
 	r.stacks = stacks__new();
@@ -771,6 +854,7 @@ cleanup:
 	if (r.procs)
 		proctab__on_change(r.procs, NULL, NULL);
 	unwinder__free(r.unw);
+	pytrack__free(r.py);
 	htab__free(r.dirty);
 	sideband__free(r.sb);
 	cpu_bpf__destroy(r.skel);

@@ -290,8 +290,7 @@ static void load_syms(struct objfile *o)
 		pr_debug("%s: %zu symbols from %s", o->path, elfsym__count(o->syms),
 			 elfsym__source(o->syms));
 	}
-	close(o->fd);
-	o->fd = -1;
+	/* the fd stays: unwind tables and Python probing read the file too */
 }
 
 int objfile__symbolize(struct objfile *obj, uint64_t file_off, const char **name,

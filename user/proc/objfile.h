@@ -18,6 +18,7 @@ struct elfsym;
 #define OBJ_KERNEL 0	/* kernel address */
 #define OBJ_UNMAPPED 1	/* user address in no known mapping */
 #define OBJ_ANON 2	/* anonymous executable memory (JIT, trampolines) */
+#define OBJ_PYTHON 3	/* a Python frame: addr is a pytrack code id (0: unreadable) */
 #define OBJ_FIRST 16
 
 struct objfile {
@@ -27,7 +28,7 @@ struct objfile {
 	char *path;		/* as in the process's maps */
 	const char *name;	/* basename of path */
 	char *root;		/* "/proc/PID/root" used to open it (debuglink search) */
-	int fd;			/* -1 once symbols are loaded or if it could not be opened */
+	int fd;			/* -1 if it could not be opened */
 	int open_err;		/* -errno when the file could not be opened */
 	int load_err;		/* -errno when symbols could not be loaded */
 	bool loaded;

@@ -1,0 +1,142 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""CPython frames merged with native ones, on every interpreter version here."""
+import glob
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+from conftest import BPFPROF, parse_folded, run, total
+
+PYDIR = os.path.join(os.path.dirname(__file__), "../workloads/py")
+SPLIT = {"work_a": 0.50, "work_b": 0.30, "work_c": 0.20}
+PYFRAME = re.compile(r"^(?P<q>\S+) \((?P<file>[^:]+):(?P<line>\d+)\)$")
+
+
+def interpreters():
+    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    found = []
+    for v in ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]:
+        paths = sorted(glob.glob(f"{root}/versions/{v}.*/bin/python{v}"))
+        if paths:
+            found.append(pytest.param(paths[-1], id=f"pyenv-{v}"))
+    if os.path.exists("/usr/bin/python3.11"):
+        found.append(pytest.param("/usr/bin/python3.11", id="debian-3.11"))
+    return found
+
+
+def marker_lines(script):
+    """LINE:name markers -> line numbers."""
+    lines = {}
+    with open(os.path.join(PYDIR, script)) as f:
+        for n, l in enumerate(f, 1):
+            m = re.search(r"# LINE:(\w+)", l)
+            if m:
+                lines[m.group(1)] = n
+    return lines
+
+
+def pyframe(frame):
+    m = PYFRAME.match(frame)
+    return m.groupdict() if m else None
+
+
+def frames_named(f, q):
+    return [x for x in f if pyframe(x) and pyframe(x)["q"] == q]
+
+
+@pytest.mark.parametrize("python", interpreters())
+def test_split_lines_threads(tmp_path, python):
+    out = tmp_path / "py.folded"
+    r = run(["--per-thread", "-F", "999", "-o", str(out), "--", python,
+             os.path.join(PYDIR, "split.py"), "5"])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    lines = marker_lines("split.py")
+    main_t = [(f, c) for f, c in stacks if any(frames_named(f, w) for w in SPLIT)]
+    n = total(main_t)
+    assert n > 1500, (n, r.stderr)
+    for w, want in SPLIT.items():
+        got = sum(c for f, c in main_t if frames_named(f, w)) / n
+        assert abs(got - want) <= 0.05, (w, got)
+    for f, c in main_t:
+        for w in SPLIT:
+            for x in frames_named(f, w):
+                p = pyframe(x)
+                # the call's line, or the def line for a call just entered (RESUME)
+                assert p["file"] == "split.py" and int(p["line"]) in (lines[w], lines[w] - 1), x
+        # the intermediate sits between main and work_b
+        if frames_named(f, "work_b"):
+            qs = [pyframe(x)["q"] for x in f if pyframe(x)]
+            i = qs.index("work_b")
+            assert qs[i - 1] == "middle" and qs[i - 2] == "main", qs
+        # merged in place: Python frames replace the eval loop, native frames around them
+        assert "_PyEval_EvalFrameDefault" not in f or any(pyframe(x) for x in f)
+    # the second thread: its own thread frame, never mixed with the work functions
+    bg = [(f, c) for f, c in stacks if frames_named(f, "background")]
+    assert total(bg) > 20, total(bg)
+    assert all(not any(frames_named(f, w) for w in SPLIT) for f, _ in bg)
+    assert {f[1] for f, _ in bg}.isdisjoint({f[1] for f, _ in main_t})
+    # samples in the main thread nearly all carry Python frames
+    py = sum(c for f, c in stacks if any(pyframe(x) for x in f))
+    assert py >= 0.9 * total(stacks), (py, total(stacks))
+
+
+@pytest.mark.parametrize("python", interpreters())
+def test_c_extension_above_python_caller(tmp_path, python):
+    out = tmp_path / "ext.folded"
+    r = run(["-F", "999", "-o", str(out), "--", python, os.path.join(PYDIR, "ext.py"), "3"])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    work = [(f, c) for f, c in stacks if frames_named(f, "compress_work")]
+    n = total(work)
+    assert n > 1000
+    above = 0
+    for f, c in work:
+        i = f.index(frames_named(f, "compress_work")[0])
+        leafward = f[i + 1:]
+        if any(re.match(r"(deflate|longest_match|fill_window|compress|zlib_|.*compress)", x)
+               for x in leafward) and not any(pyframe(x) for x in leafward):
+            above += c
+    assert above >= 0.9 * n, (above, n, sorted(work, key=lambda x: -x[1])[:3])
+
+
+def test_no_python_gives_native_only(tmp_path):
+    py = interpreters()[0].values[0]
+    out = tmp_path / "np.folded"
+    r = run(["--no-python", "-F", "499", "-o", str(out), "--", py,
+             os.path.join(PYDIR, "split.py"), "2"])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    assert not any(pyframe(x) for f, _ in stacks for x in f)
+    assert sum(c for f, c in stacks if "_PyEval_EvalFrameDefault" in f) > 0.8 * total(stacks)
+
+
+def test_two_versions_whole_machine_and_started_later(tmp_path):
+    """-a with two interpreter versions at once, both started after bpfprof."""
+    pys = [p.values[0] for p in interpreters() if "pyenv" in p.id]
+    if len(pys) < 2:
+        pytest.skip("needs two pyenv interpreters")
+    a, b = pys[0], pys[-1]
+    out = tmp_path / "two.folded"
+    prof = subprocess.Popen([BPFPROF, "-a", "-F", "499", "-o", str(out)],
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    procs = [subprocess.Popen([p, os.path.join(PYDIR, "split.py"), "3"], stdout=subprocess.DEVNULL)
+             for p in (a, b)]
+    for p in procs:
+        p.wait(timeout=60)
+    prof.send_signal(2)
+    _, err = prof.communicate(timeout=60)
+    assert prof.returncode == 0, err
+    stacks = parse_folded(out.read_text())
+    for p in (a, b):
+        comm = os.path.basename(p)[:15]
+        mine = [(f, c) for f, c in stacks if f[0] == comm]
+        n = total(mine)
+        assert n > 300, (comm, n)
+        withpy = sum(c for f, c in mine if frames_named(f, "work_a") or frames_named(f, "work_b")
+                     or frames_named(f, "work_c"))
+        assert withpy >= 0.8 * n, (comm, withpy, n)

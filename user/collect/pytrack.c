@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <bpf/bpf.h>
+
+#include "collect/pytrack.h"
+#include "proc/objfile.h"
+#include "proc/proc.h"
+#include "python/python.h"
+#include "util/htab.h"
+#include "util/log.h"
+
+#define MAX_THREADS 4096
+/*
+ * Re-read a code object's identity after this long before trusting the cache
+ * again: at start-up, temporary code objects are freed and their addresses
+ * reused by the functions that then run for the whole profile.
+ */
+#define REVALIDATE_NS (100 * 1000000ULL)
+#define RESCAN_NS (20 * 1000000ULL)
+
+struct pyp {
+	uint32_t pid;
+	bool probed;
+	bool python;
+	struct pyinfo info;
+	uint32_t *tids;		/* thread ids written to py_threads */
+	uint32_t ntids;
+	uint64_t last_scan_ns;
+	uint32_t gen;		/* bumped at exec: a new image's code objects */
+	bool gone;		/* exited: still decodes what its samples named */
+};
+
+struct code_key {
+	uint32_t pid;
+	uint32_t gen;
+	uint64_t addr;
+};
+
+struct code_entry {
+	struct pycode code;
+	const struct pyinfo *info;	/* of its process (pyp entries never move) */
+	uint32_t pid;
+	uint64_t validated_ns;
+};
+
+struct pytrack {
+	int procs_fd, threads_fd;
+	struct objtab *objs;
+	struct htab *procs;	/* pid -> struct pyp * */
+	struct htab *codes;	/* code_key -> code id */
+	struct code_entry **ents;	/* by code id - 1 */
+	size_t nents, capents;
+	struct pythread *scratch;
+	struct pytrack_stats st;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000ULL + t.tv_nsec;
+}
+
+int pytrack__new(struct pytrack **out, int procs_fd, int threads_fd, struct objtab *objs)
+{
+	struct pytrack *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	t->procs_fd = procs_fd;
+	t->threads_fd = threads_fd;
+	t->objs = objs;
+	t->procs = htab__new(64, HTAB_COPY_KEYS);
+	t->codes = htab__new(1024, HTAB_COPY_KEYS);
+	t->scratch = calloc(MAX_THREADS, sizeof(*t->scratch));
+	if (!t->procs || !t->codes || !t->scratch) {
+		pytrack__free(t);
+		return -ENOMEM;
+	}
+	*out = t;
+	return 0;
+}
+
+void pytrack__free(struct pytrack *t)
+{
+	struct htab_entry *e;
+	size_t it = 0;
+
+	if (!t)
+		return;
+	if (t->procs) {
+		while ((e = htab__next(t->procs, &it))) {
+			struct pyp *pp = (struct pyp *)(uintptr_t)e->val;
+
+			free(pp->tids);
+			free(pp);
+		}
+		htab__free(t->procs);
+	}
+	for (size_t i = 0; i < t->nents; i++) {
+		pycode__free(&t->ents[i]->code);
+		free(t->ents[i]);
+	}
+	free(t->ents);
+	htab__free(t->codes);
+	free(t->scratch);
+	free(t);
+}
+
+static struct pyp *pyp_of(struct pytrack *t, uint32_t pid, bool create)
+{
+	struct htab_entry *e;
+	struct pyp *pp;
+	int ret;
+
+	if (!create) {
+		e = htab__find(t->procs, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
+		return e ? (struct pyp *)(uintptr_t)e->val : NULL;
+	}
+	ret = htab__upsert(t->procs, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)), &e);
+	if (ret < 0)
+		return NULL;
+	if (ret == 1) {
+		pp = calloc(1, sizeof(*pp));
+		if (!pp) {
+			htab__delete(t->procs, &pid, sizeof(pid), e->hash);
+			return NULL;
+		}
+		pp->pid = pid;
+		e->val = (uintptr_t)pp;
+	}
+	return (struct pyp *)(uintptr_t)e->val;
+}
+
+static void clear_threads(struct pytrack *t, struct pyp *pp)
+{
+	for (uint32_t i = 0; i < pp->ntids; i++)
+		bpf_map_delete_elem(t->threads_fd, &pp->tids[i]);
+	free(pp->tids);
+	pp->tids = NULL;
+	pp->ntids = 0;
+}
+
+static void scan_threads(struct pytrack *t, struct pyp *pp)
+{
+	int n;
+
+	pp->last_scan_ns = mono_ns();
+	t->st.thread_scans++;
+	n = pyproc__threads(pp->pid, &pp->info, t->scratch, MAX_THREADS);
+	if (n < 0) {
+		pr_debug("pid %u: cannot read the interpreter's threads: %s", pp->pid,
+			 strerror(-n));
+		return;
+	}
+	clear_threads(t, pp);
+	pp->tids = malloc((n ? n : 1) * sizeof(*pp->tids));
+	if (!pp->tids)
+		return;
+	for (int i = 0; i < n; i++) {
+		if (!t->scratch[i].tid)
+			continue;
+		if (bpf_map_update_elem(t->threads_fd, &t->scratch[i].tid, &t->scratch[i].tstate,
+					BPF_ANY))
+			continue;
+		pp->tids[pp->ntids++] = t->scratch[i].tid;
+	}
+	t->st.threads += pp->ntids;
+}
+
+static bool python_name(const char *name)
+{
+	return strstr(name, "python") != NULL;
+}
+
+void pytrack__sync(struct pytrack *t, const struct proc *p)
+{
+	struct pyp *pp = pyp_of(t, p->pid, true);
+
+	if (!pp)
+		return;
+	if (pp->gone)
+		return;
+	if (pp->probed && pp->python) {
+		/* a thread may have started: cheap enough to look again */
+		if (mono_ns() - pp->last_scan_ns > RESCAN_NS)
+			scan_threads(t, pp);
+		return;
+	}
+	for (uint32_t i = 0; i < p->nmaps; i++) {
+		const struct mapping *m = &p->maps[i];
+		struct objfile *o = objtab__by_id(t->objs, m->obj);
+		const char *name;
+		uint64_t vaddr;
+		int err;
+
+		if (!o || !python_name(o->name) || o->fd < 0)
+			continue;
+		/* runtime = ELF vaddr + bias, from where this mapping's offset lands */
+		if (objfile__symbolize(o, m->pgoff, &name, &vaddr) && !o->syms)
+			continue;
+		err = pyproc__probe(p->pid, o->fd, o->path, m->start - vaddr, &pp->info);
+		if (err == -ENOENT)
+			continue;
+		pp->probed = true;
+		if (err) {
+			if (err == -ENOTSUP)
+				t->st.unsupported++;
+			pr_verbose("pid %u: %s: no Python stacks (%s)", p->pid, o->path,
+				   err == -ENOTSUP ? "unsupported version" : strerror(-err));
+			return;
+		}
+		if (bpf_map_update_elem(t->procs_fd, &p->pid, &pp->info.bpf, BPF_ANY)) {
+			pr_debug("pid %u: cannot write its Python layout: %s", p->pid,
+				 strerror(errno));
+			return;
+		}
+		pp->python = true;
+		t->st.interpreters++;
+		pr_debug("pid %u: CPython %x in %s", p->pid, pp->info.version, o->path);
+		scan_threads(t, pp);
+		return;
+	}
+	/* not (yet) Python: libpython may be mapped later; probed again on change */
+}
+
+void pytrack__rescan(struct pytrack *t, uint32_t pid)
+{
+	struct pyp *pp = pyp_of(t, pid, false);
+
+	if (pp && pp->python && !pp->gone && mono_ns() - pp->last_scan_ns > RESCAN_NS)
+		scan_threads(t, pp);
+}
+
+void pytrack__forget(struct pytrack *t, uint32_t pid, bool exited)
+{
+	struct pyp *pp = pyp_of(t, pid, false);
+
+	if (!pp)
+		return;
+	if (pp->python)
+		bpf_map_delete_elem(t->procs_fd, &pid);
+	clear_threads(t, pp);
+	if (exited) {
+		/*
+		 * Samples taken before the exit are still in the ring buffer:
+		 * keep decoding them (from the cache; the memory is gone).
+		 */
+		pp->gone = true;
+		return;
+	}
+	/* a new image: probed again, and its code objects are new ones */
+	pp->probed = false;
+	pp->python = false;
+	pp->gone = false;
+	pp->gen++;
+}
+
+bool pytrack__is_python(const struct pytrack *t, uint32_t pid)
+{
+	struct htab_entry *e = htab__find(t->procs, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
+
+	return e && ((struct pyp *)(uintptr_t)e->val)->python;
+}
+
+bool pytrack__seen(const struct pytrack *t, uint32_t pid)
+{
+	return htab__find(t->procs, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid))) != NULL;
+}
+
+static uint64_t add_entry(struct pytrack *t, struct code_entry *ce)
+{
+	if (t->nents == t->capents) {
+		size_t cap = t->capents ? t->capents * 2 : 256;
+		struct code_entry **v = realloc(t->ents, cap * sizeof(*v));
+
+		if (!v)
+			return 0;
+		t->ents = v;
+		t->capents = cap;
+	}
+	t->ents[t->nents++] = ce;
+	return t->nents;
+}
+
+static uint64_t decode(struct pytrack *t, struct pyp *pp, uint64_t addr)
+{
+	struct code_entry *ce = calloc(1, sizeof(*ce));
+	uint64_t id;
+
+	if (!ce)
+		return 0;
+	if (pycode__read(pp->pid, &pp->info, addr, &ce->code)) {
+		pr_debug("pid %u: code object at 0x%llx unreadable", pp->pid, (unsigned long long)addr);
+		free(ce);
+		t->st.code_failed++;
+		return 0;
+	}
+	ce->info = &pp->info;
+	ce->pid = pp->pid;
+	ce->validated_ns = mono_ns();
+	id = add_entry(t, ce);
+	if (!id) {
+		pycode__free(&ce->code);
+		free(ce);
+		return 0;
+	}
+	t->st.codes++;
+	pr_debug("pid %u: code 0x%llx = %s (%s:%u)", pp->pid, (unsigned long long)addr,
+		 ce->code.qualname, ce->code.filename, ce->code.firstlineno);
+	return id;
+}
+
+uint64_t pytrack__code(struct pytrack *t, uint32_t pid, uint64_t addr, uint64_t raw,
+		       uint32_t *off)
+{
+	struct pyp *pp = pyp_of(t, pid, false);
+	struct code_key k = { .pid = pid, .gen = pp ? pp->gen : 0, .addr = addr };
+	struct htab_entry *e;
+	struct code_entry *ce;
+	uint64_t id, now;
+	int ret;
+
+	*off = 0;
+	if (!pp || !pp->python || !addr)
+		return 0;
+	ret = htab__upsert(t->codes, &k, sizeof(k), htab__hash(&k, sizeof(k)), &e);
+	if (ret < 0)
+		return 0;
+	if (ret == 0 && e->val) {
+		ce = t->ents[e->val - 1];
+		now = mono_ns();
+		if (now - ce->validated_ns > REVALIDATE_NS && !pp->gone) {
+			/* freed and replaced by another code object at the same address? */
+			ret = pycode__same(pid, &pp->info, &ce->code);
+			if (ret == 1 || ret == -ESRCH) {
+				ce->validated_ns = now;
+			} else {
+				t->st.code_reused++;
+				id = decode(t, pp, addr);
+				e = htab__find(t->codes, &k, sizeof(k), htab__hash(&k, sizeof(k)));
+				if (e)
+					e->val = id;
+				if (!id)
+					return 0;
+			}
+		}
+		id = e ? e->val : 0;
+	} else {
+		id = decode(t, pp, addr);
+		e = htab__find(t->codes, &k, sizeof(k), htab__hash(&k, sizeof(k)));
+		if (e)
+			e->val = id;
+	}
+	if (!id)
+		return 0;
+	*off = pycode__instr_offset(&pp->info, addr, raw);
+	return id;
+}
+
+int pytrack__describe(const struct pytrack *t, uint64_t id, uint32_t off, const char **qualname,
+		      const char **file, uint32_t *line)
+{
+	const struct code_entry *ce;
+
+	if (!id || id > t->nents)
+		return -ENOENT;
+	ce = t->ents[id - 1];
+	*qualname = ce->code.qualname;
+	*file = ce->code.filename;
+	*line = off == UINT32_MAX ? ce->code.firstlineno : pycode__line(&ce->code, off);
+	if (!*line)
+		*line = ce->code.firstlineno;
+	return 0;
+}
+
+struct pytrack_stats *pytrack__stats(struct pytrack *t)
+{
+	return &t->st;
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * pytrack: the CPython interpreters among the profiled processes. Finds them
+ * (a mapped file that defines _PyRuntime), tells BPF their layout and which
+ * PyThreadState each thread has, and turns the (code object, position)
+ * records of samples into stable code ids, read once per code object and
+ * re-checked when an address may have been reused.
+ */
+#ifndef BPFPROF_PYTRACK_H
+#define BPFPROF_PYTRACK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct objtab;
+struct proc;
+struct pytrack;
+
+struct pytrack_stats {
+	uint64_t interpreters;	/* processes found to be CPython */
+	uint64_t unsupported;	/* CPython of a version we have no layout for */
+	uint64_t thread_scans;
+	uint64_t threads;	/* thread states written to BPF */
+	uint64_t codes;		/* code objects decoded */
+	uint64_t code_failed;	/* unreadable or garbage code objects (frames dropped) */
+	uint64_t code_reused;	/* addresses found reused by another code object */
+	uint64_t merge_mismatch; /* stacks whose eval frames and Python frames did not pair up */
+};
+
+int pytrack__new(struct pytrack **out, int procs_fd, int threads_fd, struct objtab *objs);
+void pytrack__free(struct pytrack *t);
+
+/* Probe p once (after exec or new mappings: again); write its layout and threads. */
+void pytrack__sync(struct pytrack *t, const struct proc *p);
+/* A thread of pid had no thread state in BPF: rescan the interpreter's threads. */
+void pytrack__rescan(struct pytrack *t, uint32_t pid);
+/* pid exited or exec'd: drop its BPF entries; after an exec, forget its interpreter. */
+void pytrack__forget(struct pytrack *t, uint32_t pid, bool exited);
+bool pytrack__is_python(const struct pytrack *t, uint32_t pid);
+/* Whether pid was ever looked at (sync'd). */
+bool pytrack__seen(const struct pytrack *t, uint32_t pid);
+
+/*
+ * A sample's Python frame: code object at addr in pid, raw position from BPF.
+ * Returns a code id (> 0) and the byte offset of the instruction in *off, or
+ * 0 when the code object cannot be read (counted).
+ */
+uint64_t pytrack__code(struct pytrack *t, uint32_t pid, uint64_t addr, uint64_t raw,
+		       uint32_t *off);
+
+/* Name a code id at an instruction offset: qualname, file, line. */
+int pytrack__describe(const struct pytrack *t, uint64_t id, uint32_t off, const char **qualname,
+		      const char **file, uint32_t *line);
+
+struct pytrack_stats *pytrack__stats(struct pytrack *t);
+
+#endif

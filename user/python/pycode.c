@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * pycode: code objects read out of a live CPython with process_vm_readv.
+ *
+ * The target is not trusted: every length is bounded before it is used, an
+ * object must carry the type it should have (its ob_type's tp_name is
+ * "code", "str" or "bytes"), strings must obey CPython's own invariants for
+ * their kind. What fails those checks is -EINVAL; what cannot be read is
+ * -EFAULT (or -ESRCH when the process is gone).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "python/pyimpl.h"
+
+/* x86-64 user space ends below this; anything above is not a user pointer. */
+#define USER_ADDR_END (1ULL << 47)
+/* Code points kept of a name (co_qualname, co_name) and of co_filename. */
+#define NAME_MAX_CHARS 1024
+#define FILENAME_MAX_CHARS 4096
+/* A str or bytes claiming more than this is garbage, not a long name. */
+#define STR_MAX_LEN (1L << 20)
+#define LINETABLE_MAX (1L << 20)
+/* co_firstlineno beyond this is not a line of a source file. */
+#define FIRSTLINENO_MAX 100000000
+/* Bytecode offsets BPF can report: PYFRAME_INSTR_MASK, and sane code sizes. */
+#define INSTR_OFF_MAX (1u << 28)
+#define HDR_MAX 512
+
+int pymem__read(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { .iov_base = buf, .iov_len = len };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
+	ssize_t n;
+
+	if (!len)
+		return 0;
+	if (!addr || addr >= USER_ADDR_END || len > USER_ADDR_END - addr)
+		return -EFAULT;
+	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (n < 0)
+		return errno == ENOMEM ? -EFAULT : -errno;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+int pymem__read_u64(pid_t pid, uint64_t addr, uint64_t *v)
+{
+	return pymem__read(pid, addr, v, sizeof(*v));
+}
+
+static uint64_t get_u64(const uint8_t *buf, int32_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+static uint32_t get_u32(const uint8_t *buf, int32_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+/*
+ * Types proven by name during one pycode__read: the code, str and bytes
+ * objects of one interpreter share their type objects, so each name is
+ * read once.
+ */
+struct typememo {
+	uint64_t addr[3];
+};
+
+enum { T_CODE, T_STR, T_BYTES };
+static const char *const type_names[] = { "code", "str", "bytes" };
+
+static int check_type(pid_t pid, const struct pylayout *l, struct typememo *m, int which,
+		      uint64_t type)
+{
+	const char *want = type_names[which];
+	char name[8];
+	size_t n = strlen(want) + 1;
+	uint64_t name_addr;
+	int err;
+
+	if (m->addr[which] == type)
+		return 0;
+	err = pymem__read_u64(pid, type + l->tp_name, &name_addr);
+	if (err)
+		return err == -ESRCH ? err : -EINVAL;
+	err = pymem__read(pid, name_addr, name, n);
+	if (err)
+		return err == -ESRCH ? err : -EINVAL;
+	if (memcmp(name, want, n))
+		return -EINVAL;
+	m->addr[which] = type;
+	return 0;
+}
+
+/* Append code point cp as UTF-8; lone surrogates become U+FFFD. */
+static size_t put_utf8(char *p, uint32_t cp)
+{
+	if (cp >= 0xd800 && cp <= 0xdfff)
+		cp = 0xfffd;
+	if (cp < 0x80) {
+		p[0] = cp ? (char)cp : '?';
+		return 1;
+	}
+	if (cp < 0x800) {
+		p[0] = (char)(0xc0 | cp >> 6);
+		p[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		p[0] = (char)(0xe0 | cp >> 12);
+		p[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		p[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	p[0] = (char)(0xf0 | cp >> 18);
+	p[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+	p[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+	p[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/*
+ * Code points of kind 1, 2 or 4 to UTF-8. A string read whole must have the
+ * smallest kind that holds its largest code point (CPython's invariant for
+ * compact strings); one cut at max_chars cannot be checked that way.
+ */
+static int to_utf8(const uint8_t *data, size_t n, unsigned kind, bool ascii, bool whole,
+		   char **out)
+{
+	uint32_t cp, maxcp = 0;
+	char *s, *p;
+	size_t i;
+
+	s = malloc(n * 4 + 1);
+	if (!s)
+		return -ENOMEM;
+	for (i = 0, p = s; i < n; i++) {
+		if (kind == 1) {
+			cp = data[i];
+		} else if (kind == 2) {
+			uint16_t u;
+
+			memcpy(&u, data + 2 * i, 2);
+			cp = u;
+		} else {
+			memcpy(&cp, data + 4 * i, 4);
+		}
+		if (cp > 0x10ffff || (ascii && cp >= 0x80))
+			goto bad;
+		if (cp > maxcp)
+			maxcp = cp;
+		p += put_utf8(p, cp);
+	}
+	*p = '\0';
+	if (whole && !ascii &&
+	    ((kind == 1 && maxcp < 0x80) || (kind == 2 && maxcp < 0x100) ||
+	     (kind == 4 && maxcp < 0x10000)))
+		goto bad;
+	*out = s;
+	return 0;
+bad:
+	free(s);
+	return -EINVAL;
+}
+
+/* A compact str (every str the compiler makes) at addr, as UTF-8. */
+static int read_str(pid_t pid, const struct pylayout *l, struct typememo *m, uint64_t addr,
+		    size_t max_chars, char **out)
+{
+	uint8_t hdr[HDR_MAX], *data;
+	unsigned kind, sh = l->str_kind_shift;
+	uint32_t state;
+	int64_t len;
+	size_t n;
+	bool ascii;
+	int err;
+
+	if (l->str_ascii_size > sizeof(hdr))
+		return -EINVAL;
+	err = pymem__read(pid, addr, hdr, l->str_ascii_size);
+	if (err)
+		return err;
+	err = check_type(pid, l, m, T_STR, get_u64(hdr, l->ob_type));
+	if (err)
+		return err;
+	len = (int64_t)get_u64(hdr, l->str_length);
+	state = get_u32(hdr, l->str_state);
+	kind = (state >> sh) & 7;
+	ascii = (state >> (sh + 4)) & 1;
+	/* Not compact: a legacy string, which code objects never hold. */
+	if (len < 0 || len > STR_MAX_LEN || !((state >> (sh + 3)) & 1))
+		return -EINVAL;
+	if ((kind != 1 && kind != 2 && kind != 4) || (ascii && kind != 1))
+		return -EINVAL;
+	n = (size_t)len < max_chars ? (size_t)len : max_chars;
+	data = malloc(n * kind + 1);
+	if (!data)
+		return -ENOMEM;
+	err = pymem__read(pid, addr + (ascii ? l->str_ascii_size : l->str_compact_size), data,
+			  n * kind);
+	if (!err)
+		err = to_utf8(data, n, kind, ascii, n == (size_t)len, out);
+	free(data);
+	return err;
+}
+
+static int read_bytes(pid_t pid, const struct pylayout *l, struct typememo *m, uint64_t addr,
+		      uint8_t **out, size_t *out_len)
+{
+	uint8_t hdr[HDR_MAX], *data;
+	int64_t len;
+	int err;
+
+	if (l->bytes_sval < 0 || (size_t)l->bytes_sval > sizeof(hdr))
+		return -EINVAL;
+	err = pymem__read(pid, addr, hdr, (size_t)l->bytes_sval);
+	if (err)
+		return err;
+	err = check_type(pid, l, m, T_BYTES, get_u64(hdr, l->ob_type));
+	if (err)
+		return err;
+	len = (int64_t)get_u64(hdr, l->bytes_size);
+	if (len < 0 || len > LINETABLE_MAX)
+		return -EINVAL;
+	data = malloc((size_t)len + 1);
+	if (!data)
+		return -ENOMEM;
+	err = pymem__read(pid, addr + l->bytes_sval, data, (size_t)len);
+	if (err) {
+		free(data);
+		return err;
+	}
+	*out = data;
+	*out_len = (size_t)len;
+	return 0;
+}
+
+static uint64_t code_address(const struct pylayout *l, uint64_t addr)
+{
+	/* 3.14+: f_executable is a _PyStackRef, whose low bits are flags. */
+	return l->code_tagged ? addr & ~7ULL : addr;
+}
+
+static void code_ident(const struct pylayout *l, const uint8_t *hdr, uint64_t *ident)
+{
+	ident[0] = get_u64(hdr, l->ob_type);
+	ident[1] = get_u64(hdr, l->co_filename);
+	ident[2] = get_u64(hdr, l->co_name);
+	ident[3] = l->co_qualname >= 0 ? get_u64(hdr, l->co_qualname) : 0;
+	ident[4] = get_u64(hdr, l->co_linetable);
+	ident[5] = get_u64(hdr, l->co_varnames);
+	ident[6] = get_u32(hdr, l->co_firstlineno) | (uint64_t)get_u32(hdr, l->co_argcount) << 32;
+}
+
+int pycode__read(pid_t pid, const struct pyinfo *info, uint64_t addr, struct pycode *out)
+{
+	const struct pylayout *l = pyinfo__layout(info);
+	struct typememo memo = { { 0 } };
+	uint8_t hdr[HDR_MAX];
+	struct pycode c = { 0 };
+	int32_t firstlineno;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (!l->co_read || l->co_read > sizeof(hdr))
+		return -EINVAL;
+	addr = code_address(l, addr);
+	err = pymem__read(pid, addr, hdr, l->co_read);
+	if (err)
+		return err;
+	err = check_type(pid, l, &memo, T_CODE, get_u64(hdr, l->ob_type));
+	if (err)
+		return err;
+	firstlineno = (int32_t)get_u32(hdr, l->co_firstlineno);
+	if (firstlineno < 0 || firstlineno > FIRSTLINENO_MAX)
+		return -EINVAL;
+
+	c.firstlineno = (uint32_t)firstlineno;
+	c.code_addr = addr;
+	c.version = info->version;
+	code_ident(l, hdr, c.ident);
+	err = read_str(pid, l, &memo,
+		       get_u64(hdr, l->co_qualname >= 0 ? l->co_qualname : l->co_name),
+		       NAME_MAX_CHARS, &c.qualname);
+	if (!err)
+		err = read_str(pid, l, &memo, get_u64(hdr, l->co_filename), FILENAME_MAX_CHARS,
+			       &c.filename);
+	if (!err)
+		err = read_bytes(pid, l, &memo, get_u64(hdr, l->co_linetable), &c.linetable,
+				 &c.linetable_len);
+	if (err) {
+		pycode__free(&c);
+		/* A pointer in a code object that leads nowhere: not a code object. */
+		return err == -EFAULT ? -EINVAL : err;
+	}
+	*out = c;
+	return 0;
+}
+
+void pycode__free(struct pycode *c)
+{
+	if (!c)
+		return;
+	free(c->qualname);
+	free(c->filename);
+	free(c->linetable);
+	c->qualname = c->filename = NULL;
+	c->linetable = NULL;
+	c->linetable_len = 0;
+}
+
+int pycode__same(pid_t pid, const struct pyinfo *info, const struct pycode *c)
+{
+	const struct pylayout *l = pyinfo__layout(info);
+	uint64_t ident[PYCODE_IDENT];
+	uint8_t hdr[HDR_MAX];
+	int err;
+
+	if (!l->co_read || l->co_read > sizeof(hdr))
+		return -EINVAL;
+	err = pymem__read(pid, c->code_addr, hdr, l->co_read);
+	if (err)
+		return err;
+	code_ident(l, hdr, ident);
+	return !memcmp(ident, c->ident, sizeof(ident));
+}
+
+uint32_t pycode__instr_offset(const struct pyinfo *info, uint64_t code_addr, uint64_t raw)
+{
+	const struct pylayout *l = pyinfo__layout(info);
+	uint64_t code;
+	int32_t lasti;
+
+	raw &= PYFRAME_INSTR_MASK;
+	switch (l->instr) {
+	case PY_INSTR_LASTI_BYTES:
+	case PY_INSTR_LASTI_UNITS:
+		/* BPF reads the int: its sign bit may arrive zero-extended. */
+		lasti = (int32_t)(uint32_t)raw;
+		if (lasti < 0)
+			return 0;	/* -1: the frame has not run an instruction yet */
+		if ((uint32_t)lasti >= INSTR_OFF_MAX)
+			return UINT32_MAX;
+		if (l->instr == PY_INSTR_LASTI_UNITS)
+			return (uint32_t)lasti * 2;
+		return lasti & 1 ? UINT32_MAX : (uint32_t)lasti;
+	case PY_INSTR_PREV:
+	case PY_INSTR_PTR:
+		code = code_address(l, code_addr) + (uint64_t)info->code_adaptive;
+		/* 3.11, 3.12: a frame that has not started points one unit before. */
+		if (l->instr == PY_INSTR_PREV && raw == code - 2)
+			return 0;
+		if (raw < code || raw - code >= INSTR_OFF_MAX || (raw - code) & 1)
+			return UINT32_MAX;
+		return (uint32_t)(raw - code);
+	default:
+		return UINT32_MAX;
+	}
+}

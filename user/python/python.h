@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * python: everything bpfprof knows about CPython, in user space.
+ *
+ *  - pyproc: is this process a CPython interpreter, which version, where is
+ *    _PyRuntime, and what layout (struct bpf_pyproc) must BPF use to walk its
+ *    frames; which PyThreadState belongs to which native thread id.
+ *  - pycode: a code object read out of the target (process_vm_readv):
+ *    qualname, filename, first line, line table, and the line of an
+ *    instruction position, for each version's line table format.
+ *
+ * Nothing here trusts the target's memory: every read is bounded and
+ * checked, a process that lies gets an error, never a crash.
+ */
+#ifndef BPFPROF_PYTHON_H
+#define BPFPROF_PYTHON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <linux/types.h>
+#include "bpfprof.h"
+
+struct pyinfo {
+	uint32_t version;		/* PY_VERSION_HEX, e.g. 0x030c01f0 */
+	uint64_t runtime;		/* address of _PyRuntime in the target */
+	struct bpf_pyproc bpf;		/* layout for the BPF walker */
+	/* layout user space needs (offsets into the target's objects) */
+	uint32_t code_adaptive;		/* 3.11+: offset of co_code_adaptive in PyCodeObject */
+	/* private: struct pylayout (user/python/pyimpl.h): tstate, code, str offsets */
+	uint8_t priv[512];
+};
+
+/*
+ * Is the ELF file open at fd (mapped in pid with the given load bias: runtime
+ * address = ELF vaddr + bias) a CPython interpreter (libpython3.X.so, or an
+ * executable with libpython linked in)? It is when it defines _PyRuntime.
+ * Fills info (version read from the target: Py_Version, _Py_DebugOffsets,
+ * or the file name libpython3.X / python3.X). Returns 0, -ENOENT (not
+ * Python), -ENOTSUP (a version we have no layout for, or a live interpreter
+ * whose structs do not match it), -EINVAL (contradictory version facts),
+ * -ESRCH (process gone), or -errno. 3.8-3.10 do not store their micro
+ * version: info->version is then 3.X.0 final.
+ */
+int pyproc__probe(pid_t pid, int fd, const char *path, uint64_t bias, struct pyinfo *info);
+
+struct pythread {
+	uint32_t tid;			/* native thread id (PyThreadState.native_thread_id) */
+	uint64_t tstate;		/* PyThreadState address */
+};
+
+/*
+ * The interpreter's threads (every interpreter, every thread state), at most
+ * max. Returns how many were written, or -errno. Bounded: a cyclic or
+ * garbage list ends the walk with what was read. tids are this side's (the
+ * target's own pid namespace is translated through /proc); thread states
+ * not yet bound to an OS thread, or whose thread is gone, are left out.
+ */
+int pyproc__threads(pid_t pid, const struct pyinfo *info, struct pythread *out, size_t max);
+
+/* A decoded code object. Strings are malloc'd (pycode__free). */
+#define PYCODE_IDENT 7
+struct pycode {
+	char *qualname;		/* co_qualname (3.11+), co_name before */
+	char *filename;
+	uint32_t firstlineno;
+	uint8_t *linetable;	/* co_lnotab / co_linetable bytes */
+	size_t linetable_len;
+	uint64_t code_addr;
+	uint32_t version;
+	/*
+	 * Identity (pycode__same): fields of the object that never change while
+	 * it lives: ob_type, co_filename, co_name, co_qualname, co_linetable,
+	 * co_varnames/co_localsplusnames pointers, co_firstlineno | co_argcount << 32.
+	 */
+	uint64_t ident[PYCODE_IDENT];
+};
+
+/* Read the code object at addr. Returns 0 or -errno (-EFAULT, -EINVAL for garbage). */
+int pycode__read(pid_t pid, const struct pyinfo *info, uint64_t addr, struct pycode *out);
+void pycode__free(struct pycode *c);
+
+/*
+ * The position BPF emits for a frame (f_lasti for 3.8-3.10; the instruction
+ * pointer for 3.11+) as an offset in bytes from the start of the code's
+ * bytecode: the offset CPython itself turns into that frame's f_lineno, so
+ * a caller gets the line of its call and the leaf the line it executes.
+ *   3.8, 3.9   f_lasti, in bytes; 3.10: f_lasti counts 2-byte code units.
+ *              -1 (frame not started) is 0. The int may arrive zero-extended.
+ *   3.11-3.12  prev_instr - first unit: the last unit executed; in a caller
+ *              the CALL's last inline cache entry, which the line table
+ *              gives the CALL's line. One unit before the first (not
+ *              started) is 0.
+ *   3.13+      instr_ptr - first unit: the instruction executing, in a
+ *              caller the CALL itself (the return point is instr_ptr +
+ *              return_offset, never stored in instr_ptr).
+ * Flag bits above PYFRAME_INSTR_MASK are ignored. Returns UINT32_MAX when
+ * it makes no sense (before the code, odd, beyond 256 MiB).
+ */
+uint32_t pycode__instr_offset(const struct pyinfo *info, uint64_t code_addr, uint64_t raw);
+
+/* Line number of the instruction at byte offset off (0: unknown). */
+uint32_t pycode__line(const struct pycode *c, uint32_t off);
+
+/*
+ * Compare cheaply whether the code object at addr is still the one decoded
+ * in c (identity fields re-read): detects an address reused after the
+ * original was freed. Returns 1 same, 0 different, -errno unreadable.
+ */
+int pycode__same(pid_t pid, const struct pyinfo *info, const struct pycode *c);
+
+#endif
