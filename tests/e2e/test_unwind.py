@@ -135,7 +135,7 @@ def test_pyenv_cpython_native_stacks(tmp_path, python):
     script = tmp_path / "loop.py"
     script.write_text(PY_LOOP)
     out = tmp_path / "py.folded"
-    r = run(["-F", "999", "-o", str(out), "--", python, str(script)])
+    r = run(["--no-python", "-F", "999", "-o", str(out), "--", python, str(script)])
     assert r.returncode == 0, r.stderr
     stacks = parse_folded(out.read_text())
     n = total(stacks)
