@@ -151,6 +151,13 @@ __noinline int python_frames(struct prof_sample *s, __u32 base)
 		count(CNT_PY_NO_THREAD);
 		return 0;
 	}
+	if (st.pp->gil_holder) {
+		__u64 holder = 0, locked = 0;
+
+		if (!read_u64(st.pp->gil_holder, &holder) && !read_u64(st.pp->gil_locked, &locked) &&
+		    holder == *tstate && (__u32)locked)
+			s->hdr.flags |= SAMPLE_F_PY_GIL;
+	}
 	if (read_u64(*tstate + st.pp->tstate_frame, &p))
 		goto fail;
 	if (st.pp->model == PY_MODEL_CFRAME && p && read_u64(p + st.pp->cframe_current, &p))

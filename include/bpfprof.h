@@ -39,6 +39,7 @@ enum sample_flags {
 	SAMPLE_F_PY_NO_THREAD = 1 << 9,	 /* Python process, thread state unknown: user space rescans */
 	SAMPLE_F_PY_TRUNC = 1 << 10,	 /* Python stack deeper than MAX_PYSTACK */
 	SAMPLE_F_PY_ERR = 1 << 11,	 /* Python frame chain unreadable part way */
+	SAMPLE_F_PY_GIL = 1 << 12,	 /* the thread held the GIL */
 };
 
 /*
@@ -180,9 +181,10 @@ struct bpf_pyproc {
 	__s32 frame_is_entry;	/* 3.11: is_entry (bool), else -1 */
 	__u32 owner_cstack;	/* lowest owner value that is not a Python frame (C-stack shims:
 				 * skipped, and mark where an eval call began) */
-	__u64 pad;
+	__u64 gil_holder;	/* address of the GIL's last holder (PyThreadState *), 0: unknown */
+	__u64 gil_locked;	/* address of the GIL's locked flag (int) */
 };
-_Static_assert(sizeof(struct bpf_pyproc) == 48, "bpf_pyproc layout");
+_Static_assert(sizeof(struct bpf_pyproc) == 56, "bpf_pyproc layout");
 
 /* The second word of a Python frame record: raw position | flags. */
 #define PYFRAME_INSTR_MASK ((1ULL << 56) - 1)

@@ -29,6 +29,7 @@ struct env {
 	bool no_kernel;
 	bool no_user;
 	bool no_python;
+	bool gil;		/* only Python samples whose thread held the GIL */
 	int unwind;		/* enum unwind_mode (include/bpfprof.h) */
 	/* sizing (not on the CLI yet: sane defaults, see record.c) */
 	uint32_t ringbuf_bytes;

@@ -140,3 +140,24 @@ def test_two_versions_whole_machine_and_started_later(tmp_path):
         withpy = sum(c for f, c in mine if frames_named(f, "work_a") or frames_named(f, "work_b")
                      or frames_named(f, "work_c"))
         assert withpy >= 0.8 * n, (comm, withpy, n)
+
+
+@pytest.mark.parametrize("python", interpreters())
+def test_gil_filter(tmp_path, python):
+    """hot() holds the GIL; deflate runs with it released in another thread.
+    --gil keeps the first and leaves out the second."""
+    counts = {}
+    for opt in ([], ["--gil"]):
+        out = tmp_path / "gil.folded"
+        r = run(opt + ["-F", "499", "-o", str(out), "--", python,
+                       os.path.join(PYDIR, "gil.py"), "3"])
+        assert r.returncode == 0, r.stderr
+        stacks = parse_folded(out.read_text())
+        hot = sum(c for f, c in stacks if frames_named(f, "hot"))
+        deflate = sum(c for f, c in stacks
+                      if any(re.match(r"(deflate|longest_match|fill_window)", x) for x in f))
+        counts[bool(opt)] = (hot, deflate)
+    (hot, deflate), (ghot, gdeflate) = counts[False], counts[True]
+    assert deflate > 300 and hot > 800, counts
+    assert ghot > 0.9 * hot, counts          # the GIL holder's samples stay
+    assert gdeflate < 0.1 * deflate, counts  # GIL released: left out

@@ -342,7 +342,7 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 		     const struct build_opts *o, uint32_t *idx)
 {
 	uint32_t n = 0;
-	struct plabel labels[4];
+	struct plabel labels[5];
 	uint32_t nlabels = 0;
 	char name[64], pcomm[17], tcomm[17];
 	int64_t values[2];
@@ -390,6 +390,9 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 	values[1] = (int64_t)v->weight * o->period;
 	labels[nlabels++] = (struct plabel){ .key = "pid", .num = k->pid };
 	labels[nlabels++] = (struct plabel){ .key = "comm", .str = pcomm };
+	if (k->npython)
+		labels[nlabels++] = (struct plabel){ .key = "gil",
+			.str = k->flags & STACK_F_GIL_HELD ? "held" : "released" };
 	if (o->per_thread) {
 		labels[nlabels++] = (struct plabel){ .key = "tid", .num = k->tid };
 		labels[nlabels++] = (struct plabel){ .key = "thread", .str = tcomm };

@@ -27,6 +27,7 @@ struct sframe {
 #define STACK_F_USER_ERR 4	/* the user stack could not be read */
 #define STACK_F_KERNEL_ERR 8
 #define STACK_F_PY_TRUNC 16	/* more Python frames existed */
+#define STACK_F_GIL_HELD 32	/* a Python sample whose thread held the GIL */
 
 struct stack_key {
 	uint32_t pid;

@@ -150,6 +150,10 @@ static void scan_threads(struct pytrack *t, struct pyp *pp)
 {
 	int n;
 
+	/* 3.12+ keep the GIL in the interpreter, which may not have existed at exec */
+	if (!pp->info.bpf.gil_holder && !pyproc__gil(pp->pid, &pp->info))
+		bpf_map_update_elem(t->procs_fd, &pp->pid, &pp->info.bpf, BPF_ANY);
+
 	pp->last_scan_ns = mono_ns();
 	t->st.thread_scans++;
 	n = pyproc__threads(pp->pid, &pp->info, t->scratch, MAX_THREADS);

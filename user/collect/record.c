@@ -70,6 +70,8 @@ struct rec_stats {
 	uint64_t py_no_thread;		/* Python process, thread state not known yet */
 	uint64_t py_err, py_trunc;
 	uint64_t py_frames_dropped;	/* code objects that could not be read */
+	uint64_t gil_held;		/* Python samples whose thread held the GIL */
+	uint64_t gil_left_out;		/* samples --gil did not keep */
 };
 
 struct recorder {
@@ -248,6 +250,10 @@ static void python_frames(struct recorder *r, const struct prof_sample_hdr *h,
 	if (!h->pystack_len)
 		return;
 	r->st.py_samples++;
+	if (h->flags & SAMPLE_F_PY_GIL) {
+		k->flags |= STACK_F_GIL_HELD;
+		r->st.gil_held++;
+	}
 	for (uint32_t i = 0; i < h->pystack_len; i++) {
 		uint64_t raw = w[2 * i + 1];
 
@@ -330,6 +336,10 @@ static int handle_sample(void *ctx, void *data, size_t size)
 	}
 	if (r->py && !env.no_python)
 		python_frames(r, h, s, k);
+	if (env.gil && (!k->npython || !(h->flags & SAMPLE_F_PY_GIL))) {
+		r->st.gil_left_out++;
+		return 0;
+	}
 	if (stacks__add(r->stacks, k, h->weight))
 		r->st.agg_failed++;
 	return 0;
@@ -626,6 +636,9 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			(unsigned long long)r->st.py_no_thread, (unsigned long long)r->st.py_err,
 			(unsigned long long)r->st.py_trunc, MAX_PYSTACK,
 			(unsigned long long)r->st.py_frames_dropped);
+		pr_info("python: the thread held the GIL in %llu of %llu Python samples; %llu "
+			"samples left out by --gil", (unsigned long long)r->st.gil_held,
+			(unsigned long long)r->st.py_samples, (unsigned long long)r->st.gil_left_out);
 	}
 	if (r->child > 0 && r->child_done &&
 	    (!WIFEXITED(r->child_status) || WEXITSTATUS(r->child_status)))

@@ -529,3 +529,47 @@ cleanup:
 	free(ts);
 	return err ? err : (int)w;
 }
+
+/*
+ * The GIL: 3.8-3.11 keep it in _PyRuntime.ceval.gil; 3.12 and 3.13 in the
+ * interpreter (interp->ceval.gil points at it). Offsets read with gdb from
+ * the pyenv builds (ptype/o), last_holder then locked in each.
+ */
+int pyproc__gil(pid_t pid, struct pyinfo *info)
+{
+	const struct pylayout *l = pyinfo__layout(info);
+	uint32_t minor = PYVER_MINOR(info->version);
+	uint64_t interp = 0, gil = 0;
+	int64_t rt_off = -1, interp_off = -1;
+	int err;
+
+	if (minor == PYVER(3, 8))
+		rt_off = 0x488;
+	else if (minor == PYVER(3, 9) || minor == PYVER(3, 10))
+		rt_off = 0x168;
+	else if (minor == PYVER(3, 11))
+		rt_off = 0x170;
+	else if (minor == PYVER(3, 12))
+		interp_off = 0x180;
+	else if (minor == PYVER(3, 13) && !l->free_threaded)
+		interp_off = 0x10;
+	else
+		return -ENOTSUP;
+	if (rt_off >= 0) {
+		gil = info->runtime + rt_off - 8;	/* last_holder is at +8 */
+	} else {
+		err = pymem__read_u64(pid, info->runtime + l->rt_interp_head, &interp);
+		if (err)
+			return err;
+		if (!interp)
+			return -EAGAIN;
+		err = pymem__read_u64(pid, interp + interp_off, &gil);
+		if (err)
+			return err;
+		if (!gil)
+			return -EAGAIN;
+	}
+	info->bpf.gil_holder = gil + 8;
+	info->bpf.gil_locked = gil + 16;
+	return 0;
+}

@@ -46,6 +46,14 @@ struct pyinfo {
  */
 int pyproc__probe(pid_t pid, int fd, const char *path, uint64_t bias, struct pyinfo *info);
 
+/*
+ * Where the GIL records its holder: fills info->bpf.gil_holder/gil_locked
+ * (absolute addresses in the target) for 3.8-3.13. 3.12+ keep the GIL in the
+ * interpreter, so this needs an initialized interpreter. Returns 0, -EAGAIN
+ * (not initialized yet), -ENOTSUP (a version whose layout we do not know).
+ */
+int pyproc__gil(pid_t pid, struct pyinfo *info);
+
 struct pythread {
 	uint32_t tid;			/* native thread id (PyThreadState.native_thread_id) */
 	uint64_t tstate;		/* PyThreadState address */

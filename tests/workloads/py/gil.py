@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Two threads on two CPUs: hot() runs pure Python (holds the GIL), while
+compress_loop() spends its time in zlib's deflate with the GIL released.
+Usage: gil.py SECONDS."""
+import sys
+import threading
+import time
+import zlib
+
+DATA = bytes((i * 7919 + (i >> 5)) % 251 for i in range(1 << 20))
+
+
+def compress_loop(end):
+    while time.monotonic() < end:
+        zlib.compress(DATA, 9)  # LINE:compress
+
+
+def hot(end):
+    x = 0
+    while time.monotonic() < end:
+        for i in range(10000):  # LINE:hot
+            x += i
+
+
+def main():
+    end = time.monotonic() + float(sys.argv[1])
+    t = threading.Thread(target=compress_loop, args=(end,))
+    t.start()
+    hot(end)
+    t.join()
+
+
+if __name__ == "__main__":
+    main()
