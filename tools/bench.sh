@@ -342,6 +342,7 @@ printf '%-40s %14s %14s\n' "bench_cpu slowdown, -a -F 99 ($UNWIND_ROUNDS rounds)
 #    files), at 99 and 999 Hz.
 PY=${PY:-$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3.12 2>/dev/null | tail -n 1)}
 PY_ITERS=${PY_ITERS:-2000}
+PY_ROUNDS=${PY_ROUNDS:-7}
 py_bpf=n/a
 declare -A pyslow=()
 if [[ -x $PY ]] && ((have_bpfprof)); then
@@ -360,7 +361,7 @@ if [[ -x $PY ]] && ((have_bpfprof)); then
 	}
 	for hz in 99 999; do
 		declare -A pt=([alone]="" [bpfprof]="" [perf]="")
-		for ((r = 0; r < UNWIND_ROUNDS; r++)); do
+		for ((r = 0; r < PY_ROUNDS; r++)); do
 			run_py "$PY"
 			pt[alone]+=" $elapsed"
 			start_profiler bpfprof "$BPFPROF" -a -F "$hz" -q -o "$tmp/pyb.folded"
@@ -372,15 +373,17 @@ if [[ -x $PY ]] && ((have_bpfprof)); then
 			stop_profiler perf "$prof_pid"
 			pt[perf]+=" $elapsed"
 		done
-		pa=$(median <<<"${pt[alone]}")
-		pyslow[b$hz]=$(pct "$(median <<<"${pt[bpfprof]}")" "$pa")
-		pyslow[p$hz]=$(pct "$(median <<<"${pt[perf]}")" "$pa")
+		# this workload's wall time varies by +-30% run to run on a shared VM:
+		# compare the fastest runs, the ones least disturbed from outside
+		pa=$(minimum <<<"${pt[alone]}")
+		pyslow[b$hz]=$(pct "$(minimum <<<"${pt[bpfprof]}")" "$pa")
+		pyslow[p$hz]=$(pct "$(minimum <<<"${pt[perf]}")" "$pa")
 		unset pt
 	done
 	printf '%-40s %14s %14s\n' "" bpfprof "perf+-X perf"
 	printf '%-40s %14s %14s\n' "BPF ns per recorded sample" "$py_bpf" "-"
-	printf '%-40s %14s %14s\n' "slowdown at 99 Hz ($UNWIND_ROUNDS rounds)" "${pyslow[b99]}" "${pyslow[p99]}"
-	printf '%-40s %14s %14s\n' "slowdown at 999 Hz" "${pyslow[b999]}" "${pyslow[p999]}"
+	printf '%-40s %14s %14s\n' "slowdown of fastest, 99 Hz ($PY_ROUNDS rounds)" "${pyslow[b99]}" "${pyslow[p99]}"
+	printf '%-40s %14s %14s\n' "slowdown of fastest, 999 Hz" "${pyslow[b999]}" "${pyslow[p999]}"
 fi
 ((have_bpfprof)) || die "bpfprof not found at '$BPFPROF': its figures were not measured"
 
@@ -444,7 +447,9 @@ HEADER2
 `tests/workloads/py/deep.py 28 2000` (30 Python frames, pyenv CPython 3.12)
 at -F 999 under `bpfprof -v` (BPF time per recorded sample, native + Python
 walk + kernel stack), then its slowdown under `bpfprof -a` and under
-`perf record -a -g` with `python -X perf`, at 99 and 999 Hz.
+`perf record -a -g` with `python -X perf`, at 99 and 999 Hz (rows from
+2026-11-21T23:50Z on: fastest of 7 runs each; the first row used medians of
+3, which this workload's ±30% run-to-run spread on this VM makes meaningless).
 
 | date | BPF ns/sample | bpfprof 99 Hz | perf 99 Hz | bpfprof 999 Hz | perf 999 Hz |
 |---|---|---|---|---|---|
