@@ -27,6 +27,17 @@ struct {
 	__type(value, __u64);		/* PyThreadState * */
 } py_threads SEC(".maps");
 
+struct pyframe_buf {
+	__u8 data[PYFRAME_SPAN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pyframe_buf);
+} pyframe SEC(".maps");
+
 struct pystate {
 	const struct bpf_pyproc *pp;
 	__u64 frame;
@@ -57,12 +68,26 @@ static __always_inline int read_u64(__u64 addr, __u64 *v)
 
 #define PY_WORDS (MAX_KSTACK + MAX_USTACK + 2 * MAX_PYSTACK)
 
+/* The u64 at off in the frame copy, or -1 if off lies outside it. */
+static __always_inline int field(const struct pyframe_buf *b, __s32 off, __u32 span, __u64 *v)
+{
+	if (off < 0 || off > PYFRAME_SPAN - 8 || (__u32)off + 8 > span)
+		return -1;
+	*v = *(const __u64 *)&b->data[off & (PYFRAME_SPAN - 1)];
+	return 0;
+}
+
+/*
+ * One frame: copy its first frame_span bytes in one read (every field we
+ * need is there in every version), then take the fields from the copy.
+ */
 static long py_step(__u32 i, void *data)
 {
 	struct pystate *st = data;
 	const struct bpf_pyproc *pp = st->pp;
 	__u64 code = 0, raw = 0, next = 0, flags = 0, w = 0;
-	__u32 idx;
+	struct pyframe_buf *b;
+	__u32 idx, zero = 0, span = pp->frame_span;
 
 	if (!st->frame)
 		return 1;
@@ -70,43 +95,40 @@ static long py_step(__u32 i, void *data)
 		st->full = 1;
 		return 1;
 	}
-	if (read_u64(st->frame + pp->frame_back, &next)) {
+	b = bpf_map_lookup_elem(&pyframe, &zero);
+	if (!b || span < 8 || span > PYFRAME_SPAN ||
+	    bpf_probe_read_user(b->data, span, (const void *)st->frame) ||
+	    field(b, pp->frame_back, span, &next)) {
 		st->err = 1;
 		return 1;
 	}
-	if (pp->frame_owner >= 0 && read_u64(st->frame + pp->frame_owner, &w)) {
-		st->err = 1;
-		return 1;
-	}
-	if (pp->frame_owner >= 0 && (w & 0xff) >= pp->owner_cstack) {
-		/* a shim frame between two eval calls: the frame emitted before it began one */
-		if (st->last) {
-			idx = st->last - 1;
-			if (idx < PY_WORDS)
-				st->out[idx] |= PYFRAME_F_ENTRY;
+	if (pp->frame_owner >= 0) {
+		if (field(b, pp->frame_owner, span, &w)) {
+			st->err = 1;
+			return 1;
 		}
-		st->frame = next;
-		return 0;
+		if ((w & 0xff) >= pp->owner_cstack) {
+			/* a shim frame between two eval calls: the frame emitted before began one */
+			if (st->last) {
+				idx = st->last - 1;
+				if (idx < PY_WORDS)
+					st->out[idx] |= PYFRAME_F_ENTRY;
+			}
+			st->frame = next;
+			return 0;
+		}
 	}
-	if (read_u64(st->frame + pp->frame_code, &code)) {
+	if (field(b, pp->frame_code, span, &code) || field(b, pp->frame_instr, span, &w)) {
 		st->err = 1;
 		return 1;
 	}
 	code &= ~7ULL;	/* 3.14 tags f_executable's low bits; objects are 8-aligned */
 	if (pp->model == PY_MODEL_FRAMEOBJ) {
-		if (read_u64(st->frame + pp->frame_instr, &w)) {
-			st->err = 1;
-			return 1;
-		}
 		raw = (__u32)w;	/* int f_lasti */
 		flags = PYFRAME_F_ENTRY;	/* one eval call per frame object */
 	} else {
-		if (read_u64(st->frame + pp->frame_instr, &raw)) {
-			st->err = 1;
-			return 1;
-		}
-		if (pp->frame_is_entry >= 0 && !read_u64(st->frame + pp->frame_is_entry, &w) &&
-		    (w & 0xff))
+		raw = w;
+		if (pp->frame_is_entry >= 0 && !field(b, pp->frame_is_entry, span, &w) && (w & 0xff))
 			flags = PYFRAME_F_ENTRY;
 	}
 	idx = st->base + 2 * st->n;

@@ -183,8 +183,13 @@ struct bpf_pyproc {
 				 * skipped, and mark where an eval call began) */
 	__u64 gil_holder;	/* address of the GIL's last holder (PyThreadState *), 0: unknown */
 	__u64 gil_locked;	/* address of the GIL's locked flag (int) */
+	__u32 frame_span;	/* bytes of a frame that hold every field above (<= PYFRAME_SPAN) */
+	__u32 pad;
 };
-_Static_assert(sizeof(struct bpf_pyproc) == 56, "bpf_pyproc layout");
+_Static_assert(sizeof(struct bpf_pyproc) == 64, "bpf_pyproc layout");
+
+/* A frame's fields are read in one copy of at most this many bytes. */
+#define PYFRAME_SPAN 128
 
 /* The second word of a Python frame record: raw position | flags. */
 #define PYFRAME_INSTR_MASK ((1ULL << 56) - 1)

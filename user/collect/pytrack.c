@@ -177,6 +177,19 @@ static void scan_threads(struct pytrack *t, struct pyp *pp)
 	t->st.threads += pp->ntids;
 }
 
+/* BPF copies this much of each frame: every field it reads, 8 bytes each. */
+static void set_span(struct bpf_pyproc *b)
+{
+	int32_t offs[] = { b->frame_back, b->frame_code, b->frame_instr, b->frame_owner,
+			   b->frame_is_entry };
+	int32_t max = 0;
+
+	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
+		if (offs[i] > max)
+			max = offs[i];
+	b->frame_span = max + 8 <= PYFRAME_SPAN ? max + 8 : 0;	/* 0: BPF will not walk */
+}
+
 static bool python_name(const char *name)
 {
 	return strstr(name, "python") != NULL;
@@ -219,6 +232,7 @@ void pytrack__sync(struct pytrack *t, const struct proc *p)
 				   err == -ENOTSUP ? "unsupported version" : strerror(-err));
 			return;
 		}
+		set_span(&pp->info.bpf);
 		if (bpf_map_update_elem(t->procs_fd, &p->pid, &pp->info.bpf, BPF_ANY)) {
 			pr_debug("pid %u: cannot write its Python layout: %s", p->pid,
 				 strerror(errno));
