@@ -39,6 +39,8 @@ BAD = [
     (["--no-kernel", "--no-user"], "no frames"),
     (["stray"], "stray"),
     (["--"], "command"),
+    (["--unwind", "magic"], "magic"),
+    (["--gil", "--no-python"], "--gil"),
 ]
 
 
