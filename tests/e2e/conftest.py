@@ -60,5 +60,17 @@ def tmp_out(tmp_path):
     return tmp_path
 
 
+def pyenv_pythons():
+    """The newest pyenv interpreter of each supported minor version: (minor, path)."""
+    import glob
+    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    found = []
+    for v in ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]:
+        paths = sorted(glob.glob(f"{root}/versions/{v}.*/bin/python{v}"))
+        if paths:
+            found.append((v, paths[-1]))
+    return found
+
+
 def have(cmd):
     return shutil.which(cmd) is not None

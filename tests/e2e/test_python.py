@@ -1,6 +1,5 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """CPython frames merged with native ones, on every interpreter version here."""
-import glob
 import os
 import re
 import subprocess
@@ -8,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import BPFPROF, parse_folded, run, total
+from conftest import BPFPROF, parse_folded, pyenv_pythons, run, total
 
 PYDIR = os.path.join(os.path.dirname(__file__), "../workloads/py")
 SPLIT = {"work_a": 0.50, "work_b": 0.30, "work_c": 0.20}
@@ -16,12 +15,7 @@ PYFRAME = re.compile(r"^(?P<q>\S+) \((?P<file>[^:]+):(?P<line>\d+)\)$")
 
 
 def interpreters():
-    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    found = []
-    for v in ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]:
-        paths = sorted(glob.glob(f"{root}/versions/{v}.*/bin/python{v}"))
-        if paths:
-            found.append(pytest.param(paths[-1], id=f"pyenv-{v}"))
+    found = [pytest.param(path, id=f"pyenv-{v}") for v, path in pyenv_pythons()]
     if os.path.exists("/usr/bin/python3.11"):
         found.append(pytest.param("/usr/bin/python3.11", id="debian-3.11"))
     return found

@@ -1,6 +1,5 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """Table-driven (.eh_frame) unwinding of code built without frame pointers."""
-import glob
 import os
 import re
 import subprocess
@@ -8,7 +7,8 @@ import time
 
 import pytest
 
-from conftest import BPFPROF, count_with, parse_folded, run, summary_line, total, workload
+from conftest import (BPFPROF, count_with, parse_folded, pyenv_pythons, run, summary_line, total,
+                      workload)
 
 SPLIT = {"work_a": 0.50, "work_b": 0.30, "work_c": 0.20}
 
@@ -103,14 +103,8 @@ def test_deep_recursion_truncated_not_wrong(tmp_path):
     assert re.search(r"\d+ user truncated", r.stderr), r.stderr
 
 
-def pyenv_pythons():
-    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    found = []
-    for v in ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]:
-        paths = sorted(glob.glob(f"{root}/versions/{v}.*/bin/python{v}"))
-        if paths:
-            found.append(paths[-1])
-    return found
+def pyenv_paths():
+    return [p for _, p in pyenv_pythons()]
 
 
 PY_LOOP = """
@@ -128,7 +122,7 @@ outer(3)
 """
 
 
-@pytest.mark.parametrize("python", pyenv_pythons() or [pytest.param(None, marks=pytest.mark.skip("no pyenv"))])
+@pytest.mark.parametrize("python", pyenv_paths() or [pytest.param(None, marks=pytest.mark.skip("no pyenv"))])
 def test_pyenv_cpython_native_stacks(tmp_path, python):
     """pyenv's CPython is built -O3 without frame pointers: native stacks must go
     through the eval loop down to main / Py_RunMain."""
