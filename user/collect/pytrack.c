@@ -11,6 +11,7 @@
 #include "proc/proc.h"
 #include "python/python.h"
 #include "util/htab.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define MAX_THREADS 4096
@@ -57,14 +58,6 @@ struct pytrack {
 	struct pythread *scratch;
 	struct pytrack_stats st;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000000000ULL + t.tv_nsec;
-}
 
 int pytrack__new(struct pytrack **out, int procs_fd, int threads_fd, struct objtab *objs)
 {

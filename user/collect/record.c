@@ -37,6 +37,7 @@
 #include "symbolize/ksyms.h"
 #include "unwind/tables.h"
 #include "util/htab.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "write/output.h"
 #include "write/writers.h"
@@ -118,14 +119,6 @@ static void on_signal(int sig)
 static uint64_t ts_ns(const struct timespec *t)
 {
 	return t->tv_sec * 1000000000ULL + t->tv_nsec;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return ts_ns(&t);
 }
 
 static void resolve_user(struct recorder *r, uint32_t pid, uint64_t time_ns, struct proc **pp,

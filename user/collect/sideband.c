@@ -11,6 +11,7 @@
 
 #include "collect/sideband.h"
 #include "proc/proc.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 struct sideband {
@@ -53,14 +54,6 @@ struct rec_lost {
 	struct perf_event_header h;
 	uint64_t id, lost;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 static const struct sample_id *sample_id(const struct perf_event_header *h)
 {
@@ -194,7 +187,7 @@ int sideband__epoll_fd(const struct sideband *sb)
 
 int sideband__consume(struct sideband *sb)
 {
-	sb->consumed_until = now_ns();
+	sb->consumed_until = mono_ns();
 	return perf_buffer__consume(sb->pb);
 }
 

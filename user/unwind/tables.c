@@ -17,6 +17,7 @@
 #include "unwind/cfi.h"
 #include "unwind/tables.h"
 #include "util/htab.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define MAX_SEGS 16
@@ -60,14 +61,6 @@ struct unwinder {
 	struct bpf_proc_unwind *buf;
 	struct unwinder_stats st;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000000000ULL + t.tv_nsec;
-}
 
 int unwinder__new(struct unwinder **out, int rows_map_fd, uint32_t rows_cap, int procs_map_fd,
 		  struct objtab *objs)

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* CLOCK_MONOTONIC in nanoseconds: the clock BPF's bpf_ktime_get_ns() reads. */
+#ifndef BPFPROF_CLOCK_H
+#define BPFPROF_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
+}
+
+#endif
