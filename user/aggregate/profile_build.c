@@ -18,9 +18,6 @@ struct builder {
 	struct objtab *objs;
 	const struct ksyms *ks;
 	struct htab *cache;	/* (sframe, caller) -> frame index + 1, high bit: unresolved */
-	int kernel_mapping;
-	int32_t *obj_mapping;	/* objfile id -> mapping index + 1 */
-	uint32_t nobj_mapping;
 	struct build_stats *bs;
 	const struct pytrack *py;
 	const char *eval_name;	/* the interned "_PyEval_EvalFrameDefault", once seen */
@@ -58,62 +55,27 @@ static int kernel_frame(struct builder *b, const struct sframe *f, bool caller,
 	pf->name = buf;
 	pf->kind = FRAME_KERNEL;
 	pf->addr = f->addr;
-	if (b->kernel_mapping < 0) {
+	/* one mapping for the kernel, widened by profile__add_mapping to cover every frame */
+	{
 		struct pmapping m = { .path = "[kernel.kallsyms]", .start = f->addr,
 				      .limit = f->addr + 1 };
 
-		b->kernel_mapping = profile__add_mapping(b->p, &m);
-		if (b->kernel_mapping < 0)
-			return b->kernel_mapping;
-	} else {
-		struct pmapping *m = &b->p->mappings[b->kernel_mapping];
-
-		if (f->addr < m->start)
-			m->start = f->addr;
-		if (f->addr >= m->limit)
-			m->limit = f->addr + 1;
+		pf->mapping = profile__add_mapping(b->p, &m);
 	}
-	pf->mapping = b->kernel_mapping;
-	return 0;
+	return pf->mapping < 0 ? pf->mapping : 0;
 }
 
+/* The object's mapping, widened to cover vaddr (mappings are keyed by path and build id). */
 static int obj_mapping(struct builder *b, struct objfile *o, uint64_t vaddr)
 {
-	struct pmapping *m;
-	int idx;
+	struct pmapping pm = {
+		.path = o->path,
+		.build_id = objfile__build_id(o),
+		.start = vaddr,
+		.limit = vaddr + 1,
+	};
 
-	if (o->id >= b->nobj_mapping) {
-		uint32_t n = o->id * 2 + 16;
-		int32_t *v = realloc(b->obj_mapping, n * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		memset(v + b->nobj_mapping, 0, (n - b->nobj_mapping) * sizeof(*v));
-		b->obj_mapping = v;
-		b->nobj_mapping = n;
-	}
-	if (!b->obj_mapping[o->id]) {
-		struct pmapping pm = {
-			.path = o->path,
-			.build_id = objfile__build_id(o),
-			.start = vaddr,
-			.limit = vaddr + 1,
-			.file_offset = 0,
-		};
-
-		idx = profile__add_mapping(b->p, &pm);
-		if (idx < 0)
-			return idx;
-		b->obj_mapping[o->id] = idx + 1;
-		return idx;
-	}
-	idx = b->obj_mapping[o->id] - 1;
-	m = &b->p->mappings[idx];
-	if (vaddr < m->start)
-		m->start = vaddr;
-	if (vaddr >= m->limit)
-		m->limit = vaddr + 1;
-	return idx;
+	return profile__add_mapping(b->p, &pm);
 }
 
 static int user_frame(struct builder *b, const struct sframe *f, bool caller, struct pframe *pf,
@@ -403,7 +365,7 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 int profile__build(struct profile **out, const struct stacks *st, struct objtab *objs,
 		   const struct ksyms *ks, const struct build_opts *o, struct build_stats *bs)
 {
-	struct builder b = { .objs = objs, .ks = ks, .kernel_mapping = -1, .bs = bs, .py = o->py };
+	struct builder b = { .objs = objs, .ks = ks, .bs = bs, .py = o->py };
 	const struct stack_vals *v;
 	const struct stack_key *k;
 	uint32_t *idx = NULL;
@@ -442,7 +404,6 @@ int profile__build(struct profile **out, const struct stacks *st, struct objtab 
 cleanup:
 	profile__free(b.p);
 	htab__free(b.cache);
-	free(b.obj_mapping);
 	free(idx);
 	return err;
 }
