@@ -14,24 +14,20 @@
 
 #include "proc/objfile.h"
 #include "symbolize/elfsym.h"
+#include "util/htab.h"
 #include "util/log.h"
 
 struct objtab {
 	struct objfile **objs;	/* by id - OBJ_FIRST */
 	uint32_t n, cap;
-	/* open addressing: dev/ino -> index+1 */
-	uint32_t *slots;
-	uint32_t nslots;
+	struct htab *by_file;	/* struct file_key -> id */
 	struct objfile *vdso;
 };
 
-static uint64_t obj_hash(uint32_t maj, uint32_t min, uint64_t ino)
-{
-	uint64_t h = ino * 0x9e3779b97f4a7c15ULL;
-
-	h ^= ((uint64_t)maj << 32 | min) + 0x632be59bd9b4e019ULL + (h << 6) + (h >> 2);
-	return h ^ (h >> 29);
-}
+struct file_key {
+	uint32_t dev_major, dev_minor;
+	uint64_t ino;
+};
 
 struct objtab *objtab__new(void)
 {
@@ -39,9 +35,8 @@ struct objtab *objtab__new(void)
 
 	if (!t)
 		return NULL;
-	t->nslots = 1024;
-	t->slots = calloc(t->nslots, sizeof(*t->slots));
-	if (!t->slots) {
+	t->by_file = htab__new(1024, HTAB_COPY_KEYS);
+	if (!t->by_file) {
 		free(t);
 		return NULL;
 	}
@@ -67,33 +62,8 @@ void objtab__free(struct objtab *t)
 	for (uint32_t i = 0; i < t->n; i++)
 		objfile__free(t->objs[i]);
 	free(t->objs);
-	free(t->slots);
+	htab__free(t->by_file);
 	free(t);
-}
-
-static int grow_slots(struct objtab *t)
-{
-	uint32_t n = t->nslots * 2, *s = calloc(n, sizeof(*s));
-
-	if (!s)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < t->n; i++) {
-		struct objfile *o = t->objs[i];
-		uint64_t h = obj_hash(o->dev_major, o->dev_minor, o->ino);
-
-		if (o == t->vdso)
-			continue;
-		for (uint32_t j = h & (n - 1);; j = (j + 1) & (n - 1)) {
-			if (!s[j]) {
-				s[j] = i + 1;
-				break;
-			}
-		}
-	}
-	free(t->slots);
-	t->slots = s;
-	t->nslots = n;
-	return 0;
 }
 
 static struct objfile *add_obj(struct objtab *t, const char *path)
@@ -188,24 +158,25 @@ struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_m
 			    uint64_t ino, const char *path, uint32_t pid, uint64_t start,
 			    uint64_t end)
 {
-	uint64_t h = obj_hash(dev_major, dev_minor, ino);
+	struct file_key k = { .dev_major = dev_major, .dev_minor = dev_minor, .ino = ino };
+	struct htab_entry *e;
 	struct objfile *o;
-	uint32_t j;
+	int ret;
 
-	for (j = h & (t->nslots - 1); t->slots[j]; j = (j + 1) & (t->nslots - 1)) {
-		o = t->objs[t->slots[j] - 1];
-		if (o->ino == ino && o->dev_major == dev_major && o->dev_minor == dev_minor)
-			return o;
-	}
-	o = add_obj(t, path);
-	if (!o)
+	ret = htab__upsert(t->by_file, &k, sizeof(k), htab__hash(&k, sizeof(k)), &e);
+	if (ret < 0)
 		return NULL;
+	if (ret == 0)
+		return t->objs[e->val - OBJ_FIRST];
+	o = add_obj(t, path);
+	if (!o) {
+		htab__delete(t->by_file, &k, sizeof(k), e->hash);
+		return NULL;
+	}
+	e->val = o->id;
 	o->dev_major = dev_major;
 	o->dev_minor = dev_minor;
 	o->ino = ino;
-	t->slots[j] = t->n;
-	if (t->n * 2 > t->nslots && grow_slots(t))
-		return NULL;
 	open_obj(o, pid, start, end);
 	return o;
 }

@@ -7,13 +7,13 @@
 #include "proc/objfile.h"
 #include "proc/proc.h"
 #include "proc/procmaps.h"
+#include "util/htab.h"
 #include "util/log.h"
 
 struct proctab {
 	struct objtab *objs;
 	/* open addressing: pid -> latest generation */
-	struct proc **slots;
-	uint32_t nslots, n;
+	struct htab *latest;	/* pid -> newest generation (struct proc *) */
 	struct proctab_stats stats;
 	void (*change_fn)(void *ctx, uint32_t pid, int change);
 	void *change_ctx;
@@ -39,9 +39,8 @@ struct proctab *proctab__new(struct objtab *objs)
 	if (!t)
 		return NULL;
 	t->objs = objs;
-	t->nslots = 1024;
-	t->slots = calloc(t->nslots, sizeof(*t->slots));
-	if (!t->slots) {
+	t->latest = htab__new(1024, HTAB_COPY_KEYS);
+	if (!t->latest) {
 		free(t);
 		return NULL;
 	}
@@ -61,58 +60,43 @@ static void proc__free_chain(struct proc *p)
 
 void proctab__free(struct proctab *t)
 {
+	struct htab_entry *e;
+	size_t it = 0;
+
 	if (!t)
 		return;
-	for (uint32_t i = 0; i < t->nslots; i++)
-		proc__free_chain(t->slots[i]);
-	free(t->slots);
+	while ((e = htab__next(t->latest, &it)))
+		proc__free_chain((struct proc *)(uintptr_t)e->val);
+	htab__free(t->latest);
 	free(t);
 }
 
-static uint32_t pid_slot(const struct proctab *t, uint32_t pid)
+/* The newest generation of pid, or NULL. */
+static struct proc *latest(const struct proctab *t, uint32_t pid)
 {
-	uint32_t h = pid * 2654435761u, j;
+	struct htab_entry *e = htab__find(t->latest, &pid, sizeof(pid),
+					  htab__hash(&pid, sizeof(pid)));
 
-	for (j = h & (t->nslots - 1); t->slots[j]; j = (j + 1) & (t->nslots - 1))
-		if (t->slots[j]->pid == pid)
-			break;
-	return j;
-}
-
-static int grow(struct proctab *t)
-{
-	struct proc **old = t->slots;
-	uint32_t nold = t->nslots;
-
-	t->slots = calloc(nold * 2, sizeof(*t->slots));
-	if (!t->slots) {
-		t->slots = old;
-		return -ENOMEM;
-	}
-	t->nslots = nold * 2;
-	for (uint32_t i = 0; i < nold; i++)
-		if (old[i])
-			t->slots[pid_slot(t, old[i]->pid)] = old[i];
-	free(old);
-	return 0;
+	return e ? (struct proc *)(uintptr_t)e->val : NULL;
 }
 
 /* Start a new generation of pid (first sight, exec, or pid reuse). */
 static struct proc *new_generation(struct proctab *t, uint32_t pid, uint64_t time_ns)
 {
 	struct proc *p = calloc(1, sizeof(*p));
-	uint32_t j;
+	struct htab_entry *e;
 
 	if (!p)
 		return NULL;
+	if (htab__upsert(t->latest, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)), &e) < 0) {
+		free(p);
+		return NULL;
+	}
 	p->pid = pid;
 	p->start_ns = time_ns;
-	j = pid_slot(t, pid);
-	p->prev = t->slots[j];
-	t->slots[j] = p;
+	p->prev = (struct proc *)(uintptr_t)e->val;	/* 0 for a new pid */
+	e->val = (uintptr_t)p;
 	t->stats.procs++;
-	if (!p->prev && ++t->n * 2 > t->nslots)
-		grow(t);
 	return p;
 }
 
@@ -259,7 +243,7 @@ int proctab__reload(struct proctab *t, struct proc *p)
 
 struct proc *proctab__lookup(struct proctab *t, uint32_t pid, uint64_t time_ns)
 {
-	struct proc *p = t->slots[pid_slot(t, pid)];
+	struct proc *p = latest(t, pid);
 
 	if (!p) {
 		p = new_generation(t, pid, 0);
@@ -275,7 +259,7 @@ struct proc *proctab__lookup(struct proctab *t, uint32_t pid, uint64_t time_ns)
 
 bool proctab__is_latest(const struct proctab *t, const struct proc *p)
 {
-	return t->slots[pid_slot(t, p->pid)] == p;
+	return latest(t, p->pid) == p;
 }
 
 void proctab__fork(struct proctab *t, uint32_t ppid, uint32_t pid, uint64_t time_ns)
@@ -311,7 +295,7 @@ void proctab__exec(struct proctab *t, uint32_t pid, uint64_t time_ns)
 
 void proctab__exit(struct proctab *t, uint32_t pid, uint64_t time_ns)
 {
-	struct proc *p = t->slots[pid_slot(t, pid)];
+	struct proc *p = latest(t, pid);
 
 	(void)time_ns;
 	t->stats.exits++;
@@ -323,7 +307,7 @@ void proctab__exit(struct proctab *t, uint32_t pid, uint64_t time_ns)
 void proctab__mmap(struct proctab *t, uint32_t pid, uint64_t start, uint64_t len,
 		   uint64_t pgoff, uint32_t maj, uint32_t min, uint64_t ino, const char *path)
 {
-	struct proc *p = t->slots[pid_slot(t, pid)];
+	struct proc *p = latest(t, pid);
 	struct mapping m = { .start = start, .end = start + len, .pgoff = pgoff };
 
 	t->stats.mmaps++;
