@@ -50,9 +50,8 @@ struct pystate {
 };
 
 /*
- * Every read of interpreter memory is this one global function, 8 bytes wide
- * (narrower fields are masked): fewer inlined helper calls, fewer verifier
- * paths through a frame step.
+ * Pointer-sized reads outside the frame copies (thread state, GIL) go through
+ * this one global function: fewer inlined helper calls, fewer verifier paths.
  */
 __noinline int py_read(__u64 addr, __u64 *v)
 {
@@ -61,10 +60,6 @@ __noinline int py_read(__u64 addr, __u64 *v)
 	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
 }
 
-static __always_inline int read_u64(__u64 addr, __u64 *v)
-{
-	return py_read(addr, v);
-}
 
 #define PY_WORDS (MAX_KSTACK + MAX_USTACK + 2 * MAX_PYSTACK)
 
@@ -176,13 +171,13 @@ __noinline int python_frames(struct prof_sample *s, __u32 base)
 	if (st.pp->gil_holder) {
 		__u64 holder = 0, locked = 0;
 
-		if (!read_u64(st.pp->gil_holder, &holder) && !read_u64(st.pp->gil_locked, &locked) &&
+		if (!py_read(st.pp->gil_holder, &holder) && !py_read(st.pp->gil_locked, &locked) &&
 		    holder == *tstate && (__u32)locked)
 			s->hdr.flags |= SAMPLE_F_PY_GIL;
 	}
-	if (read_u64(*tstate + st.pp->tstate_frame, &p))
+	if (py_read(*tstate + st.pp->tstate_frame, &p))
 		goto fail;
-	if (st.pp->model == PY_MODEL_CFRAME && p && read_u64(p + st.pp->cframe_current, &p))
+	if (st.pp->model == PY_MODEL_CFRAME && p && py_read(p + st.pp->cframe_current, &p))
 		goto fail;
 	st.frame = p;
 	bpf_loop(MAX_PYSTACK + 1, py_step, &st, 0);

@@ -189,12 +189,6 @@ __noinline int read_stack(__u64 addr, __u64 *v)
 	return 0;
 }
 
-static __always_inline int read_user_u64(struct ustate *st, __u64 addr, __u64 *v)
-{
-	(void)st;
-	return read_stack(addr, v);
-}
-
 static __always_inline long unwind_fail(struct ustate *st, __u32 counter)
 {
 	count(counter);
@@ -212,7 +206,7 @@ static __always_inline long fp_step(struct ustate *st)
 		count(CNT_UNW_OK);
 		return 1;
 	}
-	if (read_user_u64(st, st->bp + 8, &ra) || read_user_u64(st, st->bp, &bp))
+	if (read_stack(st->bp + 8, &ra) || read_stack(st->bp, &bp))
 		return unwind_fail(st, CNT_UNW_READ_FAILED);
 	st->sp = st->bp + 16;
 	st->bp = bp;
@@ -282,19 +276,19 @@ static long unwind_step(__u32 i, void *data)
 		count(CNT_UNW_OK);
 		return 1;
 	case UROW_CFA_SIGNAL:
-		if (read_user_u64(st, st->sp + SC_RIP, &st->ip) ||
-		    read_user_u64(st, st->sp + SC_RBP, &st->bp) ||
-		    read_user_u64(st, st->sp + SC_RSP, &st->sp))
+		if (read_stack(st->sp + SC_RIP, &st->ip) ||
+		    read_stack(st->sp + SC_RBP, &st->bp) ||
+		    read_stack(st->sp + SC_RSP, &st->sp))
 			return unwind_fail(st, CNT_UNW_READ_FAILED);
 		st->exact_ip = true;
 		return 0;
 	default:
 		return unwind_fail(st, CNT_UNW_UNSUPPORTED);
 	}
-	if (read_user_u64(st, cfa - 8, &ra))
+	if (read_stack(cfa - 8, &ra))
 		return unwind_fail(st, CNT_UNW_READ_FAILED);
 	if (rbp_rule == UROW_RBP_CFA) {
-		if (read_user_u64(st, cfa + (__s64)r->rbp_off8 * 8, &st->bp))
+		if (read_stack(cfa + (__s64)r->rbp_off8 * 8, &st->bp))
 			return unwind_fail(st, CNT_UNW_READ_FAILED);
 	} else if (rbp_rule != UROW_RBP_SAME) {
 		st->bp = 0;	/* unknown from here on; only a FP rule would need it */
