@@ -161,5 +161,9 @@ def test_gil_filter(tmp_path, python):
         counts[bool(opt)] = (hot, deflate)
     (hot, deflate), (ghot, gdeflate) = counts[False], counts[True]
     assert deflate > 300 and hot > 800, counts
-    assert ghot > 0.9 * hot, counts          # the GIL holder's samples stay
+    # The GIL holder's samples stay. The two counts come from two separate
+    # runs, and on a 2-CPU VM the hot thread's share of a CPU varies ~10%
+    # from run to run (CI saw 1238 vs 1101), so the bound is loose; the
+    # filter's selectivity is what the next line checks.
+    assert ghot > 0.75 * hot, counts
     assert gdeflate < 0.1 * deflate, counts  # GIL released: left out
