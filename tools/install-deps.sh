@@ -14,6 +14,8 @@ PACKAGES=(
 	golang-go golang-github-google-pprof-dev
 	# tests
 	libcmocka-dev python3-pytest xz-utils
+	# tests: glibc's separate debug files (symbols found through build-id links)
+	libc6-dbg
 	# benchmark: the peer profiler and /usr/bin/time
 	linux-perf time
 )
