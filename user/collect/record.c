@@ -32,6 +32,7 @@
 #include "collect/pytrack.h"
 #include "collect/sideband.h"
 #include "cpu.skel.h"
+#include "proc/cgroup.h"
 #include "proc/objfile.h"
 #include "proc/proc.h"
 #include "symbolize/ksyms.h"
@@ -442,6 +443,7 @@ static int setup_bpf(struct recorder *r)
 	}
 	r->skel->rodata->filter_pids = !env.all;
 	r->skel->rodata->follow_children = env.cmd_argv != NULL;
+	r->skel->rodata->filter_cgroup = env.cgroup_path != NULL;	/* --cgroup, --container */
 	r->skel->rodata->want_kernel = !env.no_kernel;
 	r->skel->rodata->want_user = !env.no_user;
 	r->skel->rodata->wakeup_bytes = env.ringbuf_bytes / 4;
@@ -477,6 +479,11 @@ static int setup_bpf(struct recorder *r)
 			pr_err("cannot add pid %u to the filter: %s", env.pids[i], strerror(-err));
 			return err;
 		}
+	}
+	if (env.cgroup_path &&
+	    (err = cgroup__set_filter(bpf_map__fd(r->skel->maps.target_cgroup), env.cgroup_path))) {
+		pr_err("cannot set the cgroup filter to '%s': %s", env.cgroup_path, strerror(-err));
+		return err;
 	}
 	if (r->child > 0 &&
 	    bpf_map_update_elem(bpf_map__fd(r->skel->maps.targets), &r->child, &reason, BPF_ANY)) {
