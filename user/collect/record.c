@@ -87,6 +87,7 @@ struct recorder {
 	struct ksyms *ks;
 	struct unwinder *unw;
 	struct pytrack *py;
+	struct cgroups *cg;	/* cgroup id -> path, container (env.want_cgroup) */
 	struct htab *dirty;	/* pids whose unwind description must be (re)written */
 	struct output out;
 	int epfd;
@@ -291,6 +292,10 @@ static int handle_sample(void *ctx, void *data, size_t size)
 	if (env.per_thread) {
 		k->tid = h->tid;
 		memcpy(k->tcomm, h->comm, sizeof(k->tcomm));
+	}
+	if (r->cg) {	/* named now: the cgroup may be gone when the profile is built */
+		k->cgroup_id = h->cgroup_id;
+		cgroups__get(r->cg, h->cgroup_id);
 	}
 	k->nkernel = nk;
 	k->nuser = nu;
@@ -736,6 +741,8 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 		.time_ns = ts_ns(&r->wall_start),
 		.duration_ns = ts_ns(&r->t_stop) - ts_ns(&r->t_start),
 		.py = r->py,
+		.per_container = env.per_container,
+		.cg = r->cg,
 	};
 	struct profile *p = NULL;
 	int err;
@@ -782,6 +789,8 @@ int record__run(void)
 	r.procs = r.objs ? proctab__new(r.objs) : NULL;
 	r.stacks = stacks__new();
 	r.dirty = htab__new(64, HTAB_COPY_KEYS);
+	if (env.want_cgroup && !(r.cg = cgroups__new()))
+		err = -ENOMEM;
 	if (r.procs)
 		proctab__on_change(r.procs, on_proc_change, &r);
 	if (err || !r.key || !r.procs || !r.stacks || !r.dirty) {
@@ -868,6 +877,7 @@ cleanup:
 		proctab__on_change(r.procs, NULL, NULL);
 	unwinder__free(r.unw);
 	pytrack__free(r.py);
+	cgroups__free(r.cg);
 	htab__free(r.dirty);
 	sideband__free(r.sb);
 	cpu_bpf__destroy(r.skel);
