@@ -27,6 +27,7 @@
 #include "aggregate/stacks.h"
 #include "bpfprof.h"
 #include "cli.h"
+#include "collect/continuous.h"
 #include "collect/record.h"
 #include "collect/sampler.h"
 #include "collect/pytrack.h"
@@ -56,6 +57,7 @@
 static volatile sig_atomic_t exiting;
 static volatile sig_atomic_t got_signal;
 static volatile sig_atomic_t child_changed;
+static volatile sig_atomic_t new_interval;	/* SIGHUP in continuous mode */
 
 struct rec_stats {
 	uint64_t received;	/* samples read from the ring buffer */
@@ -87,6 +89,7 @@ struct recorder {
 	struct ksyms *ks;
 	struct unwinder *unw;
 	struct pytrack *py;
+	struct continuous *cont;	/* --continuous, or NULL */
 	struct cgroups *cg;	/* cgroup id -> path, container (env.want_cgroup) */
 	struct htab *dirty;	/* pids whose unwind description must be (re)written */
 	struct output out;
@@ -112,6 +115,10 @@ static void on_signal(int sig)
 {
 	if (sig == SIGCHLD) {
 		child_changed = 1;
+		return;
+	}
+	if (sig == SIGHUP) {
+		new_interval = 1;
 		return;
 	}
 	got_signal = sig;
@@ -362,7 +369,8 @@ static int install_signals(void)
 	sigemptyset(&sa.sa_mask);
 	/* no SA_RESTART: epoll_wait must return so that we notice */
 	if (sigaction(SIGINT, &sa, NULL) || sigaction(SIGTERM, &sa, NULL) ||
-	    sigaction(SIGCHLD, &sa, NULL))
+	    sigaction(SIGCHLD, &sa, NULL) ||
+	    (env.continuous_dir && sigaction(SIGHUP, &sa, NULL)))
 		return -errno;
 	signal(SIGPIPE, SIG_IGN);
 	return 0;
@@ -557,6 +565,56 @@ static uint64_t read_counter(struct recorder *r, enum bpf_counter c)
 	return sum;
 }
 
+static size_t count_processes(const struct stacks *st);
+
+/*
+ * Continuous mode: this interval's stacks become its file, the stack table
+ * starts empty, and names of cgroups no interval has needed for a while are
+ * let go. Failures are counted by continuous__write; recording goes on.
+ */
+static int end_interval(struct recorder *r)
+{
+	struct build_opts bo = {
+		.per_pid = env.per_pid,
+		.per_thread = env.per_thread,
+		.period = 1000000000LL / env.freq,
+		.py = r->py,
+		.per_container = env.per_container,
+		.cg = r->cg,
+	};
+	struct interval_totals t = { 0 };
+	struct build_stats bs;
+	struct profile *p = NULL;
+	struct stacks *fresh;
+	int err;
+
+	sideband__consume(r->sb);
+	ring_buffer__consume(r->rb);
+	continuous__span(r->cont, &bo.time_ns, &bo.duration_ns);
+	if (!env.no_kernel)
+		continuous__kernel_symbols(r->cont, &r->ks);
+	err = profile__build(&p, r->stacks, r->objs, r->ks, &bo, &bs);
+	if (err) {
+		pr_err("cannot build the profile: %s", strerror(-err));
+		p = profile__new();	/* an empty file still marks the interval */
+		if (!p)
+			return -ENOMEM;
+	}
+	t.samples = r->st.received;
+	t.lost = read_counter(r, CNT_RB_FULL) + r->st.agg_failed + r->st.bad;
+	t.processes = count_processes(r->stacks);
+	err = continuous__write(r->cont, p, &t);
+	profile__free(p);
+	fresh = stacks__new();
+	if (fresh) {
+		stacks__free(r->stacks);
+		r->stacks = fresh;
+	}
+	if (r->cg)
+		cgroups__trim(r->cg, 10, 1024);
+	return err;
+}
+
 static int run_loop(struct recorder *r)
 {
 	uint64_t end_ns = env.duration > 0 ? mono_ns() + (uint64_t)(env.duration * 1e9) : 0;
@@ -566,6 +624,17 @@ static int run_loop(struct recorder *r)
 	while (!exiting) {
 		int timeout = POLL_MS;
 
+		if (r->cont) {
+			uint64_t now = mono_ns(), dl = continuous__deadline(r->cont);
+
+			if (now >= dl || new_interval) {
+				new_interval = 0;
+				end_interval(r);
+				continue;
+			}
+			if ((dl - now) / 1000000 < (uint64_t)timeout)
+				timeout = (dl - now) / 1000000 + 1;
+		}
 		if (end_ns) {
 			uint64_t now = mono_ns();
 
@@ -835,6 +904,8 @@ int record__run(void)
 			goto cleanup;
 		}
 	}
+	if (env.continuous_dir && continuous__new(&r.cont))	/* the first interval starts now */
+		goto cleanup;
 	pr_verbose("sampling %s at %u Hz on %d CPUs", env.all ? "every process" : "the targets",
 		   env.freq, sampler__ncpus(r.sampler));
 
@@ -849,9 +920,15 @@ int record__run(void)
 	sideband__consume(r.sb);
 	ring_buffer__consume(r.rb);
 
-	if (write_profile(&r, &nprocs, &bs))
+	if (r.cont) {	/* the interval in progress is written, the rest summarized */
+		end_interval(&r);
+		nprocs = count_processes(r.stacks);
+	} else if (write_profile(&r, &nprocs, &bs)) {
 		goto cleanup;
+	}
 	print_summary(&r, &bs, nprocs);
+	if (r.cont)
+		continuous__summary(r.cont);
 	status = EXIT_OK;
 cleanup:
 	if (status != EXIT_OK)
@@ -877,6 +954,7 @@ cleanup:
 		proctab__on_change(r.procs, NULL, NULL);
 	unwinder__free(r.unw);
 	pytrack__free(r.py);
+	continuous__free(r.cont);
 	cgroups__free(r.cg);
 	htab__free(r.dirty);
 	sideband__free(r.sb);
