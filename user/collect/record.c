@@ -610,6 +610,10 @@ static int end_interval(struct recorder *r)
 		stacks__free(r->stacks);
 		r->stacks = fresh;
 	}
+	/* what only exited processes could still need: everything they sampled is written */
+	proctab__gc(r->procs);
+	if (r->py)
+		pytrack__gc(r->py);
 	if (r->cg)
 		cgroups__trim(r->cg, 10, 1024);
 	return err;
