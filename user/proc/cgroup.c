@@ -361,7 +361,7 @@ int cgroup__resolve_container(const char *arg, struct cgroup_target *out)
 		       "cri-o, podman or kubepods container with that id", arg, mnt);
 		err = -ENOENT;
 	} else if (w.n > 1) {
-		pr_err("container id '%s' is ambiguous: %zu containers match (%.12s, %.12s%s); give "
+		pr_err("container id '%s' is ambiguous: %zu containers match (%s, %s%s); give "
 		       "more digits", arg, w.n, w.m[0].id, w.m[1].id, w.n > 2 ? ", ..." : "");
 		err = -EINVAL;
 	} else {
