@@ -925,8 +925,8 @@ int record__run(void)
 	ring_buffer__consume(r.rb);
 
 	if (r.cont) {	/* the interval in progress is written, the rest summarized */
+		nprocs = count_processes(r.stacks);	/* the last interval's */
 		end_interval(&r);
-		nprocs = count_processes(r.stacks);
 	} else if (write_profile(&r, &nprocs, &bs)) {
 		goto cleanup;
 	}
