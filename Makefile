@@ -4,7 +4,7 @@
 # make test       unit tests (no root) then end-to-end tests (root, real BPF)
 # make bench      overhead benchmark against perf (not part of make test)
 # make deps       install every Debian package the build, tests and bench need
-# make install    PREFIX=/usr/local DESTDIR=
+# make install    PREFIX=/usr/local DESTDIR= (binary, man page, systemd unit)
 # make V=1        show commands
 
 BUILD    ?= build
@@ -14,6 +14,8 @@ CLANG    ?= clang
 BPFTOOL  ?= bpftool
 PROTOC_C ?= protoc-c
 PREFIX   ?= /usr/local
+MANDIR   ?= $(PREFIX)/share/man
+UNITDIR  ?= /etc/systemd/system
 PYTHON   ?= /usr/bin/python3
 VERSION  := 0.1.0
 PPROF_PROTO ?= /usr/share/gocode/src/github.com/google/pprof/proto/profile.proto
@@ -30,7 +32,7 @@ WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
 CFLAGS   += $(WARN) -std=gnu11 -D_GNU_SOURCE -DBPFPROF_VERSION='"$(VERSION)"' \
 	    -Iinclude -Iuser -I$(BUILD) -I$(BUILD)/pprof
-LDLIBS   := -lbpf -lelf -lz -llzma -lprotobuf-c -lstdc++ -lpthread
+LDLIBS   := -lbpf -lelf -lz -llzma -lprotobuf-c -lcurl -lstdc++ -lpthread
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) -Wno-unused-parameter \
 	      -Ivmlinux/$(ARCH) -Iinclude -Ibpf
 
@@ -112,8 +114,12 @@ deps:
 	tools/install-deps.sh
 
 install: $(BUILD)/bpfprof
-	install -d $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR)
 	install -m 0755 $(BUILD)/bpfprof $(DESTDIR)$(PREFIX)/bin/bpfprof
+	install -m 0644 man/bpfprof.8 $(DESTDIR)$(MANDIR)/man8/bpfprof.8
+	sed 's|/usr/local/bin/bpfprof|$(PREFIX)/bin/bpfprof|' packaging/bpfprof.service > \
+		$(DESTDIR)$(UNITDIR)/bpfprof.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/bpfprof.service
 
 format:
 	clang-format -i $$(find bpf include user tests/unit tests/workloads tools -name '*.[ch]')

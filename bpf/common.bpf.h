@@ -8,6 +8,7 @@
 /* Set from user space before load (STYLE rule 4). */
 const volatile bool filter_pids = false;	/* only tgids in `targets` */
 const volatile bool follow_children = false;	/* add children of targets at fork */
+const volatile bool filter_cgroup = false;	/* only tasks under the cgroup in `target_cgroup` */
 /*
  * Wake user space only when this much is waiting: it drains the buffer on a
  * timer anyway, and a wakeup per sample costs more than the sample.
@@ -27,6 +28,20 @@ struct {
 	__type(value, __u32);	/* enum target_reason */
 } targets SEC(".maps");
 
+/*
+ * --cgroup / --container: slot 0 holds the target cgroup's directory fd.
+ * bpf_current_task_under_cgroup() asks whether the task's cgroup descends from
+ * it, so cgroups created under the target after we started match with no work
+ * in user space, and without knowing the target's level in the hierarchy
+ * (which a cgroup namespace hides from us).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} target_cgroup SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, CNT__MAX);
@@ -42,8 +57,11 @@ static __always_inline void count(__u32 idx)
 		*c += 1;
 }
 
+/* The pid filter and the cgroup filter: a target passes both that are on. */
 static __always_inline bool is_target(__u32 tgid)
 {
+	if (filter_cgroup && bpf_current_task_under_cgroup(&target_cgroup, 0) != 1)
+		return false;
 	if (!filter_pids)
 		return true;
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;

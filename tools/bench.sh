@@ -385,6 +385,34 @@ if [[ -x $PY ]] && ((have_bpfprof)); then
 	printf '%-40s %14s %14s\n' "slowdown of fastest, 99 Hz ($PY_ROUNDS rounds)" "${pyslow[b99]}" "${pyslow[p99]}"
 	printf '%-40s %14s %14s\n' "slowdown of fastest, 999 Hz" "${pyslow[b999]}" "${pyslow[p999]}"
 fi
+# 5. Continuous mode: the whole machine at its default 19 Hz for CONT_SECS with
+#    CONT_INTERVAL files, every CPU busy (bench_cpu in a loop): agent CPU % of
+#    one core (user+sys over wall, start-up included) and RSS at the first and
+#    last interval (from its status lines).
+CONT_SECS=${CONT_SECS:-120}
+CONT_INTERVAL=${CONT_INTERVAL:-10}
+cont_cpu=n/a cont_rss_first=n/a cont_rss_last=n/a cont_files=n/a
+if ((have_bpfprof)); then
+	mkdir -p "$tmp/cont"
+	(while :; do "$WORKLOADS/bench_cpu" ${ITERS:+"$ITERS"} >/dev/null || exit; done) &
+	bg_pids+=($!)
+	busy=$!
+	/usr/bin/time -f 'TIME %U %S %e' -o "$tmp/cont.time" "$BPFPROF" -a --continuous "$tmp/cont" \
+		--interval "$CONT_INTERVAL" -d "$CONT_SECS" 2>"$tmp/cont.err" ||
+		die "bpfprof --continuous failed: $(tail -1 "$tmp/cont.err")"
+	kill -KILL "$busy" 2>/dev/null || true
+	read -r _ cu cs ce <"$tmp/cont.time"
+	cont_cpu=$(awk -v u="$cu" -v s="$cs" -v e="$ce" 'BEGIN { printf "%.3f", 100 * (u + s) / e }')
+	rss=$(sed -n 's/.*RSS \([0-9.]*\) MiB.*/\1/p' "$tmp/cont.err")
+	cont_rss_first=$(head -1 <<<"$rss")
+	cont_rss_last=$(tail -1 <<<"$rss")
+	cont_files=$(wc -l <<<"$rss")
+	echo
+	echo "continuous mode, whole machine, 19 Hz, ${CONT_INTERVAL} s intervals, ${CONT_SECS} s:"
+	printf '%-40s %14s\n' "agent CPU (% of one core)" "$cont_cpu" \
+		"RSS first interval (MiB)" "$cont_rss_first" "RSS last interval (MiB)" "$cont_rss_last" \
+		"intervals written" "$cont_files"
+fi
 ((have_bpfprof)) || die "bpfprof not found at '$BPFPROF': its figures were not measured"
 
 if [[ $BENCH_RECORD == 1 ]]; then
@@ -458,5 +486,21 @@ HEADER3
 		printf '| %s | %s | %s | %s | %s | %s |\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$py_bpf" \
 			"${pyslow[b99]}" "${pyslow[p99]}" "${pyslow[b999]}" "${pyslow[p999]}" >>"$results"
 	fi
+	if ! grep -q '^## Continuous mode' "$results"; then
+		cat >>"$results" <<'HEADER4'
+
+## Continuous mode
+
+`bpfprof -a --continuous DIR` at its default 19 Hz, every CPU kept busy by
+bench_cpu, for CONT_SECS with CONT_INTERVAL-second files: user+system CPU over
+wall time (start-up included) as % of one core, and the RSS its status lines
+report at the first and last interval.
+
+| date | secs | interval | agent CPU % of one core | RSS first (MiB) | RSS last (MiB) | files |
+|---|---|---|---|---|---|---|
+HEADER4
+	fi
+	printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$CONT_SECS" \
+		"$CONT_INTERVAL" "$cont_cpu" "$cont_rss_first" "$cont_rss_last" "$cont_files" >>"$results"
 	echo "bench: appended to $results"
 fi

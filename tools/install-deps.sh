@@ -10,6 +10,8 @@ PACKAGES=(
 	# build: BPF objects, skeletons, the agent
 	clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev liblzma-dev
 	protobuf-c-compiler libprotobuf-c-dev make gcc g++ binutils pkg-config
+	# --upload (Pyroscope HTTP ingest)
+	libcurl4-openssl-dev
 	# pprof's profile.proto (build) and go tool pprof (tests)
 	golang-go golang-github-google-pprof-dev
 	# tests

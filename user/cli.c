@@ -12,12 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <linux/types.h>
 
 #include "bpfprof.h"
 #include "cli.h"
+#include "proc/cgroup.h"
 #include "util/log.h"
 
 struct env env = {
@@ -26,7 +28,12 @@ struct env env = {
 	.max_targets = 8192,
 	.unwind_rows = 4 << 20,
 	.unwind_procs = 4096,
+	.interval = 60,
+	.keep = 1440,
+	.app_name = "bpfprof.cpu",
 };
+
+static bool freq_given;
 
 static const char usage_text[] =
 "Usage: bpfprof [record] [TARGET] [OPTIONS] [-- CMD [ARG...]]\n"
@@ -39,12 +46,18 @@ static const char usage_text[] =
 "  -a, --all                 every process on every CPU (the default)\n"
 "  -p, --pid PID[,PID...]    these processes, all their threads\n"
 "  -- CMD [ARG...]           start CMD, profile it and its children, stop when it exits\n"
+"      --cgroup PATH         only tasks in this cgroup v2 directory or below it (also\n"
+"                            cgroups created there later); PATH in the file system\n"
+"                            or as /proc/PID/cgroup shows it\n"
+"      --container ID        only tasks of this container: full id or unique prefix\n"
+"                            (docker, containerd, cri-o, podman, kubepods cgroups)\n"
 "\n"
 "EVENTS (any combination; default --cpu)\n"
 "      --cpu                 on-CPU stack sampling\n"
 "\n"
 "OPTIONS\n"
-"  -F, --freq HZ             samples per second per CPU (default 99; at most\n"
+"  -F, --freq HZ             samples per second per CPU (default 99, 19 with\n"
+"                            --continuous; at most\n"
 "                            /proc/sys/kernel/perf_event_max_sample_rate)\n"
 "  -d, --duration SECS       stop after SECS (default: Ctrl-C, or when CMD exits)\n"
 "      --unwind MODE         native user stacks: auto (default: .eh_frame tables,\n"
@@ -56,12 +69,29 @@ static const char usage_text[] =
 "                            stdout -> folded\n"
 "      --per-pid             root frame 'comm [pid]' instead of 'comm'\n"
 "      --per-thread          a 'thread-name [tid]' frame under the process\n"
+"      --per-container       root frame: the short container id (12 digits), or the\n"
+"                            cgroup path of tasks in no container\n"
 "      --no-kernel           leave out kernel frames\n"
 "      --no-user             leave out user-space frames\n"
 "      --no-python           native frames only (no CPython frames)\n"
 "      --gil                 keep only Python samples whose thread held the GIL\n"
 "                            (CPython 3.8-3.13; pprof labels every Python sample\n"
 "                            gil=held|released)\n"
+"\n"
+"CONTINUOUS MODE\n"
+"      --continuous DIR      keep running; every interval write one gzipped pprof\n"
+"                            into DIR, named by its start time (UTC), e.g.\n"
+"                            bpfprof-20261122T101500.123Z.pb.gz; one status line\n"
+"                            per interval on stderr; SIGTERM/SIGINT write the\n"
+"                            current interval and exit, SIGHUP starts a new one\n"
+"      --interval SECS       seconds per file (default 60; fractions allowed)\n"
+"      --keep N              keep at most N files in DIR, oldest deleted (default\n"
+"                            1440; 0 keeps all)\n"
+"      --upload URL          also push each interval to a Pyroscope server\n"
+"                            (URL/ingest, pprof), from a thread that retries with\n"
+"                            backoff; failures are counted, the files stay\n"
+"      --app-name NAME       Pyroscope application name (default bpfprof.cpu)\n"
+"\n"
 "  -v, --verbose             more detail on stderr (repeat for debug)\n"
 "  -q, --quiet               no summary, no warnings\n"
 "  -h, --help                this text\n"
@@ -83,6 +113,9 @@ static const char usage_text[] =
 "  bpfprof -o run.folded -- ./my_program arg  launch and profile a command and its children\n"
 "  bpfprof -a --per-pid -d 10 | flamegraph.pl > cpu.svg\n"
 "  go tool pprof -http :8080 app.pb.gz        browse a pprof profile\n"
+"  bpfprof --container 3f2a9c1b -d 10 -o c.pb.gz   one container (id prefix)\n"
+"  bpfprof -a --per-container -d 10 > by-container.folded\n"
+"  bpfprof --continuous /var/lib/bpfprof --upload http://pyroscope:4040\n"
 "\n"
 "Exit status: 0 success, 1 runtime failure, 2 bad usage.\n";
 
@@ -100,6 +133,14 @@ enum {
 	OPT_NO_PYTHON,
 	OPT_GIL,
 	OPT_CPU,
+	OPT_CGROUP,
+	OPT_CONTAINER,
+	OPT_PER_CONTAINER,
+	OPT_CONTINUOUS,
+	OPT_INTERVAL,
+	OPT_KEEP,
+	OPT_UPLOAD,
+	OPT_APP_NAME,
 };
 
 static const struct option long_opts[] = {
@@ -117,6 +158,14 @@ static const struct option long_opts[] = {
 	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 	{ "gil", no_argument, NULL, OPT_GIL },
 	{ "cpu", no_argument, NULL, OPT_CPU },
+	{ "cgroup", required_argument, NULL, OPT_CGROUP },
+	{ "container", required_argument, NULL, OPT_CONTAINER },
+	{ "per-container", no_argument, NULL, OPT_PER_CONTAINER },
+	{ "continuous", required_argument, NULL, OPT_CONTINUOUS },
+	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "keep", required_argument, NULL, OPT_KEEP },
+	{ "upload", required_argument, NULL, OPT_UPLOAD },
+	{ "app-name", required_argument, NULL, OPT_APP_NAME },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -172,6 +221,84 @@ static int parse_duration(const char *s)
 	}
 	env.duration = v;
 	return 0;
+}
+
+static int parse_interval(const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < 0.01 || v > 86400) {
+		pr_err("invalid interval '%s' for --interval: expected seconds from 0.01 to 86400", s);
+		return -EINVAL;
+	}
+	env.interval = v;
+	return 0;
+}
+
+static int parse_keep(const char *s)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < 0 || v > 10000000) {
+		pr_err("invalid count '%s' for --keep: expected a number of files (0 = keep all)", s);
+		return -EINVAL;
+	}
+	env.keep = v;
+	return 0;
+}
+
+static int parse_app_name(const char *s)
+{
+	if (!*s || strlen(s) > 200 || strpbrk(s, "{}=,&? \t\n\"")) {
+		pr_err("invalid application name '%s' for --app-name: expected letters, digits, "
+		       "'.', '-' or '_'", s);
+		return -EINVAL;
+	}
+	env.app_name = s;
+	return 0;
+}
+
+static int parse_url(const char *s)
+{
+	if (strncmp(s, "http://", 7) && strncmp(s, "https://", 8)) {
+		pr_err("invalid URL '%s' for --upload: expected http://HOST[:PORT] or https://...", s);
+		return -EINVAL;
+	}
+	env.upload_url = s;
+	return 0;
+}
+
+/* --cgroup / --container to one directory: a bad one is a usage error. */
+static int resolve_cgroup(void)
+{
+	struct cgroup_target *t;
+	int err;
+
+	if (!env.cgroup_arg && !env.container_arg)
+		return 0;
+	if (env.cgroup_arg && env.container_arg) {
+		pr_err("choose one of --cgroup and --container");
+		return -EINVAL;
+	}
+	t = malloc(sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	err = env.cgroup_arg ? cgroup__resolve_path(env.cgroup_arg, t)
+			     : cgroup__resolve_container(env.container_arg, t);
+	if (!err) {
+		env.cgroup_path = strdup(t->path);
+		env.cgroup_rel = strdup(t->rel);
+		if (!env.cgroup_path || !env.cgroup_rel)
+			err = -ENOMEM;
+	}
+	free(t);
+	return err;
 }
 
 static int add_pid(const char *s, const char *end)
@@ -267,8 +394,42 @@ static int format_from_output(void)
 	return 0;
 }
 
+/* --continuous and the options that only make sense with it. */
+static int check_continuous(bool interval_given, bool keep_given, bool app_given)
+{
+	const char *stray = interval_given ? "--interval" : keep_given ? "--keep"
+			    : env.upload_url ? "--upload" : app_given ? "--app-name" : NULL;
+	struct stat st;
+
+	if (!env.continuous_dir) {
+		if (stray) {
+			pr_err("%s needs --continuous DIR", stray);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (env.output) {
+		pr_err("--continuous writes into its directory: drop -o");
+		return -EINVAL;
+	}
+	if (env.format && env.format != FMT_PPROF) {
+		pr_err("--continuous writes pprof: drop -f");
+		return -EINVAL;
+	}
+	if (stat(env.continuous_dir, &st) || !S_ISDIR(st.st_mode) ||
+	    access(env.continuous_dir, W_OK | X_OK)) {
+		pr_err("--continuous '%s': not a writable directory", env.continuous_dir);
+		return -EINVAL;
+	}
+	env.format = FMT_PPROF;
+	if (!freq_given)
+		env.freq = 19;
+	return 0;
+}
+
 int cli__parse(int argc, char **argv)
 {
+	bool interval_given = false, keep_given = false, app_given = false;
 	int c, err = 0;
 
 	opterr = 0;	/* we print our own one-line messages */
@@ -283,6 +444,7 @@ int cli__parse(int argc, char **argv)
 			break;
 		case 'F':
 			err = parse_freq(optarg);
+			freq_given = true;
 			break;
 		case 'd':
 			err = parse_duration(optarg);
@@ -317,6 +479,37 @@ int cli__parse(int argc, char **argv)
 			break;
 		case OPT_CPU:
 			env.ev_cpu = true;
+			break;
+		case OPT_CGROUP:
+			env.cgroup_arg = optarg;
+			break;
+		case OPT_CONTAINER:
+			env.container_arg = optarg;
+			break;
+		case OPT_PER_CONTAINER:
+			env.per_container = true;
+			break;
+		case OPT_CONTINUOUS:
+			if (!*optarg) {
+				pr_err("empty directory for --continuous");
+				err = -EINVAL;
+			}
+			env.continuous_dir = optarg;
+			break;
+		case OPT_INTERVAL:
+			err = parse_interval(optarg);
+			interval_given = true;
+			break;
+		case OPT_KEEP:
+			err = parse_keep(optarg);
+			keep_given = true;
+			break;
+		case OPT_UPLOAD:
+			err = parse_url(optarg);
+			break;
+		case OPT_APP_NAME:
+			err = parse_app_name(optarg);
+			app_given = true;
 			break;
 		case OPT_UNWIND:
 			if (!strcmp(optarg, "auto")) {
@@ -386,14 +579,22 @@ int cli__parse(int argc, char **argv)
 		pr_err("--gil needs Python frames: drop --no-python / --no-user");
 		return EXIT_USAGE;
 	}
+	if (check_continuous(interval_given, keep_given, app_given))
+		return EXIT_USAGE;
 	if (format_from_output())
 		return EXIT_USAGE;
+	if (resolve_cgroup())
+		return EXIT_USAGE;
+	env.want_cgroup = env.per_container || env.format == FMT_PPROF;
 	return -1;
 }
 
 void cli__free(void)
 {
 	free(env.pids);
+	free(env.cgroup_path);
+	free(env.cgroup_rel);
+	env.cgroup_path = env.cgroup_rel = NULL;
 	env.pids = NULL;
 	env.npids = 0;
 }

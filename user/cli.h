@@ -37,6 +37,19 @@ struct env {
 	bool no_python;
 	bool gil;		/* only Python samples whose thread held the GIL */
 	int unwind;		/* enum unwind_mode (include/bpfprof.h) */
+	/* containers (user/proc/cgroup.c) */
+	const char *cgroup_arg;		/* --cgroup as given */
+	const char *container_arg;	/* --container as given */
+	char *cgroup_path;	/* the resolved directory; NULL: no cgroup filter */
+	char *cgroup_rel;	/* its path below the hierarchy root */
+	bool per_container;	/* root frame: short container id or cgroup path */
+	bool want_cgroup;	/* stack keys carry the cgroup id (labels, --per-container) */
+	/* continuous mode (user/collect/continuous.c) */
+	const char *continuous_dir;	/* NULL: one profile at the end */
+	double interval;	/* seconds per file */
+	unsigned int keep;	/* files kept in continuous_dir, 0 = all */
+	const char *upload_url;	/* Pyroscope server, or NULL */
+	const char *app_name;
 	/* sizing (not on the CLI yet: sane defaults, see record.c) */
 	uint32_t ringbuf_bytes;
 	uint32_t max_targets;

@@ -9,6 +9,7 @@
 #include "aggregate/profile_build.h"
 #include "aggregate/stacks.h"
 #include "collect/pytrack.h"
+#include "proc/cgroup.h"
 #include "proc/objfile.h"
 #include "symbolize/ksyms.h"
 #include "util/htab.h"
@@ -304,14 +305,33 @@ static int user_and_python(struct builder *b, const struct stack_key *k,
 static int add_stack(struct builder *b, const struct stack_key *k, const struct stack_vals *v,
 		     const struct build_opts *o, uint32_t *idx)
 {
+	const struct cgroup_name *cn = NULL;
 	uint32_t n = 0;
-	struct plabel labels[5];
+	struct plabel labels[PROFILE_MAX_LABELS];
 	uint32_t nlabels = 0;
 	char name[64], pcomm[17], tcomm[17];
 	int64_t values[PROFILE_MAX_VALUES];
 	int i, ret;
 	bool unresolved;
 
+	if (o->cg && k->cgroup_id)
+		cn = cgroups__get(o->cg, k->cgroup_id);
+	if (o->per_container) {
+		char cname[CGROUP_SHORT_ID + 1];
+		const char *root = "[no cgroup]";
+
+		if (cn && cn->info.container_id[0]) {
+			memcpy(cname, cn->info.container_id, CGROUP_SHORT_ID);
+			cname[CGROUP_SHORT_ID] = '\0';
+			root = cname;
+		} else if (cn) {
+			root = cn->path;
+		}
+		ret = root_frame(b, root);
+		if (ret < 0)
+			return ret;
+		idx[n++] = ret;
+	}
 	comm_str(pcomm, k->pcomm);
 	if (o->per_pid)
 		snprintf(name, sizeof(name), "%s [%u]", pcomm, k->pid);
@@ -360,6 +380,14 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 		labels[nlabels++] = (struct plabel){ .key = "tid", .num = k->tid };
 		labels[nlabels++] = (struct plabel){ .key = "thread", .str = tcomm };
 	}
+	if (cn) {
+		labels[nlabels++] = (struct plabel){ .key = "cgroup", .str = cn->path };
+		if (cn->info.container_id[0])
+			labels[nlabels++] = (struct plabel){ .key = "container_id",
+							     .str = cn->info.container_id };
+		if (cn->info.pod_uid[0])
+			labels[nlabels++] = (struct plabel){ .key = "pod", .str = cn->info.pod_uid };
+	}
 	return profile__add_sample(b->p, idx, n, values, labels, nlabels);
 }
 
@@ -376,7 +404,7 @@ int profile__build(struct profile **out, const struct stacks *st, struct objtab 
 	memset(bs, 0, sizeof(*bs));
 	b.p = profile__new();
 	b.cache = htab__new(stacks__count(st) * 4, HTAB_COPY_KEYS);
-	idx = malloc((3 + 0xffff * 3) * sizeof(*idx));
+	idx = malloc((4 + 0xffff * 3) * sizeof(*idx));
 	if (!b.p || !b.cache || !idx)
 		goto cleanup;
 	if (!o->nvalues || o->nvalues > PROFILE_MAX_VALUES || o->nvalues > STACK_MAX_VALUES ||

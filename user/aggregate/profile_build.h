@@ -17,6 +17,7 @@ struct stacks;
 struct objtab;
 struct ksyms;
 struct pytrack;
+struct cgroups;
 
 struct build_opts {
 	bool per_pid;		/* root frame "comm [pid]" */
@@ -35,6 +36,8 @@ struct build_opts {
 	int64_t time_ns;	/* wall-clock start */
 	int64_t duration_ns;
 	const struct pytrack *py;	/* names Python frames; NULL: none */
+	bool per_container;	/* root frame: short container id or cgroup path */
+	struct cgroups *cg;	/* names stack_key.cgroup_id (labels); NULL: no cgroup labels */
 };
 
 struct build_stats {

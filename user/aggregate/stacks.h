@@ -38,6 +38,7 @@ struct stack_key {
 	uint16_t nuser;		/* then nuser user frames, leaf first */
 	uint16_t flags;
 	uint16_t npython;	/* then npython Python frames, leaf first */
+	uint64_t cgroup_id;	/* cgroup v2 id, 0 unless containers are told apart */
 	struct sframe frames[];
 };
 

@@ -53,8 +53,11 @@ struct pytrack {
 	struct objtab *objs;
 	struct htab *procs;	/* pid -> struct pyp * */
 	struct htab *codes;	/* code_key -> code id */
-	struct code_entry **ents;	/* by code id - 1 */
+	struct code_entry **ents;	/* by code id - 1; NULL: freed by pytrack__gc */
 	size_t nents, capents;
+	uint64_t *free_ids;	/* ids pytrack__gc freed, reused first */
+	size_t nfree, capfree;
+	size_t deleted;		/* keys deleted from `codes` since it was rebuilt */
 	struct pythread *scratch;
 	struct pytrack_stats st;
 };
@@ -96,10 +99,13 @@ void pytrack__free(struct pytrack *t)
 		htab__free(t->procs);
 	}
 	for (size_t i = 0; i < t->nents; i++) {
+		if (!t->ents[i])
+			continue;
 		pycode__free(&t->ents[i]->code);
 		free(t->ents[i]);
 	}
 	free(t->ents);
+	free(t->free_ids);
 	htab__free(t->codes);
 	free(t->scratch);
 	free(t);
@@ -286,6 +292,12 @@ bool pytrack__seen(const struct pytrack *t, uint32_t pid)
 
 static uint64_t add_entry(struct pytrack *t, struct code_entry *ce)
 {
+	if (t->nfree) {
+		uint64_t id = t->free_ids[--t->nfree];
+
+		t->ents[id - 1] = ce;
+		return id;
+	}
 	if (t->nents == t->capents) {
 		size_t cap = t->capents ? t->capents * 2 : 256;
 		struct code_entry **v = realloc(t->ents, cap * sizeof(*v));
@@ -379,7 +391,7 @@ int pytrack__describe(const struct pytrack *t, uint64_t id, uint32_t off, const 
 {
 	const struct code_entry *ce;
 
-	if (!id || id > t->nents)
+	if (!id || id > t->nents || !t->ents[id - 1])
 		return -ENOENT;
 	ce = t->ents[id - 1];
 	*qualname = ce->code.qualname;
@@ -393,4 +405,106 @@ int pytrack__describe(const struct pytrack *t, uint64_t id, uint32_t off, const 
 struct pytrack_stats *pytrack__stats(struct pytrack *t)
 {
 	return &t->st;
+}
+
+/* Keys of `codes` that can no longer be asked for: their process exited or exec'd. */
+static bool code_dead(struct pytrack *t, const struct code_key *k)
+{
+	struct pyp *pp = pyp_of(t, k->pid, false);
+
+	return !pp || pp->gone || pp->gen != k->gen;
+}
+
+static void free_code(struct pytrack *t, uint64_t id)
+{
+	uint64_t *v;
+
+	if (!id || id > t->nents || !t->ents[id - 1])
+		return;
+	pycode__free(&t->ents[id - 1]->code);
+	free(t->ents[id - 1]);
+	t->ents[id - 1] = NULL;
+	if (t->nfree == t->capfree) {
+		size_t cap = t->capfree ? t->capfree * 2 : 256;
+
+		v = realloc(t->free_ids, cap * sizeof(*v));
+		if (!v)
+			return;	/* the slot stays unused: a few bytes */
+		t->free_ids = v;
+		t->capfree = cap;
+	}
+	t->free_ids[t->nfree++] = id;
+}
+
+size_t pytrack__gc(struct pytrack *t)
+{
+	struct code_key *dead = NULL;
+	uint32_t *gone = NULL;
+	size_t it = 0, nd = 0, ng = 0, freed = 0;
+	struct htab_entry *e;
+
+	/* every sample so far has been named: codes of exited processes can go */
+	dead = malloc((htab__count(t->codes) + 1) * sizeof(*dead));
+	gone = malloc((htab__count(t->procs) + 1) * sizeof(*gone));
+	if (!dead || !gone)
+		goto out;
+	while ((e = htab__next(t->codes, &it)))
+		if (code_dead(t, e->key))
+			dead[nd++] = *(const struct code_key *)e->key;
+	for (size_t i = 0; i < nd; i++) {
+		uint64_t h = htab__hash(&dead[i], sizeof(dead[i]));
+
+		e = htab__find(t->codes, &dead[i], sizeof(dead[i]), h);
+		if (!e)
+			continue;
+		free_code(t, e->val);
+		htab__delete(t->codes, &dead[i], sizeof(dead[i]), h);
+		t->deleted++;
+		freed++;
+	}
+	it = 0;
+	while ((e = htab__next(t->procs, &it)))
+		if (((struct pyp *)(uintptr_t)e->val)->gone)
+			gone[ng++] = *(const uint32_t *)e->key;
+	for (size_t i = 0; i < ng; i++) {
+		struct pyp *pp = pyp_of(t, gone[i], false);
+
+		if (!pp)
+			continue;
+		free(pp->tids);
+		free(pp);
+		htab__delete(t->procs, &gone[i], sizeof(gone[i]), htab__hash(&gone[i], sizeof(gone[i])));
+		t->deleted++;
+	}
+	/* deleted keys' copies live as long as the table: rebuild both when they dominate */
+	if (t->deleted > 1024 && t->deleted > htab__count(t->codes) + htab__count(t->procs)) {
+		struct htab *nc = htab__new(htab__count(t->codes) * 2, HTAB_COPY_KEYS);
+		struct htab *np = htab__new(htab__count(t->procs) * 2, HTAB_COPY_KEYS);
+		struct htab *src[2] = { t->codes, t->procs }, *dst[2] = { nc, np };
+		struct htab_entry *f;
+		bool ok = nc && np;
+
+		for (int j = 0; ok && j < 2; j++) {
+			it = 0;
+			while (ok && (e = htab__next(src[j], &it))) {
+				ok = htab__upsert(dst[j], e->key, e->klen, e->hash, &f) >= 0;
+				if (ok)
+					f->val = e->val;
+			}
+		}
+		if (ok) {
+			htab__free(t->codes);
+			htab__free(t->procs);
+			t->codes = nc;
+			t->procs = np;
+			t->deleted = 0;
+		} else {
+			htab__free(nc);
+			htab__free(np);
+		}
+	}
+out:
+	free(dead);
+	free(gone);
+	return freed;
 }

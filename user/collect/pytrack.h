@@ -52,6 +52,13 @@ uint64_t pytrack__code(struct pytrack *t, uint32_t pid, uint64_t addr, uint64_t 
 int pytrack__describe(const struct pytrack *t, uint64_t id, uint32_t off, const char **qualname,
 		      const char **file, uint32_t *line);
 
+/*
+ * Continuous mode, between intervals (every sample so far has been named):
+ * free the code objects and state of processes that exited or exec'd.
+ * Returns the code objects freed.
+ */
+size_t pytrack__gc(struct pytrack *t);
+
 struct pytrack_stats *pytrack__stats(struct pytrack *t);
 
 #endif

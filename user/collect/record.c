@@ -27,12 +27,14 @@
 #include "aggregate/stacks.h"
 #include "bpfprof.h"
 #include "cli.h"
+#include "collect/continuous.h"
 #include "collect/record.h"
 #include "collect/recorder.h"
 #include "collect/sampler.h"
 #include "collect/pytrack.h"
 #include "collect/sideband.h"
 #include "cpu.skel.h"
+#include "proc/cgroup.h"
 #include "proc/objfile.h"
 #include "proc/proc.h"
 #include "symbolize/ksyms.h"
@@ -56,6 +58,7 @@
 static volatile sig_atomic_t exiting;
 static volatile sig_atomic_t got_signal;
 static volatile sig_atomic_t child_changed;
+static volatile sig_atomic_t new_interval;	/* SIGHUP in continuous mode */
 
 static int libbpf_debug(enum libbpf_print_level level, const char *fmt, va_list args)
 {
@@ -67,6 +70,10 @@ static void on_signal(int sig)
 {
 	if (sig == SIGCHLD) {
 		child_changed = 1;
+		return;
+	}
+	if (sig == SIGHUP) {
+		new_interval = 1;
 		return;
 	}
 	got_signal = sig;
@@ -247,6 +254,10 @@ struct stack_key *rec__key(struct recorder *r, const struct prof_sample *s, size
 		k->tid = h->tid;
 		memcpy(k->tcomm, h->comm, sizeof(k->tcomm));
 	}
+	if (r->cg) {	/* named now: the cgroup may be gone when the profile is built */
+		k->cgroup_id = h->cgroup_id;
+		cgroups__get(r->cg, h->cgroup_id);
+	}
 	k->nkernel = nk;
 	k->nuser = nu;
 	if (h->flags & SAMPLE_F_KSTACK_TRUNC)
@@ -393,7 +404,8 @@ static int install_signals(void)
 	sigemptyset(&sa.sa_mask);
 	/* no SA_RESTART: epoll_wait must return so that we notice */
 	if (sigaction(SIGINT, &sa, NULL) || sigaction(SIGTERM, &sa, NULL) ||
-	    sigaction(SIGCHLD, &sa, NULL))
+	    sigaction(SIGCHLD, &sa, NULL) ||
+	    (env.continuous_dir && sigaction(SIGHUP, &sa, NULL)))
 		return -errno;
 	signal(SIGPIPE, SIG_IGN);
 	return 0;
@@ -511,6 +523,11 @@ static int setup_bpf(struct recorder *r)
 			return err;
 		}
 	}
+	if (env.cgroup_path &&
+	    (err = cgroup__set_filter(bpf_map__fd(r->skel->maps.target_cgroup), env.cgroup_path))) {
+		pr_err("cannot set the cgroup filter to '%s': %s", env.cgroup_path, strerror(-err));
+		return err;
+	}
 	if (r->child > 0 &&
 	    bpf_map_update_elem(bpf_map__fd(r->skel->maps.targets), &r->child, &reason, BPF_ANY)) {
 		err = -errno;
@@ -593,6 +610,73 @@ uint64_t rec__counter(struct recorder *r, enum bpf_counter c)
 	return sum;
 }
 
+static size_t count_processes(const struct stacks *st);
+
+/* What profile__build needs from this run: roots, labels, value types. */
+static void build_opts_init(struct recorder *r, struct build_opts *bo)
+{
+	memset(bo, 0, sizeof(*bo));
+	bo->per_pid = env.per_pid;
+	bo->per_thread = env.per_thread;
+	bo->py = r->py;
+	bo->per_container = env.per_container;
+	bo->cg = r->cg;
+	memcpy(bo->value_types, r->values, sizeof(r->values));
+	bo->nvalues = r->nvalues;
+	bo->default_value = r->default_value >= 0 ? r->default_value : 0;
+	bo->count_value = r->cpu_samples >= 0 ? (uint32_t)r->cpu_samples : bo->default_value;
+	if (r->cpu_ns >= 0) {
+		bo->period_type = r->values[r->cpu_ns];
+		bo->period = 1000000000LL / env.freq;
+	}
+}
+
+/*
+ * Continuous mode: this interval's stacks become its file, the stack table
+ * starts empty, and names of cgroups no interval has needed for a while are
+ * let go. Failures are counted by continuous__write; recording goes on.
+ */
+static int end_interval(struct recorder *r)
+{
+	struct build_opts bo;
+	struct interval_totals t = { 0 };
+	struct build_stats bs;
+	struct profile *p = NULL;
+	struct stacks *fresh;
+	int err;
+
+	sideband__consume(r->sb);
+	ring_buffer__consume(r->rb);
+	build_opts_init(r, &bo);
+	continuous__span(r->cont, &bo.time_ns, &bo.duration_ns);
+	if (!env.no_kernel)
+		continuous__kernel_symbols(r->cont, &r->ks);
+	err = profile__build(&p, r->stacks, r->objs, r->ks, &bo, &bs);
+	if (err) {
+		pr_err("cannot build the profile: %s", strerror(-err));
+		p = profile__new();	/* an empty file still marks the interval */
+		if (!p)
+			return -ENOMEM;
+	}
+	t.samples = r->st.received;
+	t.lost = rec__counter(r, CNT_RB_FULL) + r->st.agg_failed + r->st.bad;
+	t.processes = count_processes(r->stacks);
+	err = continuous__write(r->cont, p, &t);
+	profile__free(p);
+	fresh = stacks__new();
+	if (fresh) {
+		stacks__free(r->stacks);
+		r->stacks = fresh;
+	}
+	/* what only exited processes could still need: everything they sampled is written */
+	proctab__gc(r->procs);
+	if (r->py)
+		pytrack__gc(r->py);
+	if (r->cg)
+		cgroups__trim(r->cg, 10, 1024);
+	return err;
+}
+
 static int run_loop(struct recorder *r)
 {
 	uint64_t end_ns = env.duration > 0 ? mono_ns() + (uint64_t)(env.duration * 1e9) : 0;
@@ -602,6 +686,17 @@ static int run_loop(struct recorder *r)
 	while (!exiting) {
 		int timeout = POLL_MS;
 
+		if (r->cont) {
+			uint64_t now = mono_ns(), dl = continuous__deadline(r->cont);
+
+			if (now >= dl || new_interval) {
+				new_interval = 0;
+				end_interval(r);
+				continue;
+			}
+			if ((dl - now) / 1000000 < (uint64_t)timeout)
+				timeout = (dl - now) / 1000000 + 1;
+		}
 		if (end_ns) {
 			uint64_t now = mono_ns();
 
@@ -777,24 +872,13 @@ static size_t count_processes(const struct stacks *st)
 
 static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats *bs)
 {
-	struct build_opts bo = {
-		.per_pid = env.per_pid,
-		.per_thread = env.per_thread,
-		.time_ns = ts_ns(&r->wall_start),
-		.duration_ns = ts_ns(&r->t_stop) - ts_ns(&r->t_start),
-		.py = r->py,
-	};
+	struct build_opts bo;
 	struct profile *p = NULL;
 	int err;
 
-	memcpy(bo.value_types, r->values, sizeof(r->values));
-	bo.nvalues = r->nvalues;
-	bo.default_value = r->default_value >= 0 ? r->default_value : 0;
-	bo.count_value = r->cpu_samples >= 0 ? (uint32_t)r->cpu_samples : bo.default_value;
-	if (r->cpu_ns >= 0) {
-		bo.period_type = r->values[r->cpu_ns];
-		bo.period = 1000000000LL / env.freq;
-	}
+	build_opts_init(r, &bo);
+	bo.time_ns = ts_ns(&r->wall_start);
+	bo.duration_ns = ts_ns(&r->t_stop) - ts_ns(&r->t_start);
 	if (!env.no_kernel) {
 		err = ksyms__load(&r->ks, NULL);
 		if (err) {
@@ -838,6 +922,8 @@ int record__run(void)
 	r.procs = r.objs ? proctab__new(r.objs) : NULL;
 	r.stacks = stacks__new();
 	r.dirty = htab__new(64, HTAB_COPY_KEYS);
+	if (env.want_cgroup && !(r.cg = cgroups__new()))
+		err = -ENOMEM;
 	if (r.procs)
 		proctab__on_change(r.procs, on_proc_change, &r);
 	if (err || !r.key || !r.procs || !r.stacks || !r.dirty) {
@@ -887,6 +973,8 @@ int record__run(void)
 			goto cleanup;
 		}
 	}
+	if (env.continuous_dir && continuous__new(&r.cont))	/* the first interval starts now */
+		goto cleanup;
 	if (r.sampler)
 		pr_verbose("sampling %s at %u Hz on %d CPUs",
 			   env.all ? "every process" : "the targets", env.freq,
@@ -910,9 +998,15 @@ int record__run(void)
 		if (r.feat[i]->finish)
 			r.feat[i]->finish(&r, r.feat_priv[i]);
 
-	if (write_profile(&r, &nprocs, &bs))
+	if (r.cont) {	/* the interval in progress is written, the rest summarized */
+		nprocs = count_processes(r.stacks);	/* the last interval's */
+		end_interval(&r);
+	} else if (write_profile(&r, &nprocs, &bs)) {
 		goto cleanup;
+	}
 	print_summary(&r, &bs, nprocs);
+	if (r.cont)
+		continuous__summary(r.cont);
 	status = EXIT_OK;
 cleanup:
 	if (status != EXIT_OK)
@@ -941,6 +1035,8 @@ cleanup:
 		proctab__on_change(r.procs, NULL, NULL);
 	unwinder__free(r.unw);
 	pytrack__free(r.py);
+	continuous__free(r.cont);
+	cgroups__free(r.cg);
 	htab__free(r.dirty);
 	sideband__free(r.sb);
 	cpu_bpf__destroy(r.skel);

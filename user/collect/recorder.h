@@ -99,6 +99,8 @@ struct recorder {
 	struct ksyms *ks;
 	struct unwinder *unw;
 	struct pytrack *py;
+	struct continuous *cont;	/* --continuous, or NULL */
+	struct cgroups *cg;	/* cgroup id -> path, container (env.want_cgroup) */
 	struct htab *dirty;	/* pids whose unwind description must be (re)written */
 	struct output out;
 	int epfd;
@@ -164,6 +166,7 @@ uint64_t rec__start_ns(const struct recorder *r);
 	do {                                                                             \
 		(rodata)->filter_pids = !env.all;                                        \
 		(rodata)->follow_children = env.cmd_argv != NULL;                        \
+		(rodata)->filter_cgroup = env.cgroup_path != NULL;                       \
 		(rodata)->wakeup_bytes = env.ringbuf_bytes / 4;                          \
 		(rodata)->want_python = !env.no_python && !env.no_user;                  \
 		(rodata)->unwind_mode = env.no_user ? UNWIND_FP : env.unwind;             \

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@ struct proctab {
 	/* open addressing: pid -> latest generation */
 	struct htab *latest;	/* pid -> newest generation (struct proc *) */
 	struct proctab_stats stats;
+	size_t deleted;		/* since `latest` was last rebuilt (its copied keys stay until then) */
 	void (*change_fn)(void *ctx, uint32_t pid, int change);
 	void *change_ctx;
 };
@@ -39,7 +41,7 @@ struct proctab *proctab__new(struct objtab *objs)
 	if (!t)
 		return NULL;
 	t->objs = objs;
-	t->latest = htab__new(1024, HTAB_COPY_KEYS);
+	t->latest = htab__new(1024, HTAB_COPY_KEYS);	/* 4-byte keys: pids recur */
 	if (!t->latest) {
 		free(t);
 		return NULL;
@@ -327,4 +329,68 @@ void proctab__mmap(struct proctab *t, uint32_t pid, uint64_t start, uint64_t len
 const struct proctab_stats *proctab__stats(const struct proctab *t)
 {
 	return &t->stats;
+}
+
+size_t proctab__gc(struct proctab *t)
+{
+	struct htab_entry *e;
+	uint32_t *gone = NULL;
+	size_t it = 0, n = 0, cap = 0, freed = 0;
+
+	while ((e = htab__next(t->latest, &it))) {
+		struct proc *p = (struct proc *)(uintptr_t)e->val;
+
+		/* older generations only served samples taken before an exec: all read by now */
+		if (p->prev) {
+			proc__free_chain(p->prev);
+			p->prev = NULL;
+			freed++;
+		}
+		/* an exit the side band lost still ends the process */
+		if (!p->exited && kill((pid_t)p->pid, 0) && errno == ESRCH)
+			p->exited = true, changed(t, p->pid, PROC_EXITED);
+		if (!p->exited)
+			continue;
+		if (n == cap) {
+			uint32_t *v = realloc(gone, (cap = cap ? cap * 2 : 256) * sizeof(*v));
+
+			if (!v)
+				break;
+			gone = v;
+		}
+		gone[n++] = p->pid;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t h = htab__hash(&gone[i], sizeof(gone[i]));
+
+		e = htab__find(t->latest, &gone[i], sizeof(gone[i]), h);
+		if (!e)
+			continue;
+		proc__free_chain((struct proc *)(uintptr_t)e->val);
+		htab__delete(t->latest, &gone[i], sizeof(gone[i]), h);
+		freed++;
+		t->deleted++;
+	}
+	free(gone);
+	/* a deleted key's copy lives as long as the table: rebuild once they outnumber the live */
+	if (t->deleted > 1024 && t->deleted > htab__count(t->latest)) {
+		struct htab *fresh = htab__new(htab__count(t->latest) * 2, HTAB_COPY_KEYS);
+		struct htab_entry *f;
+		bool ok = fresh != NULL;
+
+		it = 0;
+		while (ok && (e = htab__next(t->latest, &it))) {
+			ok = htab__upsert(fresh, e->key, e->klen, e->hash, &f) >= 0;
+			if (ok)
+				f->val = e->val;
+		}
+		if (ok) {
+			htab__free(t->latest);
+			t->latest = fresh;
+			t->deleted = 0;
+		} else {
+			htab__free(fresh);
+		}
+	}
+	return freed;
 }

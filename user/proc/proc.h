@@ -74,6 +74,13 @@ void proctab__exit(struct proctab *t, uint32_t pid, uint64_t time_ns);
 void proctab__mmap(struct proctab *t, uint32_t pid, uint64_t start, uint64_t len,
 		   uint64_t pgoff, uint32_t maj, uint32_t min, uint64_t ino, const char *path);
 
+/*
+ * Continuous mode, between intervals (every sample so far is aggregated):
+ * free exited processes and generations before an exec, and treat pids that
+ * no longer exist as exited. Returns the generations freed.
+ */
+size_t proctab__gc(struct proctab *t);
+
 const struct proctab_stats *proctab__stats(const struct proctab *t);
 
 enum proc_change {

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "collect/upload.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+/* Files waiting at most; older ones are dropped (counted) while the server is away. */
+#define MAX_QUEUE 256
+
+struct job {
+	struct job *next;
+	char *path;
+	int64_t from_ns, until_ns;
+	unsigned int tries;
+	uint64_t not_before_ns;	/* CLOCK_MONOTONIC: retry after backoff */
+};
+
+struct uploader {
+	pthread_t thread;
+	bool started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct job *head, *tail;
+	size_t n;
+	bool stopping;
+	uint64_t stop_deadline_ns;
+	struct upload_opts o;
+	char *base;		/* URL without trailing '/' */
+	char *name_enc;		/* url-encoded APP{hostname=...} */
+	struct upload_stats st;
+	CURL *curl;		/* used by the thread only */
+};
+
+static void job_free(struct job *j)
+{
+	if (j) {
+		free(j->path);
+		free(j);
+	}
+}
+
+static struct job *pop_head(struct uploader *u)
+{
+	struct job *j = u->head;
+
+	if (j) {
+		u->head = j->next;
+		if (!u->head)
+			u->tail = NULL;
+		j->next = NULL;
+		u->n--;
+	}
+	return j;
+}
+
+/* One POST; true when the server answered 2xx. */
+static bool send_one(struct uploader *u, const struct job *j)
+{
+	long long from = j->from_ns / 1000000000LL;
+	long long until = (j->until_ns + 999999999LL) / 1000000000LL;
+	curl_mime *mime = NULL;
+	curl_mimepart *part;
+	char *url = NULL;
+	long code = 0;
+	CURLcode rc;
+
+	if (until <= from)
+		until = from + 1;
+	if (asprintf(&url, "%s/ingest?name=%s&from=%lld&until=%lld&format=pprof&sampleRate=%u"
+		     "&spyName=bpfprof", u->base, u->name_enc, from, until, u->o.sample_rate) < 0)
+		return false;
+	mime = curl_mime_init(u->curl);
+	part = mime ? curl_mime_addpart(mime) : NULL;
+	if (!part || curl_mime_name(part, "profile") || curl_mime_filedata(part, j->path) ||
+	    curl_mime_type(part, "application/octet-stream")) {
+		curl_mime_free(mime);
+		free(url);
+		return false;
+	}
+	curl_easy_reset(u->curl);
+	curl_easy_setopt(u->curl, CURLOPT_URL, url);
+	curl_easy_setopt(u->curl, CURLOPT_MIMEPOST, mime);
+	curl_easy_setopt(u->curl, CURLOPT_NOSIGNAL, 1L);	/* a thread: no SIGALRM */
+	curl_easy_setopt(u->curl, CURLOPT_TIMEOUT_MS, (long)(u->o.timeout * 1000));
+	curl_easy_setopt(u->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)(u->o.timeout * 1000));
+	curl_easy_setopt(u->curl, CURLOPT_USERAGENT, "bpfprof/" BPFPROF_VERSION);
+	rc = curl_easy_perform(u->curl);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(u->curl, CURLINFO_RESPONSE_CODE, &code);
+	if (rc != CURLE_OK)
+		pr_debug("upload of %s: %s", j->path, curl_easy_strerror(rc));
+	else if (code < 200 || code > 299)
+		pr_debug("upload of %s: HTTP %ld", j->path, code);
+	curl_mime_free(mime);
+	free(url);
+	return rc == CURLE_OK && code >= 200 && code <= 299;
+}
+
+static void wait_until(struct uploader *u, uint64_t mono_deadline)
+{
+	struct timespec now, ts;
+	uint64_t wait_ns = mono_deadline - mono_ns();
+
+	/* the condition variable runs on CLOCK_MONOTONIC (see uploader__new) */
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ts.tv_sec = now.tv_sec + (time_t)(wait_ns / 1000000000ULL);
+	ts.tv_nsec = now.tv_nsec + (long)(wait_ns % 1000000000ULL);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&u->cv, &u->mu, &ts);
+}
+
+static void *run(void *arg)
+{
+	struct uploader *u = arg;
+
+	pthread_mutex_lock(&u->mu);
+	for (;;) {
+		struct job *j;
+		uint64_t now = mono_ns();
+		bool ok;
+
+		if (u->stopping && (!u->head || now >= u->stop_deadline_ns))
+			break;
+		if (!u->head) {
+			pthread_cond_wait(&u->cv, &u->mu);
+			continue;
+		}
+		if (u->head->not_before_ns > now) {
+			uint64_t until = u->head->not_before_ns;
+
+			if (u->stopping && until > u->stop_deadline_ns)
+				until = u->stop_deadline_ns;
+			wait_until(u, until);
+			continue;
+		}
+		j = pop_head(u);
+		pthread_mutex_unlock(&u->mu);
+		ok = send_one(u, j);
+		pthread_mutex_lock(&u->mu);
+		now = mono_ns();
+		if (ok) {
+			u->st.sent++;
+			u->st.pending--;
+			job_free(j);
+		} else if (++j->tries < u->o.attempts &&
+			   !(u->stopping && now >= u->stop_deadline_ns)) {
+			/* first in line again: files go out in order once the server is back */
+			u->st.retries++;
+			j->not_before_ns = now + (uint64_t)(u->o.backoff * 1e9) * (1ULL << (j->tries - 1));
+			j->next = u->head;
+			u->head = j;
+			if (!u->tail)
+				u->tail = j;
+			u->n++;
+		} else {
+			pr_debug("upload of %s failed %u times: kept on disk", j->path, j->tries);
+			u->st.failed++;
+			u->st.pending--;
+			job_free(j);
+		}
+	}
+	/* what is left when we must stop: never sent, still on disk */
+	while (u->head) {
+		job_free(pop_head(u));
+		u->st.failed++;
+		u->st.pending--;
+	}
+	pthread_mutex_unlock(&u->mu);
+	return NULL;
+}
+
+int uploader__new(struct uploader **out, const struct upload_opts *o)
+{
+	struct uploader *u = calloc(1, sizeof(*u));
+	pthread_condattr_t ca;
+	char host[256] = "unknown", *name = NULL, *enc = NULL;
+	size_t len;
+	int err = -ENOMEM;
+
+	if (!u)
+		return -ENOMEM;
+	u->o = *o;
+	if (!u->o.attempts)
+		u->o.attempts = 4;
+	if (u->o.backoff <= 0)
+		u->o.backoff = 1;
+	if (u->o.timeout <= 0)
+		u->o.timeout = 10;
+	pthread_mutex_init(&u->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&u->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT))
+		goto fail;
+	u->curl = curl_easy_init();
+	u->base = strdup(o->url);
+	if (!u->curl || !u->base)
+		goto fail;
+	len = strlen(u->base);
+	while (len && u->base[len - 1] == '/')
+		u->base[--len] = '\0';
+	gethostname(host, sizeof(host) - 1);
+	/* every series of this agent carries the host it came from */
+	if (asprintf(&name, "%s{hostname=%s}", o->app_name, host) < 0)
+		goto fail;
+	enc = curl_easy_escape(u->curl, name, 0);
+	free(name);
+	if (!enc)
+		goto fail;
+	u->name_enc = strdup(enc);
+	curl_free(enc);
+	if (!u->name_enc)
+		goto fail;
+	err = -pthread_create(&u->thread, NULL, run, u);
+	if (err)
+		goto fail;
+	u->started = true;
+	*out = u;
+	return 0;
+fail:
+	uploader__free(u);
+	return err;
+}
+
+int uploader__push(struct uploader *u, const char *path, int64_t from_ns, int64_t until_ns)
+{
+	struct job *j = calloc(1, sizeof(*j));
+
+	if (!j || !(j->path = strdup(path))) {
+		free(j);
+		return -ENOMEM;
+	}
+	j->from_ns = from_ns;
+	j->until_ns = until_ns;
+	pthread_mutex_lock(&u->mu);
+	if (u->n >= MAX_QUEUE) {
+		/* the server has been away long: the oldest file waits on disk only */
+		job_free(pop_head(u));
+		u->st.dropped++;
+		u->st.pending--;
+	}
+	if (u->tail)
+		u->tail->next = j;
+	else
+		u->head = j;
+	u->tail = j;
+	u->n++;
+	u->st.queued++;
+	u->st.pending++;
+	pthread_cond_signal(&u->cv);
+	pthread_mutex_unlock(&u->mu);
+	return 0;
+}
+
+void uploader__stats(struct uploader *u, struct upload_stats *st)
+{
+	pthread_mutex_lock(&u->mu);
+	*st = u->st;
+	pthread_mutex_unlock(&u->mu);
+}
+
+void uploader__stop(struct uploader *u, double grace)
+{
+	if (!u->started)
+		return;
+	pthread_mutex_lock(&u->mu);
+	u->stopping = true;
+	u->stop_deadline_ns = mono_ns() + (uint64_t)(grace * 1e9);
+	pthread_cond_signal(&u->cv);
+	pthread_mutex_unlock(&u->mu);
+	pthread_join(u->thread, NULL);
+	u->started = false;
+}
+
+void uploader__free(struct uploader *u)
+{
+	if (!u)
+		return;
+	uploader__stop(u, 0);
+	while (u->head)
+		job_free(pop_head(u));
+	if (u->curl)
+		curl_easy_cleanup(u->curl);
+	curl_global_cleanup();
+	pthread_cond_destroy(&u->cv);
+	pthread_mutex_destroy(&u->mu);
+	free(u->base);
+	free(u->name_enc);
+	free(u);
+}
