@@ -16,6 +16,8 @@ PACKAGES=(
 	libcmocka-dev python3-pytest xz-utils
 	# benchmark: the peer profiler and /usr/bin/time
 	linux-perf time
+	# CUDA: <sys/sdt.h> for the CUPTI injection library's USDT probes
+	systemtap-sdt-dev
 )
 
 missing=()
