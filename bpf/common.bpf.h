@@ -83,4 +83,31 @@ static __always_inline long output(void *data, __u64 size, bool urgent)
 	return bpf_ringbuf_output(&events, data, size, flags);
 }
 
+/*
+ * Fill the header of a sample of the current task: stacks empty, flags and
+ * aux words zero. The caller sets kind-specific fields and the stacks.
+ */
+static __always_inline void sample_init(struct prof_sample *s, __u16 kind, __u64 weight,
+					__u32 tgid, __u32 tid)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+	s->hdr.time_ns = bpf_ktime_get_ns();
+	s->hdr.weight = weight;
+	s->hdr.cgroup_id = bpf_get_current_cgroup_id();
+	s->hdr.pid = tgid;
+	s->hdr.tid = tid;
+	s->hdr.cpu = bpf_get_smp_processor_id();
+	s->hdr.kind = kind;
+	s->hdr.flags = 0;
+	s->hdr.kstack_len = 0;
+	s->hdr.ustack_len = 0;
+	s->hdr.pystack_len = 0;
+	s->hdr.pad0 = 0;
+	s->hdr.aux0 = 0;
+	s->hdr.aux1 = 0;
+	bpf_get_current_comm(s->hdr.comm, sizeof(s->hdr.comm));
+	BPF_CORE_READ_STR_INTO(&s->hdr.pcomm, task, group_leader, comm);
+}
+
 #endif

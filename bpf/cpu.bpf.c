@@ -28,50 +28,15 @@ struct {
 	__type(value, struct prof_sample);
 } scratch SEC(".maps");
 
-/*
- * The user stack into s->frames[base...]: table-driven, or frame pointers, per
- * unwind_mode. Returns the frame count. A global function: the verifier
- * checks it once instead of once per state of the caller.
- */
+/* A global function: the verifier checks the unwinder once, not per caller state. */
 __noinline int user_frames(struct bpf_perf_event_data *ctx, struct prof_sample *s, __u32 base)
 {
-	__u64 ip, sp, bp, *uframes;
-	__u16 flags = 0;
-	long n = -1;
+	struct uregs r;
 
-	if (!s || base > MAX_KSTACK)
+	if (!s)
 		return 0;
-	uframes = &s->frames[base];
-	if (unwind_mode != UNWIND_FP) {
-		n = unwind_user(ctx, s->hdr.pid, uframes, &flags);
-		if (n < 0)
-			flags |= SAMPLE_F_NO_UNWIND_INFO;
-	}
-	if (n < 0 && unwind_mode == UNWIND_DWARF) {
-		/* no tables for this process yet: its leaf frame, nothing invented */
-		user_regs(ctx, &ip, &sp, &bp);
-		uframes[0] = ip;
-		n = 1;
-		flags |= SAMPLE_F_UNWIND_STOPPED;
-	}
-	if (n < 0) {
-		if (unwind_mode == UNWIND_AUTO)
-			flags |= SAMPLE_F_UNWIND_FP;
-		n = bpf_get_stack(ctx, uframes, MAX_USTACK * sizeof(__u64), BPF_F_USER_STACK);
-		if (n < 0) {
-			flags |= SAMPLE_F_USTACK_ERR;
-			count(CNT_USTACK_ERR);
-			n = 0;
-		} else {
-			n /= sizeof(__u64);
-			if (n >= MAX_USTACK) {
-				n = MAX_USTACK;
-				flags |= SAMPLE_F_USTACK_TRUNC;
-			}
-		}
-	}
-	s->hdr.flags |= flags;
-	return n > MAX_USTACK ? MAX_USTACK : n;
+	uregs_perf(ctx, &r);
+	return user_stack(ctx, &r, s, base);
 }
 
 SEC("perf_event")
@@ -99,17 +64,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 
 	task = (struct task_struct *)bpf_get_current_task();
-	s->hdr.time_ns = bpf_ktime_get_ns();
-	s->hdr.weight = 1;
-	s->hdr.cgroup_id = bpf_get_current_cgroup_id();
-	s->hdr.pid = tgid;
-	s->hdr.tid = tid;
-	s->hdr.cpu = bpf_get_smp_processor_id();
-	s->hdr.kind = SAMPLE_CPU;
-	s->hdr.flags = 0;
-	s->hdr.pad0 = 0;
-	bpf_get_current_comm(s->hdr.comm, sizeof(s->hdr.comm));
-	BPF_CORE_READ_STR_INTO(&s->hdr.pcomm, task, group_leader, comm);
+	sample_init(s, SAMPLE_CPU, 1, tgid, tid);
 
 	if (want_kernel) {
 		n = bpf_get_stack(ctx, s->frames, MAX_KSTACK * sizeof(__u64), 0);

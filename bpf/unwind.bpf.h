@@ -299,18 +299,33 @@ static long unwind_step(__u32 i, void *data)
 	return 0;
 }
 
+/* The three user-mode registers the unwinder starts from. */
+struct uregs {
+	__u64 ip, sp, bp;
+};
+
 /* x86-64 struct pt_regs as the UAPI (and bpf_perf_event_data) lays it out */
 struct uapi_regs {
 	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax, ip, cs,
 		flags, sp, ss;
 };
 
-/* The user-mode registers of the current task at the sample. */
-static __always_inline void user_regs(struct bpf_perf_event_data *ctx, __u64 *ip, __u64 *sp,
-				      __u64 *bp)
+/* The current task's user-mode registers as saved at kernel entry. */
+static __always_inline void uregs_current(struct uregs *r)
 {
-	struct pt_regs *regs;
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 
+	r->ip = BPF_CORE_READ(regs, ip);
+	r->sp = BPF_CORE_READ(regs, sp);
+	r->bp = BPF_CORE_READ(regs, bp);
+}
+
+/*
+ * The user-mode registers at a perf_event sample: the interrupted registers
+ * when the task was in user mode, else those saved at kernel entry.
+ */
+static __always_inline void uregs_perf(struct bpf_perf_event_data *ctx, struct uregs *r)
+{
 	/*
 	 * The context is the UAPI pt_regs, which the verifier lets us read only
 	 * in 8-byte words; vmlinux.h's kernel pt_regs has a 2-byte cs.
@@ -318,24 +333,31 @@ static __always_inline void user_regs(struct bpf_perf_event_data *ctx, __u64 *ip
 	const struct uapi_regs *u = (const void *)ctx;
 
 	if (u->cs & 3) {	/* interrupted in user mode */
-		*ip = u->ip;
-		*sp = u->sp;
-		*bp = u->bp;
-	} else {		/* in the kernel: the registers saved at entry */
-		regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-		*ip = BPF_CORE_READ(regs, ip);
-		*sp = BPF_CORE_READ(regs, sp);
-		*bp = BPF_CORE_READ(regs, bp);
+		r->ip = u->ip;
+		r->sp = u->sp;
+		r->bp = u->bp;
+	} else {
+		uregs_current(r);
 	}
 }
 
+/* The registers at a uprobe (the context is the user-mode pt_regs). */
+static __always_inline void uregs_uprobe(struct pt_regs *ctx, struct uregs *r)
+{
+	const struct uapi_regs *u = (const void *)ctx;
+
+	r->ip = u->ip;
+	r->sp = u->sp;
+	r->bp = u->bp;
+}
+
 /*
- * Unwind the user stack of the current task into frames[0..MAX_USTACK).
+ * Unwind the user stack of the current task from *r into frames[0..MAX_USTACK).
  * Returns the number of frames, or -1 when the process has no unwind info
  * (the caller falls back to frame pointers). *flags gets SAMPLE_F_* bits.
  */
-static __always_inline int unwind_user(struct bpf_perf_event_data *ctx, __u32 tgid,
-				       __u64 *frames, __u16 *flags)
+static __always_inline int unwind_user(const struct uregs *r, __u32 tgid, __u64 *frames,
+				       __u16 *flags)
 {
 	struct ustate st = { .frames = frames, .exact_ip = true };
 	struct stack_win *win;
@@ -346,7 +368,9 @@ static __always_inline int unwind_user(struct bpf_perf_event_data *ctx, __u32 tg
 		count(CNT_UNW_NO_PROC);
 		return -1;
 	}
-	user_regs(ctx, &st.ip, &st.sp, &st.bp);
+	st.ip = r->ip;
+	st.sp = r->sp;
+	st.bp = r->bp;
 	win = bpf_map_lookup_elem(&stack_window, &zero);
 	if (win)
 		win->len = 0;	/* another task's stack was there */
@@ -358,6 +382,53 @@ static __always_inline int unwind_user(struct bpf_perf_event_data *ctx, __u32 tg
 	if (st.stale)
 		*flags |= SAMPLE_F_STALE_MAPS;
 	return st.n;
+}
+
+/*
+ * The user stack into s->frames[base...] per unwind_mode: table-driven, else
+ * (auto) frame pointers through bpf_get_stack(ctx), which any tracing
+ * program type may call. Returns the frame count. Each program type wraps
+ * this in a global function of its own (the verifier checks it once).
+ */
+static __always_inline int user_stack(void *ctx, const struct uregs *r, struct prof_sample *s,
+				      __u32 base)
+{
+	__u64 *uframes;
+	__u16 flags = 0;
+	long n = -1;
+
+	if (base > MAX_KSTACK)
+		return 0;
+	uframes = &s->frames[base];
+	if (unwind_mode != UNWIND_FP) {
+		n = unwind_user(r, s->hdr.pid, uframes, &flags);
+		if (n < 0)
+			flags |= SAMPLE_F_NO_UNWIND_INFO;
+	}
+	if (n < 0 && unwind_mode == UNWIND_DWARF) {
+		/* no tables for this process yet: its leaf frame, nothing invented */
+		uframes[0] = r->ip;
+		n = 1;
+		flags |= SAMPLE_F_UNWIND_STOPPED;
+	}
+	if (n < 0) {
+		if (unwind_mode == UNWIND_AUTO)
+			flags |= SAMPLE_F_UNWIND_FP;
+		n = bpf_get_stack(ctx, uframes, MAX_USTACK * sizeof(__u64), BPF_F_USER_STACK);
+		if (n < 0) {
+			flags |= SAMPLE_F_USTACK_ERR;
+			count(CNT_USTACK_ERR);
+			n = 0;
+		} else {
+			n /= sizeof(__u64);
+			if (n >= MAX_USTACK) {
+				n = MAX_USTACK;
+				flags |= SAMPLE_F_USTACK_TRUNC;
+			}
+		}
+	}
+	s->hdr.flags |= flags;
+	return n > MAX_USTACK ? MAX_USTACK : n;
 }
 
 #endif

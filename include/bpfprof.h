@@ -20,9 +20,19 @@
 #define MAX_PYSTACK 128
 #define TASK_COMM_LEN 16
 
-/* sample_hdr.kind */
+/*
+ * sample_hdr.kind. Every ring buffer record begins with struct
+ * prof_sample_hdr; the kind says what follows it. Stack kinds are followed by
+ * frames[] (struct prof_sample); the others by a payload defined next to
+ * their kind. Numbered, never reordered.
+ */
 enum sample_kind {
-	SAMPLE_CPU = 1,
+	SAMPLE_CPU = 1,		/* on-CPU sample; weight 1 */
+	SAMPLE_ALLOC = 2,	/* heap: sampled allocation (aux0 address, aux1 size) */
+	SAMPLE_FREE = 3,	/* heap: a sampled block retired */
+	SAMPLE_OFF_CPU = 4,	/* off-CPU: weight = nanoseconds blocked */
+	SAMPLE_CUDA = 5,	/* CUDA driver call */
+	SAMPLE_GPU = 6,		/* GPU activity record */
 };
 
 /* sample_hdr.flags */
@@ -63,14 +73,15 @@ struct prof_sample_hdr {
 	__u16 pad0;
 	char comm[TASK_COMM_LEN];	 /* thread name */
 	char pcomm[TASK_COMM_LEN];	 /* process (thread group leader) name */
+	__u64 aux0, aux1;	 /* per kind (see enum sample_kind); 0 for SAMPLE_CPU */
 };
-_Static_assert(sizeof(struct prof_sample_hdr) == 80, "sample_hdr layout");
+_Static_assert(sizeof(struct prof_sample_hdr) == 96, "sample_hdr layout");
 
 struct prof_sample {
 	struct prof_sample_hdr hdr;
 	__u64 frames[MAX_KSTACK + MAX_USTACK + 2 * MAX_PYSTACK];
 };
-_Static_assert(sizeof(struct prof_sample) == 80 + 8 * (127 + 128 + 256), "sample layout");
+_Static_assert(sizeof(struct prof_sample) == 96 + 8 * (127 + 128 + 256), "sample layout");
 
 /*
  * Per-CPU counters BPF increments; user space sums them for the end-of-run

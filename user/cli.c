@@ -40,6 +40,9 @@ static const char usage_text[] =
 "  -p, --pid PID[,PID...]    these processes, all their threads\n"
 "  -- CMD [ARG...]           start CMD, profile it and its children, stop when it exits\n"
 "\n"
+"EVENTS (any combination; default --cpu)\n"
+"      --cpu                 on-CPU stack sampling\n"
+"\n"
 "OPTIONS\n"
 "  -F, --freq HZ             samples per second per CPU (default 99; at most\n"
 "                            /proc/sys/kernel/perf_event_max_sample_rate)\n"
@@ -96,6 +99,7 @@ enum {
 	OPT_UNWIND,
 	OPT_NO_PYTHON,
 	OPT_GIL,
+	OPT_CPU,
 };
 
 static const struct option long_opts[] = {
@@ -112,6 +116,7 @@ static const struct option long_opts[] = {
 	{ "unwind", required_argument, NULL, OPT_UNWIND },
 	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 	{ "gil", no_argument, NULL, OPT_GIL },
+	{ "cpu", no_argument, NULL, OPT_CPU },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -310,6 +315,9 @@ int cli__parse(int argc, char **argv)
 		case OPT_GIL:
 			env.gil = true;
 			break;
+		case OPT_CPU:
+			env.ev_cpu = true;
+			break;
 		case OPT_UNWIND:
 			if (!strcmp(optarg, "auto")) {
 				env.unwind = UNWIND_AUTO;
@@ -368,6 +376,8 @@ int cli__parse(int argc, char **argv)
 	}
 	if (!env.npids && !env.cmd_argv)
 		env.all = true;
+	if (!env.ev_cpu && !env.ev_alloc && !env.ev_off_cpu && !env.ev_wall && !env.ev_cuda)
+		env.ev_cpu = true;
 	if (env.no_kernel && env.no_user) {
 		pr_err("--no-kernel and --no-user together leave no frames to record");
 		return EXIT_USAGE;

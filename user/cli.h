@@ -19,6 +19,12 @@ struct env {
 	uint32_t *pids;
 	size_t npids;
 	char **cmd_argv;	/* after "--", NULL terminated, or NULL */
+	/* EVENTS (none given: --cpu) */
+	bool ev_cpu;		/* on-CPU sampling */
+	bool ev_alloc;		/* heap allocations */
+	bool ev_off_cpu;	/* time blocked */
+	bool ev_wall;		/* on-CPU + off-CPU */
+	bool ev_cuda;		/* CUDA driver calls and GPU activity */
 	/* OPTIONS */
 	unsigned int freq;	/* samples per second per CPU */
 	double duration;	/* seconds; 0 = until Ctrl-C / CMD exits */

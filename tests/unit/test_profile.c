@@ -214,8 +214,10 @@ static void test_value_types_and_period(void **state)
 	assert_int_equal(profile__add_value_type(p, "cpu", "nanoseconds"), 1);
 	assert_int_equal(profile__add_value_type(p, "a", "b"), 2);
 	assert_int_equal(profile__add_value_type(p, "c", "d"), 3);
+	for (int i = 4; i < PROFILE_MAX_VALUES; i++)
+		assert_int_equal(profile__add_value_type(p, "x", "y"), i);
 	assert_int_equal(profile__add_value_type(p, "e", "f"), -ENOSPC);
-	assert_int_equal(p->nvalues, 4);
+	assert_int_equal(p->nvalues, PROFILE_MAX_VALUES);
 	assert_string_equal(p->value_types[1].type, "cpu");
 
 	assert_int_equal(profile__set_period(p, "cpu", "nanoseconds", 10101010), 0);

@@ -21,6 +21,7 @@ struct builder {
 	struct build_stats *bs;
 	const struct pytrack *py;
 	const char *eval_name;	/* the interned "_PyEval_EvalFrameDefault", once seen */
+	uint32_t cv;		/* build_opts.count_value */
 };
 
 #define UNRESOLVED_BIT (1ULL << 63)
@@ -263,9 +264,9 @@ static int user_and_python(struct builder *b, const struct stack_key *k,
 #define EMIT(ix, un)                                                      \
 	do {                                                              \
 		idx[(*n)++] = (ix);                                       \
-		b->bs->frames += v->count;                                \
+		b->bs->frames += v->v[b->cv];                             \
 		if (un)                                                   \
-			b->bs->unresolved += v->count;                    \
+			b->bs->unresolved += v->v[b->cv];                 \
 	} while (0)
 
 	if (np && !m) {
@@ -307,7 +308,7 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 	struct plabel labels[5];
 	uint32_t nlabels = 0;
 	char name[64], pcomm[17], tcomm[17];
-	int64_t values[2];
+	int64_t values[PROFILE_MAX_VALUES];
 	int i, ret;
 	bool unresolved;
 
@@ -344,12 +345,12 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 		if (ret < 0)
 			return ret;
 		idx[n++] = ret;
-		b->bs->frames += v->count;
+		b->bs->frames += v->v[b->cv];
 		if (unresolved)
-			b->bs->unresolved += v->count;
+			b->bs->unresolved += v->v[b->cv];
 	}
-	values[0] = v->count;
-	values[1] = (int64_t)v->weight * o->period;
+	for (i = 0; i < (int)o->nvalues; i++)
+		values[i] = v->v[i];
 	labels[nlabels++] = (struct plabel){ .key = "pid", .num = k->pid };
 	labels[nlabels++] = (struct plabel){ .key = "comm", .str = pcomm };
 	if (k->npython)
@@ -378,16 +379,29 @@ int profile__build(struct profile **out, const struct stacks *st, struct objtab 
 	idx = malloc((3 + 0xffff * 3) * sizeof(*idx));
 	if (!b.p || !b.cache || !idx)
 		goto cleanup;
-	if (profile__add_value_type(b.p, "samples", "count") < 0 ||
-	    profile__add_value_type(b.p, "cpu", "nanoseconds") < 0)
+	if (!o->nvalues || o->nvalues > PROFILE_MAX_VALUES || o->nvalues > STACK_MAX_VALUES ||
+	    o->default_value >= o->nvalues || o->count_value >= o->nvalues) {
+		err = -EINVAL;
 		goto cleanup;
-	b.p->default_value = 0;
-	b.p->period_type = (struct pvaluetype){ .type = "cpu", .unit = "nanoseconds" };
-	b.p->period = o->period;
+	}
+	b.cv = o->count_value;
+	for (uint32_t i = 0; i < o->nvalues; i++)
+		if (profile__add_value_type(b.p, o->value_types[i].type, o->value_types[i].unit) < 0)
+			goto cleanup;
+	b.p->default_value = o->default_value;
+	if (o->period_type.type &&
+	    profile__set_period(b.p, o->period_type.type, o->period_type.unit, o->period) < 0)
+		goto cleanup;
 	b.p->time_ns = o->time_ns;
 	b.p->duration_ns = o->duration_ns;
 
 	while ((k = stacks__next(st, &iter, &v))) {
+		bool any = false;
+
+		for (uint32_t i = 0; i < o->nvalues; i++)
+			any |= v->v[i] != 0;
+		if (!any)	/* e.g. a heap stack whose blocks were all freed, in an in-use run */
+			continue;
 		err = add_stack(&b, k, v, o, idx);
 		if (err < 0)
 			goto cleanup;

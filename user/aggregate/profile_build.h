@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "aggregate/profile.h"
+
 struct profile;
 struct stacks;
 struct objtab;
@@ -19,7 +21,17 @@ struct pytrack;
 struct build_opts {
 	bool per_pid;		/* root frame "comm [pid]" */
 	bool per_thread;	/* "thread [tid]" frame under the process */
-	int64_t period;		/* nanoseconds of CPU one sample stands for */
+	/*
+	 * What stack_vals.v[i] means, for i < nvalues; default_value is the one
+	 * folded and svg show. count_value indexes the value that counts events
+	 * (frame statistics are weighted by it).
+	 */
+	struct pvaluetype value_types[PROFILE_MAX_VALUES];
+	uint32_t nvalues;
+	uint32_t default_value;
+	uint32_t count_value;
+	struct pvaluetype period_type;	/* optional (type NULL: none) */
+	int64_t period;		/* e.g. nanoseconds of CPU one sample stands for */
 	int64_t time_ns;	/* wall-clock start */
 	int64_t duration_ns;
 	const struct pytrack *py;	/* names Python frames; NULL: none */

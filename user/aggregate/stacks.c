@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "aggregate/stacks.h"
 #include "util/htab.h"
@@ -34,7 +35,7 @@ void stacks__free(struct stacks *s)
 	free(s);
 }
 
-int stacks__add(struct stacks *s, const struct stack_key *key, uint64_t weight)
+int stacks__intern(struct stacks *s, const struct stack_key *key, size_t *idx)
 {
 	size_t len = stack_key__size(key);
 	struct htab_entry *e;
@@ -56,12 +57,29 @@ int stacks__add(struct stacks *s, const struct stack_key *key, uint64_t weight)
 			s->cap = cap;
 		}
 		e->val = s->n;
-		s->vals[s->n].count = 0;
-		s->vals[s->n].weight = 0;
+		memset(&s->vals[s->n], 0, sizeof(s->vals[s->n]));
 		s->n++;
 	}
-	s->vals[e->val].count++;
-	s->vals[e->val].weight += weight;
+	*idx = e->val;
+	return 0;
+}
+
+struct stack_vals *stacks__vals(struct stacks *s, size_t idx)
+{
+	return idx < s->n ? &s->vals[idx] : NULL;
+}
+
+int stacks__add(struct stacks *s, const struct stack_key *key, const int64_t *deltas, uint32_t n)
+{
+	size_t idx;
+	int ret = stacks__intern(s, key, &idx);
+
+	if (ret)
+		return ret;
+	if (n > STACK_MAX_VALUES)
+		n = STACK_MAX_VALUES;
+	for (uint32_t i = 0; i < n; i++)
+		s->vals[idx].v[i] += deltas[i];
 	return 0;
 }
 

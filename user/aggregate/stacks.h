@@ -41,9 +41,15 @@ struct stack_key {
 	struct sframe frames[];
 };
 
+/*
+ * The values of one stack, one per value type of the run (samples, cpu
+ * nanoseconds, alloc bytes, ...). Which index means what is the recorder's
+ * choice, handed to profile__build in build_opts.value_types.
+ */
+#define STACK_MAX_VALUES 8
+
 struct stack_vals {
-	uint64_t count;		/* samples */
-	uint64_t weight;	/* sum of their weights */
+	int64_t v[STACK_MAX_VALUES];
 };
 
 struct stacks;
@@ -51,8 +57,18 @@ struct stacks;
 struct stacks *stacks__new(void);
 void stacks__free(struct stacks *s);
 
-/* key is copied; its size is sizeof(*key) + (nkernel + nuser) * sizeof(struct sframe). */
-int stacks__add(struct stacks *s, const struct stack_key *key, uint64_t weight);
+/*
+ * Add deltas[0..n) to the stack's values (the stack is created with zeros if
+ * new). key is copied; its size is stack_key__size(key). Returns 0 or -errno.
+ */
+int stacks__add(struct stacks *s, const struct stack_key *key, const int64_t *deltas, uint32_t n);
+/*
+ * Find or create the stack; *idx is stable for the table's life, so a caller
+ * can keep it (e.g. a live allocation) and adjust the values later through
+ * stacks__vals. Returns 0 or -errno.
+ */
+int stacks__intern(struct stacks *s, const struct stack_key *key, size_t *idx);
+struct stack_vals *stacks__vals(struct stacks *s, size_t idx);
 size_t stacks__count(const struct stacks *s);
 
 /* Iterate: *iter = 0 first; NULL at the end. */

@@ -28,6 +28,7 @@
 #include "bpfprof.h"
 #include "cli.h"
 #include "collect/record.h"
+#include "collect/recorder.h"
 #include "collect/sampler.h"
 #include "collect/pytrack.h"
 #include "collect/sideband.h"
@@ -55,50 +56,6 @@
 static volatile sig_atomic_t exiting;
 static volatile sig_atomic_t got_signal;
 static volatile sig_atomic_t child_changed;
-
-struct rec_stats {
-	uint64_t received;	/* samples read from the ring buffer */
-	uint64_t bytes;		/* ring buffer bytes they took */
-	uint64_t bad;		/* malformed ring buffer records */
-	uint64_t agg_failed;	/* could not be added to the stack table */
-	uint64_t user_frames;
-	uint64_t user_unmapped;	/* user addresses in no known mapping */
-	uint64_t kstack_err, ustack_err, ktrunc, utrunc;
-	uint64_t no_unwind_info;	/* samples taken before the process's tables were ready */
-	uint64_t unwind_fp;		/* of which were walked with frame pointers */
-	uint64_t unwind_stopped;	/* table unwinding gave up before the outermost frame */
-	uint64_t py_samples;		/* samples with Python frames */
-	uint64_t py_no_thread;		/* Python process, thread state not known yet */
-	uint64_t py_err, py_trunc;
-	uint64_t py_frames_dropped;	/* code objects that could not be read */
-	uint64_t gil_held;		/* Python samples whose thread held the GIL */
-	uint64_t gil_left_out;		/* samples --gil did not keep */
-};
-
-struct recorder {
-	struct cpu_bpf *skel;
-	struct ring_buffer *rb;
-	struct sideband *sb;
-	struct sampler *sampler;
-	struct objtab *objs;
-	struct proctab *procs;
-	struct stacks *stacks;
-	struct ksyms *ks;
-	struct unwinder *unw;
-	struct pytrack *py;
-	struct htab *dirty;	/* pids whose unwind description must be (re)written */
-	struct output out;
-	int epfd;
-	int stats_fd;		/* BPF run-time statistics on while open (-v) */
-	pid_t child;
-	int go_fd, err_fd;
-	int child_status;
-	bool child_done;
-	struct stack_key *key;	/* scratch for the sample being aggregated */
-	struct rec_stats st;
-	struct timespec t_start, t_stop;
-	struct timespec wall_start;
-};
 
 static int libbpf_debug(enum libbpf_print_level level, const char *fmt, va_list args)
 {
@@ -168,7 +125,7 @@ static void mark_dirty(struct recorder *r, uint32_t pid)
 		htab__upsert(r->dirty, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)), &e);
 }
 
-static bool is_target(struct recorder *r, uint32_t pid)
+bool rec__is_target(struct recorder *r, uint32_t pid)
 {
 	uint32_t v;
 
@@ -181,7 +138,10 @@ static void on_proc_change(void *ctx, uint32_t pid, int change)
 {
 	struct recorder *r = ctx;
 
-	if (!r->unw && !r->py)
+	for (uint32_t i = 0; i < r->nfeat; i++)
+		if (r->feat[i]->on_proc)
+			r->feat[i]->on_proc(r, r->feat_priv[i], pid, change);
+	if (change == PROC_FORKED || (!r->unw && !r->py))
 		return;
 	if (r->py && change != PROC_MAPPED)
 		pytrack__forget(r->py, pid, change == PROC_EXITED);	/* or a new image */
@@ -191,7 +151,7 @@ static void on_proc_change(void *ctx, uint32_t pid, int change)
 		htab__delete(r->dirty, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
 	} else if ((r->unw && unwinder__has(r->unw, pid)) ||
 		   (r->py && pytrack__seen(r->py, pid) && !pytrack__is_python(r->py, pid)) ||
-		   (change == PROC_EXECED && !env.all && is_target(r, pid))) {
+		   (change == PROC_EXECED && !env.all && rec__is_target(r, pid))) {
 		/* targets get tables at exec, before their first sample */
 		mark_dirty(r, pid);
 	}
@@ -262,24 +222,20 @@ static void python_frames(struct recorder *r, const struct prof_sample_hdr *h,
 	}
 }
 
-static int handle_sample(void *ctx, void *data, size_t size)
+struct stack_key *rec__key(struct recorder *r, const struct prof_sample *s, size_t size)
 {
-	struct recorder *r = ctx;
-	const struct prof_sample *s = data;
 	const struct prof_sample_hdr *h = &s->hdr;
 	struct stack_key *k = r->key;
 	struct proc *p = NULL;
 	uint32_t nk, nu, i;
 
-	r->st.received++;
-	r->st.bytes += size;
 	if (size < sizeof(*h) ||
 	    size < sizeof(*h) + ((size_t)h->kstack_len + h->ustack_len + 2 * h->pystack_len) *
 					sizeof(__u64) ||
 	    h->kstack_len > MAX_KSTACK || h->ustack_len > MAX_USTACK ||
 	    h->pystack_len > MAX_PYSTACK) {
 		r->st.bad++;
-		return 0;
+		return NULL;
 	}
 	nk = env.no_kernel ? 0 : h->kstack_len;
 	nu = env.no_user ? 0 : h->ustack_len;
@@ -331,10 +287,91 @@ static int handle_sample(void *ctx, void *data, size_t size)
 		python_frames(r, h, s, k);
 	if (env.gil && (!k->npython || !(h->flags & SAMPLE_F_PY_GIL))) {
 		r->st.gil_left_out++;
+		return NULL;
+	}
+	return k;
+}
+
+static void cpu_sample(struct recorder *r, const struct prof_sample *s, size_t size)
+{
+	int64_t v[STACK_MAX_VALUES] = { 0 };
+	struct stack_key *k = rec__key(r, s, size);
+
+	if (!k || r->cpu_samples < 0)
+		return;
+	v[r->cpu_samples] = 1;
+	v[r->cpu_ns] = (int64_t)s->hdr.weight * (1000000000LL / env.freq);
+	if (stacks__add(r->stacks, k, v, r->nvalues))
+		r->st.agg_failed++;
+}
+
+/* One ring buffer record: check the header, hand it to whoever owns its kind. */
+static int handle_record(void *ctx, void *data, size_t size)
+{
+	struct recorder *r = ctx;
+	const struct prof_sample_hdr *h = data;
+
+	r->st.received++;
+	r->st.bytes += size;
+	if (size < sizeof(*h)) {
+		r->st.bad++;
 		return 0;
 	}
-	if (stacks__add(r->stacks, k, h->weight))
-		r->st.agg_failed++;
+	if (h->kind == SAMPLE_CPU) {
+		cpu_sample(r, data, size);
+		return 0;
+	}
+	for (uint32_t i = 0; i < r->nfeat; i++)
+		for (const uint16_t *k = r->feat[i]->kinds; *k; k++)
+			if (*k == h->kind) {
+				r->feat[i]->on_record(r, r->feat_priv[i], h, data, size);
+				return 0;
+			}
+	r->st.unknown_kind++;
+	return 0;
+}
+
+int rec__value(struct recorder *r, const char *type, const char *unit)
+{
+	for (uint32_t i = 0; i < r->nvalues; i++)
+		if (!strcmp(r->values[i].type, type) && !strcmp(r->values[i].unit, unit))
+			return i;
+	if (r->nvalues >= STACK_MAX_VALUES)
+		return -ENOSPC;
+	r->values[r->nvalues] = (struct pvaluetype){ .type = type, .unit = unit };
+	return r->nvalues++;
+}
+
+void rec__default_value(struct recorder *r, int idx)
+{
+	if (idx >= 0 && (uint32_t)idx < r->nvalues)
+		r->default_value = idx;
+}
+
+uint64_t rec__start_ns(const struct recorder *r)
+{
+	return ts_ns(&r->t_start);
+}
+
+int rec__share_maps(struct recorder *r, struct bpf_object *obj)
+{
+	struct bpf_map *m, *src;
+	int err;
+
+	bpf_object__for_each_map(m, obj) {
+		const char *name = bpf_map__name(m);
+
+		if (bpf_map__is_internal(m))	/* .rodata, .bss: the object's own */
+			continue;
+		src = bpf_object__find_map_by_name(r->skel->obj, name);
+		if (!src)
+			continue;
+		err = bpf_map__reuse_fd(m, bpf_map__fd(src));
+		if (err) {
+			pr_err("cannot share BPF map %s: %s", name, strerror(-err));
+			return err;
+		}
+	}
 	return 0;
 }
 
@@ -440,12 +477,9 @@ static int setup_bpf(struct recorder *r)
 		pr_err("cannot open the BPF object: %s", strerror(-err));
 		return err;
 	}
-	r->skel->rodata->filter_pids = !env.all;
-	r->skel->rodata->follow_children = env.cmd_argv != NULL;
+	REC_SET_COMMON_RODATA(r->skel->rodata);
 	r->skel->rodata->want_kernel = !env.no_kernel;
 	r->skel->rodata->want_user = !env.no_user;
-	r->skel->rodata->wakeup_bytes = env.ringbuf_bytes / 4;
-	r->skel->rodata->want_python = !env.no_python && !env.no_user ? true : false;
 	if (env.no_python || env.no_user) {
 		bpf_map__set_max_entries(r->skel->maps.py_procs, 1);
 		bpf_map__set_max_entries(r->skel->maps.py_threads, 1);
@@ -453,7 +487,6 @@ static int setup_bpf(struct recorder *r)
 	ev = r->skel->maps.events;
 	bpf_map__set_max_entries(ev, env.ringbuf_bytes);
 	bpf_map__set_max_entries(r->skel->maps.targets, env.max_targets);
-	r->skel->rodata->unwind_mode = env.no_user ? UNWIND_FP : env.unwind;
 	if (env.unwind == UNWIND_FP || env.no_user) {
 		bpf_map__set_max_entries(r->skel->maps.unwind_rows, 1);
 		bpf_map__set_max_entries(r->skel->maps.proc_unwind, 1);
@@ -506,12 +539,27 @@ static int setup_bpf(struct recorder *r)
 			mark_dirty(r, env.pids[i]);
 		sync_dirty(r);
 	}
+	if (env.ev_cpu) {
+		r->cpu_samples = rec__value(r, "samples", "count");
+		r->cpu_ns = rec__value(r, "cpu", "nanoseconds");
+	}
+	for (const struct rec_feature *const *f = rec_features; *f; f++) {
+		if (!(*f)->wanted || !(*f)->wanted())
+			continue;
+		if (r->nfeat == REC_MAX_FEATURES)
+			return -E2BIG;
+		r->feat[r->nfeat] = *f;
+		err = (*f)->setup(r, &r->feat_priv[r->nfeat]);
+		r->nfeat++;	/* destroy() even after a failed setup */
+		if (err)
+			return err;
+	}
 	err = cpu_bpf__attach(r->skel);	/* fork/exit tracepoints */
 	if (err) {
 		pr_err("cannot attach the BPF tracepoints: %s", strerror(-err));
 		return err;
 	}
-	r->rb = ring_buffer__new(bpf_map__fd(ev), handle_sample, r, NULL);
+	r->rb = ring_buffer__new(bpf_map__fd(ev), handle_record, r, NULL);
 	if (!r->rb) {
 		err = -errno;
 		pr_err("cannot create the ring buffer: %s", strerror(-err));
@@ -527,7 +575,7 @@ static int epoll_add(int epfd, int fd)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e) ? -errno : 0;
 }
 
-static uint64_t read_counter(struct recorder *r, enum bpf_counter c)
+uint64_t rec__counter(struct recorder *r, enum bpf_counter c)
 {
 	int ncpus = libbpf_num_possible_cpus();
 	uint64_t *v, sum = 0;
@@ -575,6 +623,9 @@ static int run_loop(struct recorder *r)
 			return err;
 		}
 		sync_dirty(r);
+		for (uint32_t i = 0; i < r->nfeat; i++)
+			if (r->feat[i]->poll)
+				r->feat[i]->poll(r, r->feat_priv[i]);
 		if (child_changed) {
 			child_changed = 0;
 			check_child(r);
@@ -587,8 +638,8 @@ static int run_loop(struct recorder *r)
 
 static void print_summary(struct recorder *r, const struct build_stats *bs, size_t nprocs)
 {
-	uint64_t rb_full = read_counter(r, CNT_RB_FULL);
-	uint64_t lost = rb_full + r->st.agg_failed + r->st.bad;
+	uint64_t rb_full = rec__counter(r, CNT_RB_FULL);
+	uint64_t lost = rb_full + r->st.agg_failed + r->st.bad + r->st.unknown_kind;
 	uint64_t sb_lost = sideband__stats(r->sb)->lost;
 	double secs = (ts_ns(&r->t_stop) - ts_ns(&r->t_start)) / 1e9;
 	char why[256] = "";
@@ -598,7 +649,7 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 		snprintf(why, sizeof(why), " (ring buffer full %llu, table full %llu, malformed %llu; "
 			 "side-band records lost %llu)",
 			 (unsigned long long)rb_full, (unsigned long long)r->st.agg_failed,
-			 (unsigned long long)r->st.bad, (unsigned long long)sb_lost);
+			 (unsigned long long)(r->st.bad + r->st.unknown_kind), (unsigned long long)sb_lost);
 	pr_info("%llu samples, %llu lost%s, %zu processes, %.1f%% frames unresolved, %.1f s",
 		(unsigned long long)r->st.received, (unsigned long long)lost, why, nprocs,
 		bs->frames ? 100.0 * bs->unresolved / bs->frames : 0.0, secs);
@@ -614,11 +665,11 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			"rule %llu, unreadable stack %llu, JIT/anonymous code %llu, no mapping %llu)",
 			(unsigned long long)r->st.no_unwind_info, (unsigned long long)r->st.unwind_fp,
 			(unsigned long long)r->st.unwind_stopped,
-			(unsigned long long)read_counter(r, CNT_UNW_NO_ROW),
-			(unsigned long long)read_counter(r, CNT_UNW_UNSUPPORTED),
-			(unsigned long long)read_counter(r, CNT_UNW_READ_FAILED),
-			(unsigned long long)read_counter(r, CNT_UNW_ANON),
-			(unsigned long long)read_counter(r, CNT_UNW_NO_MAPPING));
+			(unsigned long long)rec__counter(r, CNT_UNW_NO_ROW),
+			(unsigned long long)rec__counter(r, CNT_UNW_UNSUPPORTED),
+			(unsigned long long)rec__counter(r, CNT_UNW_READ_FAILED),
+			(unsigned long long)rec__counter(r, CNT_UNW_ANON),
+			(unsigned long long)rec__counter(r, CNT_UNW_NO_MAPPING));
 	if (r->py && pytrack__stats(r->py)->interpreters) {
 		const struct pytrack_stats *ps = pytrack__stats(r->py);
 
@@ -633,6 +684,9 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			"samples left out by --gil", (unsigned long long)r->st.gil_held,
 			(unsigned long long)r->st.py_samples, (unsigned long long)r->st.gil_left_out);
 	}
+	for (uint32_t i = 0; i < r->nfeat; i++)
+		if (r->feat[i]->summary)
+			r->feat[i]->summary(r, r->feat_priv[i], stderr);
 	if (r->child > 0 && r->child_done &&
 	    (!WIFEXITED(r->child_status) || WEXITSTATUS(r->child_status)))
 		pr_info("command '%s' %s %d", env.cmd_argv[0],
@@ -645,10 +699,11 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 		getrusage(RUSAGE_SELF, &ru);
 		pr_verbose("event %s on %d CPUs at %u Hz; idle %llu, filtered out %llu, children "
 			   "followed %llu",
-			   sampler__event_name(r->sampler), sampler__ncpus(r->sampler), env.freq,
-			   (unsigned long long)read_counter(r, CNT_IDLE),
-			   (unsigned long long)read_counter(r, CNT_FILTERED),
-			   (unsigned long long)read_counter(r, CNT_FORK_FOLLOWED));
+			   r->sampler ? sampler__event_name(r->sampler) : "none",
+			   r->sampler ? sampler__ncpus(r->sampler) : 0, env.freq,
+			   (unsigned long long)rec__counter(r, CNT_IDLE),
+			   (unsigned long long)rec__counter(r, CNT_FILTERED),
+			   (unsigned long long)rec__counter(r, CNT_FORK_FOLLOWED));
 		pr_verbose("%zu distinct stacks, %llu distinct frames, %u files (%llu without "
 			   "symbols), %llu user frames outside known mappings",
 			   stacks__count(r->stacks), (unsigned long long)bs->distinct_frames,
@@ -725,7 +780,6 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 	struct build_opts bo = {
 		.per_pid = env.per_pid,
 		.per_thread = env.per_thread,
-		.period = 1000000000LL / env.freq,
 		.time_ns = ts_ns(&r->wall_start),
 		.duration_ns = ts_ns(&r->t_stop) - ts_ns(&r->t_start),
 		.py = r->py,
@@ -733,6 +787,14 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 	struct profile *p = NULL;
 	int err;
 
+	memcpy(bo.value_types, r->values, sizeof(r->values));
+	bo.nvalues = r->nvalues;
+	bo.default_value = r->default_value >= 0 ? r->default_value : 0;
+	bo.count_value = r->cpu_samples >= 0 ? (uint32_t)r->cpu_samples : bo.default_value;
+	if (r->cpu_ns >= 0) {
+		bo.period_type = r->values[r->cpu_ns];
+		bo.period = 1000000000LL / env.freq;
+	}
 	if (!env.no_kernel) {
 		err = ksyms__load(&r->ks, NULL);
 		if (err) {
@@ -749,7 +811,7 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 	if (env.format == FMT_PPROF)
 		err = pprof__write(p, r->out.f);
 	else
-		err = folded__write(p, 0, r->out.f);
+		err = folded__write(p, p->default_value, r->out.f);
 	profile__free(p);
 	if (err) {
 		pr_err("cannot write the profile: %s", strerror(-err));
@@ -760,7 +822,8 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 
 int record__run(void)
 {
-	struct recorder r = { .epfd = -1, .go_fd = -1, .err_fd = -1, .stats_fd = -1 };
+	struct recorder r = { .epfd = -1, .go_fd = -1, .err_fd = -1, .stats_fd = -1,
+			      .default_value = -1, .cpu_samples = -1, .cpu_ns = -1 };
 	struct build_stats bs = { 0 };
 	size_t nprocs = 0;
 	int err, status = EXIT_RUNTIME;
@@ -794,9 +857,11 @@ int record__run(void)
 	}
 	if (setup_bpf(&r))
 		goto cleanup;
-	err = sampler__new(&r.sampler, r.skel->progs.on_cpu_sample, env.freq);
-	if (err)
-		goto cleanup;
+	if (env.ev_cpu) {
+		err = sampler__new(&r.sampler, r.skel->progs.on_cpu_sample, env.freq);
+		if (err)
+			goto cleanup;
+	}
 	r.epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (r.epfd < 0 || epoll_add(r.epfd, ring_buffer__epoll_fd(r.rb)) ||
 	    epoll_add(r.epfd, sideband__epoll_fd(r.sb))) {
@@ -808,7 +873,10 @@ int record__run(void)
 		r.stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	clock_gettime(CLOCK_REALTIME, &r.wall_start);
 	clock_gettime(CLOCK_MONOTONIC, &r.t_start);
-	if (sampler__enable(r.sampler)) {
+	for (uint32_t i = 0; i < r.nfeat; i++)
+		if (r.feat[i]->start && r.feat[i]->start(&r, r.feat_priv[i]))
+			goto cleanup;
+	if (r.sampler && sampler__enable(r.sampler)) {
 		pr_err("cannot enable the perf events: %s", strerror(errno));
 		goto cleanup;
 	}
@@ -819,11 +887,17 @@ int record__run(void)
 			goto cleanup;
 		}
 	}
-	pr_verbose("sampling %s at %u Hz on %d CPUs", env.all ? "every process" : "the targets",
-		   env.freq, sampler__ncpus(r.sampler));
+	if (r.sampler)
+		pr_verbose("sampling %s at %u Hz on %d CPUs",
+			   env.all ? "every process" : "the targets", env.freq,
+			   sampler__ncpus(r.sampler));
 
 	err = run_loop(&r);
-	sampler__disable(r.sampler);
+	if (r.sampler)
+		sampler__disable(r.sampler);
+	for (uint32_t i = 0; i < r.nfeat; i++)
+		if (r.feat[i]->stop)
+			r.feat[i]->stop(&r, r.feat_priv[i]);
 	clock_gettime(CLOCK_MONOTONIC, &r.t_stop);
 	if (err)
 		goto cleanup;
@@ -832,6 +906,9 @@ int record__run(void)
 	/* everything already in the buffers is part of the profile */
 	sideband__consume(r.sb);
 	ring_buffer__consume(r.rb);
+	for (uint32_t i = 0; i < r.nfeat; i++)
+		if (r.feat[i]->finish)
+			r.feat[i]->finish(&r, r.feat_priv[i]);
 
 	if (write_profile(&r, &nprocs, &bs))
 		goto cleanup;
@@ -856,6 +933,9 @@ cleanup:
 	if (r.stats_fd >= 0)
 		close(r.stats_fd);
 	sampler__free(r.sampler);
+	for (uint32_t i = 0; i < r.nfeat; i++)
+		if (r.feat[i]->destroy)
+			r.feat[i]->destroy(&r, r.feat_priv[i]);
 	ring_buffer__free(r.rb);
 	if (r.procs)
 		proctab__on_change(r.procs, NULL, NULL);

@@ -280,6 +280,7 @@ void proctab__fork(struct proctab *t, uint32_t ppid, uint32_t pid, uint64_t time
 	}
 	child->state = parent->state == MAPS_COMPLETE && child->maps ? MAPS_COMPLETE
 								       : MAPS_UNKNOWN;
+	changed(t, pid, PROC_FORKED);
 }
 
 void proctab__exec(struct proctab *t, uint32_t pid, uint64_t time_ns)

@@ -80,6 +80,7 @@ enum proc_change {
 	PROC_EXECED,	/* a new image: its mappings follow */
 	PROC_MAPPED,	/* mappings added or re-read */
 	PROC_EXITED,
+	PROC_FORKED,	/* a new process, a copy of its parent's mappings */
 };
 
 /* Tell fn about every change to a process's mappings (the unwinder listens). */

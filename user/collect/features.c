@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The event features a recording can enable besides on-CPU sampling, in the
+ * order they are set up. Each lives in its own file under collect/ with its
+ * BPF object in bpf/; adding one is one line here.
+ */
+#include <stddef.h>
+
+#include "collect/recorder.h"
+
+const struct rec_feature *const rec_features[] = {
+	NULL,
+};

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The recorder's insides, shared with the event features (heap, off-CPU,
+ * CUDA) that plug into a recording. record.c owns the life cycle; a feature
+ * is a struct rec_feature: it loads its own BPF object (whose maps are shared
+ * with the CPU object by name, so there is one ring buffer, one pid filter,
+ * one set of unwind tables), attaches, turns its ring buffer records into
+ * stack values, and adds lines to the summary.
+ *
+ * One sample, start to end: BPF fills a struct prof_sample (include/) →
+ * ring buffer → record.c handle_record() checks it and dispatches on kind →
+ * rec__key() turns its frames into a stack key (kernel addresses, file
+ * offsets, Python code ids) → stacks__add() → at the end profile__build()
+ * symbolizes → a writer in write/.
+ */
+#ifndef BPFPROF_RECORDER_H
+#define BPFPROF_RECORDER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+#include <linux/types.h>
+
+#include "aggregate/profile.h"
+#include "aggregate/stacks.h"
+#include "bpfprof.h"
+#include "cli.h"
+#include "write/output.h"
+
+struct bpf_object;
+struct prof_sample;
+
+struct rec_stats {
+	uint64_t received;	/* records read from the ring buffer */
+	uint64_t bytes;		/* ring buffer bytes they took */
+	uint64_t bad;		/* malformed ring buffer records */
+	uint64_t unknown_kind;	/* records of a kind no enabled feature handles */
+	uint64_t agg_failed;	/* could not be added to the stack table */
+	uint64_t user_frames;
+	uint64_t user_unmapped;	/* user addresses in no known mapping */
+	uint64_t kstack_err, ustack_err, ktrunc, utrunc;
+	uint64_t no_unwind_info;	/* samples taken before the process's tables were ready */
+	uint64_t unwind_fp;		/* of which were walked with frame pointers */
+	uint64_t unwind_stopped;	/* table unwinding gave up before the outermost frame */
+	uint64_t py_samples;		/* samples with Python frames */
+	uint64_t py_no_thread;		/* Python process, thread state not known yet */
+	uint64_t py_err, py_trunc;
+	uint64_t py_frames_dropped;	/* code objects that could not be read */
+	uint64_t gil_held;		/* Python samples whose thread held the GIL */
+	uint64_t gil_left_out;		/* samples --gil did not keep */
+};
+
+struct recorder;
+
+/*
+ * An event source that plugs into the recorder. Hooks may be NULL. priv is
+ * what setup() stored; it is handed back to every other hook.
+ */
+struct rec_feature {
+	const char *name;
+	/* whether env asks for it */
+	bool (*wanted)(void);
+	/*
+	 * After the CPU object is loaded: open the feature's skeleton, call
+	 * rec__share_maps() and REC_SET_COMMON_RODATA() on it, load it,
+	 * register value types (rec__value). Errors are printed here.
+	 */
+	int (*setup)(struct recorder *r, void **priv);
+	/* attach: the run starts */
+	int (*start)(struct recorder *r, void *priv);
+	/* a ring buffer record of one of kinds[] (size already >= the header) */
+	void (*on_record)(struct recorder *r, void *priv, const struct prof_sample_hdr *h,
+			  const void *data, size_t size);
+	/* a process forked, exec'd, mapped something or exited (enum proc_change) */
+	void (*on_proc)(struct recorder *r, void *priv, uint32_t pid, int change);
+	/* every turn of the run loop (about every POLL_MS) */
+	void (*poll)(struct recorder *r, void *priv);
+	/* the run is over: detach, before the last drain of the ring buffer */
+	void (*stop)(struct recorder *r, void *priv);
+	/* after the last drain, before the profile is built (e.g. in-use values) */
+	void (*finish)(struct recorder *r, void *priv);
+	/* end-of-run summary lines (what was taken and lost) */
+	void (*summary)(struct recorder *r, void *priv, FILE *f);
+	void (*destroy)(struct recorder *r, void *priv);
+	uint16_t kinds[4];	/* enum sample_kind values it handles; 0-terminated */
+};
+
+#define REC_MAX_FEATURES 8
+
+struct recorder {
+	struct cpu_bpf *skel;	/* owns the shared maps (events, targets, unwind, python) */
+	struct ring_buffer *rb;
+	struct sideband *sb;
+	struct sampler *sampler;	/* NULL unless --cpu */
+	struct objtab *objs;
+	struct proctab *procs;
+	struct stacks *stacks;
+	struct ksyms *ks;
+	struct unwinder *unw;
+	struct pytrack *py;
+	struct htab *dirty;	/* pids whose unwind description must be (re)written */
+	struct output out;
+	int epfd;
+	int stats_fd;		/* BPF run-time statistics on while open (-v) */
+	pid_t child;
+	int go_fd, err_fd;
+	int child_status;
+	bool child_done;
+	struct stack_key *key;	/* scratch for the sample being aggregated */
+	struct rec_stats st;
+	struct timespec t_start, t_stop;
+	struct timespec wall_start;
+
+	/* what stack_vals.v[i] means (rec__value) */
+	struct pvaluetype values[STACK_MAX_VALUES];
+	uint32_t nvalues;
+	int32_t default_value;	/* -1: the first registered */
+	int32_t cpu_samples, cpu_ns;	/* CPU value indexes, -1 without --cpu */
+
+	const struct rec_feature *feat[REC_MAX_FEATURES];
+	void *feat_priv[REC_MAX_FEATURES];
+	uint32_t nfeat;
+};
+
+/*
+ * Register a value type (pprof sample type) for this run; returns its index
+ * in stack_vals.v, or -ENOSPC. Call from setup(). The same type twice gives
+ * the same index.
+ */
+int rec__value(struct recorder *r, const char *type, const char *unit);
+/* The value folded and svg show; the last call wins. */
+void rec__default_value(struct recorder *r, int idx);
+
+/*
+ * Turn a stack record (frames after the header) into the scratch key
+ * r->key: kernel, user and Python frames per env, flags and statistics.
+ * Returns the key, or NULL when the record is malformed (counted) or --gil
+ * leaves it out (counted).
+ */
+struct stack_key *rec__key(struct recorder *r, const struct prof_sample *s, size_t size);
+
+/*
+ * Before loading a feature's BPF object: use the CPU object's maps for every
+ * map of the same name (events, targets, counters, unwind and Python maps).
+ * Returns 0 or -errno.
+ */
+int rec__share_maps(struct recorder *r, struct bpf_object *obj);
+
+/* Whether pid is being profiled (always, with -a). */
+bool rec__is_target(struct recorder *r, uint32_t pid);
+
+/* Sum of a per-CPU BPF counter. */
+uint64_t rec__counter(struct recorder *r, enum bpf_counter c);
+
+/* The run's start on CLOCK_MONOTONIC, nanoseconds (BPF's clock). */
+uint64_t rec__start_ns(const struct recorder *r);
+
+/*
+ * Settings every BPF object has (they live in the shared headers in bpf/):
+ * set them on a feature's skeleton before load, as on the CPU one.
+ */
+#define REC_SET_COMMON_RODATA(rodata)                                                    \
+	do {                                                                             \
+		(rodata)->filter_pids = !env.all;                                        \
+		(rodata)->follow_children = env.cmd_argv != NULL;                        \
+		(rodata)->wakeup_bytes = env.ringbuf_bytes / 4;                          \
+		(rodata)->want_python = !env.no_python && !env.no_user;                  \
+		(rodata)->unwind_mode = env.no_user ? UNWIND_FP : env.unwind;             \
+	} while (0)
+
+/* The features, in the order they are set up (record.c). */
+extern const struct rec_feature *const rec_features[];
+
+#endif

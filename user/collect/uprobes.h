@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * uprobes: attach a set of (function -> BPF program) probes to every file a
+ * feature cares about (libc's malloc family, libcuda's cu* calls) in the
+ * processes being profiled, including processes and libraries that appear
+ * during the run.
+ *
+ * Whole machine (-a): one probe per (file, function) for every process
+ * (pid -1), since any process may map the file. Targeted runs (-p, -- CMD):
+ * one probe per (process, file, function), so that the breakpoints are
+ * installed only in the targets' address spaces and other processes calling
+ * malloc pay nothing. Offsets are resolved once per file from its own ELF
+ * symbols (.dynsym, then .symtab), not once per attach.
+ */
+#ifndef BPFPROF_UPROBES_H
+#define BPFPROF_UPROBES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <stdio.h>
+
+struct bpf_program;
+struct objfile;
+struct objtab;
+struct proc;
+
+struct uprobe_spec {
+	const char *func;	/* symbol name (versions such as @@GLIBC_2.2.5 ignored) */
+	struct bpf_program *prog;
+	bool retprobe;
+	bool optional;		/* a file may lack it (e.g. pvalloc in musl): not an error */
+};
+
+struct uprobes_stats {
+	uint64_t files;		/* files probed */
+	uint64_t probes;	/* probes attached (live and gone) */
+	uint64_t attach_failed;	/* attach calls that failed (process exited, no permission) */
+	uint64_t missing;	/* non-optional functions a matched file lacks */
+};
+
+/*
+ * match(o, arg): whether file o is one to probe (e.g. "exports malloc", or
+ * "is libcuda.so.1"). Called once per file. all: whole-machine mode.
+ */
+struct uprobes;
+int uprobes__new(struct uprobes **out, const char *name, struct objtab *objs, bool all,
+		 bool (*match)(struct objfile *o, void *arg), void *arg,
+		 const struct uprobe_spec *specs, size_t nspecs);
+void uprobes__free(struct uprobes *u);
+
+/* The process's mappings (may) have changed: probe the matching files it maps. */
+void uprobes__scan(struct uprobes *u, const struct proc *p);
+/* The process is gone: drop its probes (targeted mode). */
+void uprobes__forget(struct uprobes *u, uint32_t pid);
+/* Attach a probe on an explicit file (--cuda-lib PATH) for every target. */
+int uprobes__add_path(struct uprobes *u, const char *path);
+
+const struct uprobes_stats *uprobes__stats(const struct uprobes *u);
+
+/*
+ * File offset of a function symbol in the ELF file at fd: .dynsym first,
+ * then .symtab. Returns 0 and *off, or -ENOENT / -errno. Exposed for tests.
+ */
+int uprobes__func_offset(int fd, const char *func, uint64_t *off);
+
+#endif
