@@ -35,6 +35,9 @@ struct build_opts {
 	int64_t time_ns;	/* wall-clock start */
 	int64_t duration_ns;
 	const struct pytrack *py;	/* names Python frames; NULL: none */
+	/* names OBJ_SYNTH frames (addr = the feature's id), sets *kind (enum frame_kind) */
+	const char *(*synth_name)(void *arg, uint64_t id, uint32_t *kind);
+	void *synth_arg;
 };
 
 struct build_stats {

@@ -33,6 +33,7 @@
 #include "collect/pytrack.h"
 #include "collect/sideband.h"
 #include "cpu.skel.h"
+#include "cuda/cuda.h"
 #include "proc/objfile.h"
 #include "proc/proc.h"
 #include "symbolize/ksyms.h"
@@ -783,6 +784,8 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 		.time_ns = ts_ns(&r->wall_start),
 		.duration_ns = ts_ns(&r->t_stop) - ts_ns(&r->t_start),
 		.py = r->py,
+		.synth_name = r->synth_name,
+		.synth_arg = r->synth_arg,
 	};
 	struct profile *p = NULL;
 	int err;
@@ -851,6 +854,10 @@ int record__run(void)
 		       strerror(-err));
 		goto cleanup;
 	}
+	/* the CUDA driver loads the CUPTI injection library named here at cuInit */
+	if (env.ev_cuda && env.cmd_argv && !getenv("CUDA_INJECTION64_PATH") &&
+	    cuda__injection_path())
+		setenv("CUDA_INJECTION64_PATH", cuda__injection_path(), 1);
 	if (env.cmd_argv && spawn_held(&r)) {
 		pr_err("cannot start '%s': %s", env.cmd_argv[0], strerror(errno));
 		goto cleanup;

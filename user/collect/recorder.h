@@ -118,6 +118,11 @@ struct recorder {
 	int32_t default_value;	/* -1: the first registered */
 	int32_t cpu_samples, cpu_ns;	/* CPU value indexes, -1 without --cpu */
 
+	/* names OBJ_SYNTH frames (a feature's synthetic leaves), see build_opts */
+	const char *(*synth_name)(void *arg, uint64_t id, uint32_t *kind);
+	void *synth_arg;
+	struct tl_log *tl;	/* -f chrome: the run's timeline (aggregate/timeline_log.h) */
+
 	const struct rec_feature *feat[REC_MAX_FEATURES];
 	void *feat_priv[REC_MAX_FEATURES];
 	uint32_t nfeat;
