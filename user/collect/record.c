@@ -25,6 +25,7 @@
 #include "aggregate/profile.h"
 #include "aggregate/profile_build.h"
 #include "aggregate/stacks.h"
+#include "aggregate/timeline_log.h"
 #include "bpfprof.h"
 #include "cli.h"
 #include "collect/record.h"
@@ -300,6 +301,8 @@ static void cpu_sample(struct recorder *r, const struct prof_sample *s, size_t s
 
 	if (!k || r->cpu_samples < 0)
 		return;
+	if (r->tl && tl_log__cpu(r->tl, k, s->hdr.time_ns, s->hdr.tid, s->hdr.comm))
+		r->st.agg_failed++;
 	v[r->cpu_samples] = 1;
 	v[r->cpu_ns] = (int64_t)s->hdr.weight * (1000000000LL / env.freq);
 	if (stacks__add(r->stacks, k, v, r->nvalues))
@@ -805,6 +808,15 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 			r->ks = NULL;
 		}
 	}
+	if (r->tl) {	/* -f chrome: the timeline, not the aggregate */
+		*nprocs = count_processes(r->stacks);
+		err = tl_log__write(r->tl, r->objs, r->ks, &bo, r->out.f);
+		if (err) {
+			pr_err("cannot write the trace: %s", strerror(-err));
+			return err;
+		}
+		return output__commit(&r->out);
+	}
 	err = profile__build(&p, r->stacks, r->objs, r->ks, &bo, bs);
 	if (err) {
 		pr_err("cannot build the profile: %s", strerror(-err));
@@ -841,6 +853,8 @@ int record__run(void)
 	r.procs = r.objs ? proctab__new(r.objs) : NULL;
 	r.stacks = stacks__new();
 	r.dirty = htab__new(64, HTAB_COPY_KEYS);
+	if (env.format == FMT_CHROME && !(r.tl = tl_log__new(1000000000ULL / env.freq)))
+		err = -ENOMEM;
 	if (r.procs)
 		proctab__on_change(r.procs, on_proc_change, &r);
 	if (err || !r.key || !r.procs || !r.stacks || !r.dirty) {
@@ -953,6 +967,7 @@ cleanup:
 	cpu_bpf__destroy(r.skel);
 	ksyms__free(r.ks);
 	stacks__free(r.stacks);
+	tl_log__free(r.tl);
 	proctab__free(r.procs);
 	objtab__free(r.objs);
 	free(r.key);

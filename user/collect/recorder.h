@@ -30,6 +30,7 @@
 
 struct bpf_object;
 struct prof_sample;
+struct tl_log;
 
 struct rec_stats {
 	uint64_t received;	/* records read from the ring buffer */

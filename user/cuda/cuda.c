@@ -20,6 +20,7 @@
 #include <bpf/libbpf.h>
 
 #include "aggregate/timeline.h"
+#include "aggregate/timeline_log.h"
 #include "collect/uprobes.h"
 #include "cuda.skel.h"
 #include "cuda/cuda.h"
@@ -47,6 +48,15 @@ struct pending {
 	uint64_t start_ns;	/* call start, the flow's tail */
 };
 
+/* A GPU record that came before its call's record (CUPTI flushed mid-call). */
+struct orphan {
+	uint64_t start_ns, dur_ns;
+	uint32_t gpid, gtid;	/* its timeline track, 0: none */
+	uint32_t kind;
+	uint32_t pad;
+	char *mangled;
+};
+
 struct cuda_stats {
 	uint64_t calls[CUDA_OP__MAX];
 	uint64_t call_ns[CUDA_OP__MAX];
@@ -72,12 +82,17 @@ struct cuda {
 	struct htab *fn_idx;	/* (pid, handle) -> fn index */
 	struct htab *gpu_names;	/* (pid, name address) -> char * (mangled) */
 	struct htab *pending;	/* (pid, corr) -> struct pending * */
+	struct htab *orphans;	/* (pid, corr) -> struct orphan * */
 	struct htab *usdt_files;	/* objfile id -> 1 (looked at) */
 	struct bpf_link **links;
 	size_t nlinks, cap_links;
 	struct stack_key *key;
 	struct cuda_stats st;
 };
+
+/* A thread's CUDA calls go on a track of their own right under the thread's:
+ * sample-built slices and calls would not nest on one track. */
+#define API_TID_BIT (1u << 30)
 
 struct pid_u64 {
 	uint32_t pid;
@@ -136,10 +151,11 @@ const char *cuda__injection_path(void)
 
 /* ---- probes ---- */
 
+/* With --cuda-lib, that file alone (probed for every process at start). */
 static bool is_libcuda(struct objfile *o, void *arg)
 {
 	(void)arg;
-	return o->name && !strncmp(o->name, "libcuda.so", 10);
+	return !env.cuda_lib && o->name && !strncmp(o->name, "libcuda.so", 10);
 }
 
 /* (function, entry program); every one also gets the return probe */
@@ -375,10 +391,134 @@ static const char *leaf_name(void *arg, uint64_t id, uint32_t *kind)
 
 static void add_gpu_time(struct cuda *c, const struct pending *pd, uint64_t ns)
 {
-	struct stack_vals *v = stacks__vals(c->r->stacks, pd->stack);
+	struct stack_vals *v;
+
+	if (pd->stack == SIZE_MAX)
+		return;
+	v = stacks__vals(c->r->stacks, pd->stack);
 
 	if (v && c->v_gpu >= 0)
 		v->v[c->v_gpu] += (int64_t)ns;
+}
+
+/* A call whose GPU record (same correlation id) is still to come. */
+static void add_pending(struct cuda *c, const struct prof_sample_hdr *h,
+			const struct cuda_call *call, size_t stack, uint32_t fn)
+{
+	struct pid_u64 pk = { .pid = h->pid, .v = call->corr };
+	struct htab_entry *e = htab__find(c->orphans, &pk, sizeof(pk), htab__hash(&pk, sizeof(pk)));
+	struct pending *pd;
+
+	if (e) {	/* its GPU record is already here */
+		struct orphan *o = (struct orphan *)(uintptr_t)e->val;
+		struct pending p = { .stack = stack, .fn = fn, .tid = h->tid,
+				     .start_ns = h->time_ns };
+
+		if (o->kind == GPU_KERNEL && fn != UINT32_MAX) {
+			c->st.gpu_joined++;
+			add_gpu_time(c, &p, o->dur_ns);
+			fn_set_name(c, fn, o->mangled);
+		}
+		if (c->r->tl && o->gpid)
+			timeline__add_flow(tl_log__timeline(c->r->tl),
+					   ((uint64_t)h->pid << 32) | call->corr, "launch",
+					   "cuda_flow", h->pid, h->tid | API_TID_BIT, h->time_ns,
+					   o->gpid, o->gtid, o->start_ns);
+		free(o->mangled);
+		free(o);
+		htab__delete(c->orphans, &pk, sizeof(pk), e->hash);
+		return;
+	}
+	pd = malloc(sizeof(*pd));
+	if (!pd)
+		return;
+	*pd = (struct pending){ .stack = stack, .fn = fn, .tid = h->tid, .start_ns = h->time_ns };
+	if (htab__upsert(c->pending, &pk, sizeof(pk), htab__hash(&pk, sizeof(pk)), &e) < 0) {
+		free(pd);
+		return;
+	}
+	free((void *)(uintptr_t)e->val);
+	e->val = (uintptr_t)pd;
+}
+
+
+
+static void timeline_call(struct cuda *c, const struct prof_sample_hdr *h,
+			  const struct cuda_call *call, uint32_t fn)
+{
+	struct timeline *tl = tl_log__timeline(c->r->tl);
+	struct tl_arg args[4];
+	size_t n = 0;
+	char tname[48], comm[17];
+	uint32_t tid = h->tid | API_TID_BIT;
+
+	memcpy(comm, h->comm, 16);
+	comm[16] = '\0';
+	snprintf(tname, sizeof(tname), "%s [%u] CUDA", comm, h->tid);
+	memcpy(comm, h->pcomm, 16);
+	timeline__set_process_name(tl, h->pid, comm);
+	timeline__set_thread_name(tl, h->pid, tid, tname);
+	timeline__set_thread_sort(tl, h->pid, tid, (int32_t)(h->tid & 0x3fffffff));
+	timeline__set_thread_sort(tl, h->pid, h->tid, (int32_t)(h->tid & 0x3fffffff));
+	if (fn != UINT32_MAX) {
+		uint32_t kind;
+		const char *leaf = leaf_name(c, fn, &kind);
+
+		if (leaf)
+			args[n++] = (struct tl_arg){ .key = "kernel", .str = leaf + 7 };
+	}
+	if (call->bytes)
+		args[n++] = (struct tl_arg){ .key = "bytes", .num = (int64_t)call->bytes };
+	if (call->corr)
+		args[n++] = (struct tl_arg){ .key = "correlation", .num = call->corr };
+	if (call->result)
+		args[n++] = (struct tl_arg){ .key = "result", .num = call->result };
+	timeline__add_slice(tl, h->pid, tid, h->time_ns,
+			    call->end_ns > h->time_ns ? call->end_ns - h->time_ns : 0,
+			    cuda__op_name(call->op), "cuda_api", args, n);
+}
+
+static void timeline_gpu(struct cuda *c, const struct prof_sample_hdr *h,
+			 const struct gpu_event *ev, const char *mangled, const struct pending *pd,
+			 struct orphan *o)
+{
+	static const char *const copy_names[] = { "memcpy", "memcpy HtoD", "memcpy DtoH",
+						   "memcpy HtoA", "memcpy AtoH", "memcpy AtoA",
+						   "memcpy AtoD", "memcpy DtoA", "memcpy DtoD",
+						   "memcpy HtoH", "memcpy PtoP" };
+	struct timeline *tl = tl_log__timeline(c->r->tl);
+	struct tl_arg args[3];
+	char comm[17], *d = NULL;
+	const char *name;
+	uint32_t gpid, gtid;
+	size_t n = 0;
+
+	memcpy(comm, h->pcomm, 16);
+	comm[16] = '\0';
+	if (timeline__gpu_track(tl, h->pid, comm, ev->device, ev->stream, &gpid, &gtid))
+		return;
+	if (ev->kind == GPU_KERNEL) {
+		d = mangled ? demangle(mangled) : NULL;
+		name = d ? d : mangled ? mangled : "kernel";
+	} else if (ev->kind == GPU_MEMCPY) {
+		name = copy_names[ev->copy_kind < 11 ? ev->copy_kind : 0];
+	} else {
+		name = "memset";
+	}
+	if (ev->bytes)
+		args[n++] = (struct tl_arg){ .key = "bytes", .num = (int64_t)ev->bytes };
+	args[n++] = (struct tl_arg){ .key = "correlation", .num = ev->corr };
+	timeline__add_slice(tl, gpid, gtid, ev->start_ns, ev->end_ns - ev->start_ns, name,
+			    ev->kind == GPU_KERNEL ? "cuda_kernel" : "cuda_memory", args, n);
+	if (pd)
+		timeline__add_flow(tl, ((uint64_t)h->pid << 32) | ev->corr, "launch", "cuda_flow",
+				   h->pid, pd->tid | API_TID_BIT, pd->start_ns, gpid, gtid,
+				   ev->start_ns);
+	if (o) {
+		o->gpid = gpid;
+		o->gtid = gtid;
+	}
+	free(d);
 }
 
 static void on_call(struct cuda *c, const struct prof_sample *s, size_t size)
@@ -387,7 +527,6 @@ static void on_call(struct cuda *c, const struct prof_sample *s, size_t size)
 	size_t nframes = (size_t)h->kstack_len + h->ustack_len + 2 * h->pystack_len;
 	const struct cuda_call *call;
 	struct stack_key *k;
-	struct pending *pd;
 	uint32_t fn;
 	size_t idx, nf;
 
@@ -407,8 +546,13 @@ static void on_call(struct cuda *c, const struct prof_sample *s, size_t size)
 		c->st.failed++;
 	if (call->corr)
 		c->st.with_corr++;
-	if (!is_launch(call->op) || call->result)
+	if (!is_launch(call->op) || call->result) {
+		if (c->r->tl)
+			timeline_call(c, h, call, UINT32_MAX);
+		if (call->corr && !call->result)
+			add_pending(c, h, call, SIZE_MAX, UINT32_MAX);
 		return;
+	}
 
 	k = rec__key(c->r, s, size - sizeof(*call));
 	if (!k)
@@ -417,6 +561,8 @@ static void on_call(struct cuda *c, const struct prof_sample *s, size_t size)
 	if (fn == UINT32_MAX)
 		return;
 	c->fns[fn].op = call->op;
+	if (c->r->tl)
+		timeline_call(c, h, call, fn);
 	/* the "[cuda] kernel" leaf is the stack's one kernel-side frame */
 	nf = (size_t)k->nkernel + k->nuser + k->npython;
 	memmove(&k->frames[1], &k->frames[k->nkernel], (nf - k->nkernel) * sizeof(k->frames[0]));
@@ -427,22 +573,8 @@ static void on_call(struct cuda *c, const struct prof_sample *s, size_t size)
 		return;
 	}
 	stacks__vals(c->r->stacks, idx)->v[c->v_launches]++;
-	if (!call->corr)
-		return;
-	pd = malloc(sizeof(*pd));
-	if (pd) {
-		struct pid_u64 pk = { .pid = h->pid, .v = call->corr };
-		struct htab_entry *e;
-
-		*pd = (struct pending){ .stack = idx, .fn = fn, .tid = h->tid,
-					.start_ns = h->time_ns };
-		if (htab__upsert(c->pending, &pk, sizeof(pk), htab__hash(&pk, sizeof(pk)), &e) < 0) {
-			free(pd);
-			return;
-		}
-		free((void *)(uintptr_t)e->val);
-		e->val = (uintptr_t)pd;
-	}
+	if (call->corr)
+		add_pending(c, h, call, idx, fn);
 }
 
 static const char *gpu_name(struct cuda *c, uint32_t pid, const struct gpu_event *ev)
@@ -467,6 +599,8 @@ static const char *gpu_name(struct cuda *c, uint32_t pid, const struct gpu_event
 static void on_gpu(struct cuda *c, const struct prof_sample_hdr *h, size_t size)
 {
 	const struct gpu_event *ev = (const void *)(h + 1);
+	struct orphan *orphan;
+	struct pending *pd;
 	struct pid_u64 pk;
 	struct htab_entry *e;
 	const char *name;
@@ -506,12 +640,30 @@ static void on_gpu(struct cuda *c, const struct prof_sample_hdr *h, size_t size)
 	name = gpu_name(c, h->pid, ev);
 	pk = (struct pid_u64){ .pid = h->pid, .v = ev->corr };
 	e = ev->corr ? htab__find(c->pending, &pk, sizeof(pk), htab__hash(&pk, sizeof(pk))) : NULL;
-	if (e && ev->kind == GPU_KERNEL) {
-		struct pending *pd = (struct pending *)(uintptr_t)e->val;
-
+	pd = e ? (struct pending *)(uintptr_t)e->val : NULL;
+	if (pd && ev->kind == GPU_KERNEL && pd->fn != UINT32_MAX) {
 		c->st.gpu_joined++;
 		add_gpu_time(c, pd, ev->end_ns - ev->start_ns);
 		fn_set_name(c, pd->fn, name);	/* launches of handles we saw no name for */
+	}
+	orphan = NULL;
+	if (!pd && ev->corr && (orphan = calloc(1, sizeof(*orphan)))) {
+		struct htab_entry *oe;
+
+		*orphan = (struct orphan){ .start_ns = ev->start_ns,
+					   .dur_ns = ev->end_ns - ev->start_ns, .kind = ev->kind,
+					   .mangled = name ? strdup(name) : NULL };
+		if (htab__upsert(c->orphans, &pk, sizeof(pk), htab__hash(&pk, sizeof(pk)), &oe) < 0) {
+			free(orphan->mangled);
+			free(orphan);
+			orphan = NULL;
+		} else {
+			oe->val = (uintptr_t)orphan;
+		}
+	}
+	if (c->r->tl)
+		timeline_gpu(c, h, ev, name, pd, orphan);
+	if (pd) {
 		free(pd);
 		htab__delete(c->pending, &pk, sizeof(pk), e->hash);
 	}
@@ -548,8 +700,9 @@ static int cuda_setup(struct recorder *r, void **priv)
 	c->fn_idx = htab__new(256, HTAB_COPY_KEYS);
 	c->gpu_names = htab__new(256, HTAB_COPY_KEYS);
 	c->pending = htab__new(1024, HTAB_COPY_KEYS);
+	c->orphans = htab__new(64, HTAB_COPY_KEYS);
 	c->usdt_files = htab__new(256, HTAB_COPY_KEYS);
-	if (!c->fn_idx || !c->gpu_names || !c->pending || !c->usdt_files)
+	if (!c->fn_idx || !c->gpu_names || !c->pending || !c->orphans || !c->usdt_files)
 		return -ENOMEM;
 	c->skel = cuda_bpf__open();
 	if (!c->skel) {
@@ -710,7 +863,7 @@ static void cuda_summary(struct recorder *r, void *priv, FILE *f)
 				     c->st.bytes[CUDA_OP_MEMCPY_DTOD] + c->st.bytes[CUDA_OP_MEMCPY]));
 	if (c->st.usdt_files || c->st.with_corr)
 		pr_info("cuda: GPU (CUPTI in %llu files): %llu kernels, %llu memcpys, %llu memsets, "
-			"%.3f ms GPU time; %llu kernels joined with their launch, %llu launches "
+			"%.3f ms GPU time; %llu kernels joined with their launch, %llu calls "
 			"without a GPU record, %llu records dropped by CUPTI, %llu lost (ring buffer "
 			"full)",
 			(unsigned long long)c->st.usdt_files, (unsigned long long)c->st.gpu[GPU_KERNEL],
@@ -749,6 +902,12 @@ static void cuda_destroy(struct recorder *r, void *priv)
 	it = 0;
 	while (c->pending && (e = htab__next(c->pending, &it)))
 		free((void *)(uintptr_t)e->val);
+	it = 0;
+	while (c->orphans && (e = htab__next(c->orphans, &it))) {
+		free(((struct orphan *)(uintptr_t)e->val)->mangled);
+		free((void *)(uintptr_t)e->val);
+	}
+	htab__free(c->orphans);
 	htab__free(c->fn_idx);
 	htab__free(c->gpu_names);
 	htab__free(c->pending);

@@ -68,6 +68,14 @@ static struct CUevent_st events[MAX_HANDLES];
 static atomic_uint nfuncs, nkerns, nstreams, nevents;
 static atomic_int initialized;
 static long sync_us = 2000;
+/*
+ * Stand-in for CUPTI's callback API, for tests: a function the client
+ * exports (fakecuda_api_hook) is called inside every launch and copy, on the
+ * calling thread, with a correlation id, as CUPTI calls its subscribers.
+ */
+typedef void (*api_hook_fn)(uint32_t corr, const char *api, const char *symbol, uint64_t bytes);
+static api_hook_fn api_hook;
+static atomic_uint next_corr = 1;
 static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void block_for_sync(void)
@@ -132,6 +140,7 @@ API CUresult cuInit(unsigned int flags)
 		sync_us = strtol(s, NULL, 10);
 	if (atomic_exchange(&initialized, 1))
 		return CUDA_SUCCESS;
+	api_hook = (api_hook_fn)dlsym(RTLD_DEFAULT, "fakecuda_api_hook");
 	if (inj && *inj) {
 		void *h = dlopen(inj, RTLD_NOW);
 		int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
@@ -349,6 +358,8 @@ static CUresult launch(CUfunction f)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (!f)
 		return CUDA_ERROR_INVALID_HANDLE;
+	if (api_hook)
+		api_hook(atomic_fetch_add(&next_corr, 1), "cuLaunchKernel", f->name, 0);
 	atomic_fetch_add(&f->launches, 1);
 	return CUDA_SUCCESS;
 }
@@ -447,6 +458,8 @@ API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 static CUresult copy(void *dst, const void *src, size_t n)
 {
 	CHECK_INIT();
+	if (api_hook)
+		api_hook(atomic_fetch_add(&next_corr, 1), "cuMemcpy", NULL, n);
 	if ((!dst || !src) && n)
 		return CUDA_ERROR_INVALID_VALUE;
 	memmove(dst, src, n);
