@@ -165,8 +165,11 @@ EXPORT int InitializeInjection(void)
 	}
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		r = cuptiActivityEnable(kinds[i]);
-		if (r != CUPTI_SUCCESS)
-			warn("cuptiActivityEnable", r);
+		if (r != CUPTI_SUCCESS) {
+			/* one line: no driver CUPTI can work with (or no GPU) */
+			warn("cuptiActivityEnable (no GPU timings)", r);
+			return 0;
+		}
 	}
 	flush_period = (flush_period_fn)dlsym(RTLD_DEFAULT, "cuptiActivityFlushPeriod");
 	if (flush_period)
