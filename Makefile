@@ -90,6 +90,26 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libbpfprof.a $(HDRS)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -Itests/unit $< $(BUILD)/libbpfprof.a $(LDLIBS) -lcmocka -o $@
 
+# CUDA: the CUPTI injection library (tools/cupti) and its unit test need the
+# toolkit's headers and libcupti, and <sys/sdt.h>; without them they are skipped.
+CUDA_HOME ?= /usr/local/cuda
+HAVE_CUPTI := $(if $(wildcard $(CUDA_HOME)/include/cupti.h),$(shell echo '\#include <sys/sdt.h>' | \
+	$(CC) -E -x c - >/dev/null 2>&1 && echo 1))
+ifeq ($(HAVE_CUPTI),1)
+all: $(BUILD)/libbpfprof_cupti.so
+$(BUILD)/libbpfprof_cupti.so: $(wildcard tools/cupti/*.[ch]) tools/cupti/Makefile
+	$(call msg,CUPTI,$@)
+	$(Q)$(MAKE) -s -C tools/cupti BUILD=$(abspath $(BUILD)) CUDA_HOME=$(CUDA_HOME)
+$(BUILD)/tests/test_cupti: CFLAGS += -I$(CUDA_HOME)/include
+$(BUILD)/tests/test_cupti: $(wildcard tools/cupti/*.[ch])
+else
+UNIT_BINS := $(filter-out $(BUILD)/tests/test_cupti,$(UNIT_BINS))
+all: cupti-skipped
+cupti-skipped:
+	@echo "  SKIP     libbpfprof_cupti.so: no CUDA toolkit (cupti.h) at $(CUDA_HOME) or no <sys/sdt.h>"
+.PHONY: cupti-skipped
+endif
+
 # Unit tests need no root; each binary is a cmocka group.
 # Fixtures (small ELF files with known symbols) are built by tests/unit/fixtures/Makefile.
 unit: $(UNIT_BINS)

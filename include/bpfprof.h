@@ -84,6 +84,89 @@ struct prof_sample {
 _Static_assert(sizeof(struct prof_sample) == 96 + 8 * (127 + 128 + 256), "sample layout");
 
 /*
+ * CUDA (bpf/cuda.bpf.c, user/cuda/). A SAMPLE_CUDA record is a stack sample
+ * (header, then frames as in struct prof_sample; hdr.time_ns is when the
+ * driver call began) followed, right after its frames, by a struct
+ * cuda_call. A SAMPLE_GPU record is a header followed by a struct gpu_event.
+ */
+enum cuda_op {
+	CUDA_OP_LAUNCH = 1,	/* cuLaunchKernel: handle = CUfunction (or CUkernel) */
+	CUDA_OP_LAUNCH_EX,	/* cuLaunchKernelEx */
+	CUDA_OP_LAUNCH_COOP,	/* cuLaunchCooperativeKernel */
+	CUDA_OP_GRAPH_LAUNCH,	/* cuGraphLaunch: handle = CUgraphExec */
+	CUDA_OP_MEMCPY_HTOD,	/* bytes copied */
+	CUDA_OP_MEMCPY_DTOH,
+	CUDA_OP_MEMCPY_DTOD,
+	CUDA_OP_MEMCPY,		/* cuMemcpy (unified addressing: direction unknown) */
+	CUDA_OP_MEM_ALLOC,	/* handle = the device pointer allocated, bytes */
+	CUDA_OP_MEM_FREE,	/* handle = the device pointer freed */
+	CUDA_OP_STREAM_SYNC,	/* handle = stream */
+	CUDA_OP_CTX_SYNC,
+	CUDA_OP_EVENT_SYNC,	/* handle = CUevent */
+	CUDA_OP__MAX,
+};
+
+#define CUDA_CALL_F_ASYNC 1	/* the *Async variant (stream-ordered) */
+
+struct cuda_call {
+	__u64 end_ns;		/* when the call returned (CLOCK_MONOTONIC) */
+	__u64 handle;		/* per enum cuda_op */
+	__u64 stream;		/* CUstream, 0 = the default stream */
+	__u64 bytes;
+	__u32 corr;		/* CUPTI correlation id (0: no CUPTI in the process) */
+	__u16 op;		/* enum cuda_op */
+	__u8 flags;		/* CUDA_CALL_F_* */
+	__u8 pad;
+	__s32 result;		/* CUresult */
+	__u32 pad2;
+};
+_Static_assert(sizeof(struct cuda_call) == 48, "cuda_call layout");
+
+enum gpu_event_type {
+	GPU_EV_ACTIVITY = 1,	/* a CUPTI activity record (bpfprof:gpu_activity) */
+	GPU_EV_FUNC_NAME,	/* handle (CUfunction or CUkernel) got name */
+	GPU_EV_FUNC_ALIAS,	/* handle (CUfunction) is the function of handle2 (CUkernel) */
+	GPU_EV_DROPPED,		/* CUPTI dropped `bytes` records */
+};
+
+/* enum gpu_event.kind for GPU_EV_ACTIVITY (tools/cupti/gpu_records.h) */
+enum gpu_kind {
+	GPU_KERNEL = 1,
+	GPU_MEMCPY = 2,
+	GPU_MEMSET = 3,
+};
+
+#define GPU_NAME_LEN 256
+
+struct gpu_event {
+	__u64 start_ns, end_ns;	/* GPU_EV_ACTIVITY: on CLOCK_MONOTONIC */
+	__u64 handle, handle2;	/* GPU_EV_FUNC_*; ACTIVITY: the name's address in the process */
+	__u64 bytes;		/* memcpy/memset bytes; GPU_EV_DROPPED: records dropped */
+	__u32 type;		/* enum gpu_event_type */
+	__u32 kind;		/* enum gpu_kind */
+	__u32 corr;		/* CUPTI correlation id */
+	__u32 device;
+	__u32 stream;		/* CUPTI stream id */
+	__u32 copy_kind;	/* CUpti_ActivityMemcpyKind */
+	__u32 name_len;		/* bytes of name[] used, NUL included; 0: no name sent */
+	__u32 pad;
+	char name[GPU_NAME_LEN];	/* sent once per (process, name address) */
+};
+_Static_assert(sizeof(struct gpu_event) == 72 + GPU_NAME_LEN, "gpu_event layout");
+
+/* Per-CPU counters of bpf/cuda.bpf.c (its own map, cuda_counters). */
+enum cuda_counter {
+	CUDA_CNT_CALLS = 0,	/* probed driver calls that returned (records sent or lost) */
+	CUDA_CNT_NO_ENTRY,	/* a return without its entry (probes attached mid-call) */
+	CUDA_CNT_OVERWRITTEN,	/* an entry whose return never came */
+	CUDA_CNT_RB_FULL,	/* ring buffer full: call record lost */
+	CUDA_CNT_GPU_RB_FULL,	/* ring buffer full: GPU record lost */
+	CUDA_CNT_CORR_ORPHAN,	/* a correlation id with no probed call in flight */
+	CUDA_CNT_INFLIGHT_FULL,	/* too many calls in flight: not recorded */
+	CUDA_CNT__MAX
+};
+
+/*
  * Per-CPU counters BPF increments; user space sums them for the end-of-run
  * summary. Numbered, never reordered (user space names each one).
  */

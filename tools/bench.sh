@@ -415,6 +415,26 @@ if ((have_bpfprof)); then
 fi
 ((have_bpfprof)) || die "bpfprof not found at '$BPFPROF': its figures were not measured"
 
+# CUDA: what --cuda adds to each cuLaunchKernel, with the fake driver
+# (tests/workloads/cuda): cuda_app --bench launches in a tight loop alone and
+# under `bpfprof --cuda` (entry + return probe, stack unwound at the return,
+# one ring buffer record per launch). Fastest of CUDA_ROUNDS runs each.
+cuda_us=n/a
+if [[ -x $WORKLOADS/cuda_app ]]; then
+	best_alone=0 best_traced=0
+	for ((i = 0; i < ${CUDA_ROUNDS:-3}; i++)); do
+		r=$("$WORKLOADS/cuda_app" --bench 2 | awk '/launches_per_sec/ { print $2 }')
+		((r > best_alone)) && best_alone=$r
+		r=$("$BPFPROF" -q --cuda --cuda-lib "$WORKLOADS/cuda/libcuda.so.1" -o "$tmp/cuda.folded" -- \
+			"$WORKLOADS/cuda_app" --wait-ms 500 --bench 2 | awk '/launches_per_sec/ { print $2 }')
+		((r > best_traced)) && best_traced=$r
+	done
+	cuda_us=$(awk -v a="$best_alone" -v t="$best_traced" 'BEGIN { printf "%.2f", 1e6 / t - 1e6 / a }')
+	printf '\n%-22s %10s %10s\n' "cuLaunchKernel/s" alone "--cuda"
+	printf '%-22s %10s %10s\n' "(fake driver)" "$best_alone" "$best_traced"
+	echo "bench: --cuda adds $cuda_us us per launch (target <= 2 us)"
+fi
+
 if [[ $BENCH_RECORD == 1 ]]; then
 	results=$root/bench/RESULTS.md
 	mkdir -p "$(dirname "$results")"

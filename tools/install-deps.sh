@@ -20,6 +20,8 @@ PACKAGES=(
 	libc6-dbg
 	# benchmark: the peer profiler and /usr/bin/time
 	linux-perf time
+	# CUDA: <sys/sdt.h> for the CUPTI injection library's USDT probes
+	systemtap-sdt-dev
 )
 
 missing=()

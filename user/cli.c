@@ -54,6 +54,9 @@ static const char usage_text[] =
 "\n"
 "EVENTS (any combination; default --cpu)\n"
 "      --cpu                 on-CPU stack sampling\n"
+"      --cuda                CUDA driver calls (libcuda) with CPU stacks; GPU kernel\n"
+"                            and copy timings where the CUPTI injection library is\n"
+"                            loaded (set for -- CMD: CUDA_INJECTION64_PATH)\n"
 "\n"
 "OPTIONS\n"
 "  -F, --freq HZ             samples per second per CPU (default 99, 19 with\n"
@@ -64,9 +67,13 @@ static const char usage_text[] =
 "                            frame pointers until a process's tables are ready),\n"
 "                            dwarf (tables only), fp (frame pointers only)\n"
 "  -o, --output PATH         where to write ('-' = stdout, the default)\n"
-"  -f, --format FMT          folded | pprof; default from the extension of -o:\n"
-"                            .pb.gz/.pprof -> pprof, anything else -> folded;\n"
+"  -f, --format FMT          folded | pprof | chrome; default from the extension of -o:\n"
+"                            .pb.gz/.pprof -> pprof, .json -> chrome (Perfetto,\n"
+"                            chrome://tracing), anything else -> folded;\n"
 "                            stdout -> folded\n"
+"      --cuda-lib PATH       libcuda to probe (default: found in each process's maps)\n"
+"      --cuda-weight W       launches (default) | gpu-time: what a [cuda] kernel\n"
+"                            leaf counts in folded output\n"
 "      --per-pid             root frame 'comm [pid]' instead of 'comm'\n"
 "      --per-thread          a 'thread-name [tid]' frame under the process\n"
 "      --per-container       root frame: the short container id (12 digits), or the\n"
@@ -141,6 +148,9 @@ enum {
 	OPT_KEEP,
 	OPT_UPLOAD,
 	OPT_APP_NAME,
+	OPT_CUDA,
+	OPT_CUDA_LIB,
+	OPT_CUDA_WEIGHT,
 };
 
 static const struct option long_opts[] = {
@@ -166,6 +176,9 @@ static const struct option long_opts[] = {
 	{ "keep", required_argument, NULL, OPT_KEEP },
 	{ "upload", required_argument, NULL, OPT_UPLOAD },
 	{ "app-name", required_argument, NULL, OPT_APP_NAME },
+	{ "cuda", no_argument, NULL, OPT_CUDA },
+	{ "cuda-lib", required_argument, NULL, OPT_CUDA_LIB },
+	{ "cuda-weight", required_argument, NULL, OPT_CUDA_WEIGHT },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -355,11 +368,13 @@ static int parse_format(const char *s)
 		env.format = FMT_FOLDED;
 	else if (!strcmp(s, "pprof"))
 		env.format = FMT_PPROF;
-	else if (!strcmp(s, "chrome") || !strcmp(s, "svg")) {
+	else if (!strcmp(s, "chrome"))
+		env.format = FMT_CHROME;
+	else if (!strcmp(s, "svg")) {
 		pr_err("format '%s' for -f is not available in this version: expected folded or pprof", s);
 		return -EINVAL;
 	} else {
-		pr_err("unknown format '%s' for -f: expected folded or pprof", s);
+		pr_err("unknown format '%s' for -f: expected folded, pprof or chrome", s);
 		return -EINVAL;
 	}
 	return 0;
@@ -384,9 +399,11 @@ static int format_from_output(void)
 	}
 	if (ends_with(o, ".pb.gz") || ends_with(o, ".pprof") || ends_with(o, ".pb")) {
 		env.format = FMT_PPROF;
-	} else if (ends_with(o, ".json") || ends_with(o, ".svg")) {
-		pr_err("output '%s': chrome and svg formats are not available in this version; "
-		       "use .folded or .pb.gz, or -f", o);
+	} else if (ends_with(o, ".json")) {
+		env.format = FMT_CHROME;
+	} else if (ends_with(o, ".svg")) {
+		pr_err("output '%s': the svg format is not available in this version; "
+		       "use .folded, .pb.gz or .json, or -f", o);
 		return -EINVAL;
 	} else {
 		env.format = FMT_FOLDED;
@@ -510,6 +527,23 @@ int cli__parse(int argc, char **argv)
 		case OPT_APP_NAME:
 			err = parse_app_name(optarg);
 			app_given = true;
+			break;
+		case OPT_CUDA:
+			env.ev_cuda = true;
+			break;
+		case OPT_CUDA_LIB:
+			env.cuda_lib = optarg;
+			break;
+		case OPT_CUDA_WEIGHT:
+			if (!strcmp(optarg, "launches")) {
+				env.cuda_weight = CUDA_WEIGHT_LAUNCHES;
+			} else if (!strcmp(optarg, "gpu-time")) {
+				env.cuda_weight = CUDA_WEIGHT_GPU_TIME;
+			} else {
+				pr_err("unknown --cuda-weight '%s': expected launches or gpu-time",
+				       optarg);
+				return EXIT_USAGE;
+			}
 			break;
 		case OPT_UNWIND:
 			if (!strcmp(optarg, "auto")) {

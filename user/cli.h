@@ -11,6 +11,14 @@
 enum out_format {
 	FMT_FOLDED = 1,
 	FMT_PPROF,
+	FMT_CHROME,	/* Trace Event Format JSON (write/chrome.c) */
+};
+
+/* --cuda-weight */
+enum cuda_weight {
+	CUDA_WEIGHT_DEFAULT = 0,	/* launches, unless --cpu too (then CPU samples) */
+	CUDA_WEIGHT_LAUNCHES,
+	CUDA_WEIGHT_GPU_TIME,
 };
 
 struct env {
@@ -25,6 +33,8 @@ struct env {
 	bool ev_off_cpu;	/* time blocked */
 	bool ev_wall;		/* on-CPU + off-CPU */
 	bool ev_cuda;		/* CUDA driver calls and GPU activity */
+	const char *cuda_lib;	/* --cuda-lib: probe this libcuda (else found in mappings) */
+	int cuda_weight;	/* enum cuda_weight */
 	/* OPTIONS */
 	unsigned int freq;	/* samples per second per CPU */
 	double duration;	/* seconds; 0 = until Ctrl-C / CMD exits */

@@ -23,6 +23,7 @@ struct builder {
 	const struct pytrack *py;
 	const char *eval_name;	/* the interned "_PyEval_EvalFrameDefault", once seen */
 	uint32_t cv;		/* build_opts.count_value */
+	const struct build_opts *o;
 };
 
 #define UNRESOLVED_BIT (1ULL << 63)
@@ -165,12 +166,22 @@ static int frame_index(struct builder *b, const struct sframe *f, bool caller, b
 		return (int)(e->val & ~UNRESOLVED_BIT) - 1;
 	}
 	*unresolved = false;
-	if (f->obj == OBJ_PYTHON)
+	if (f->obj == OBJ_PYTHON) {
 		ret = python_frame(b, f, &pf, buf, sizeof(buf), unresolved);
-	else if (f->obj == OBJ_KERNEL)
+	} else if (f->obj == OBJ_SYNTH) {
+		pf.kind = FRAME_NATIVE;
+		pf.name = b->o->synth_name ? b->o->synth_name(b->o->synth_arg, f->addr, &pf.kind)
+					   : NULL;
+		pf.mapping = -1;
+		*unresolved = !pf.name;
+		if (!pf.name)
+			pf.name = "[unknown]";
+		ret = 0;
+	} else if (f->obj == OBJ_KERNEL) {
 		ret = kernel_frame(b, f, caller, &pf, buf, sizeof(buf), unresolved);
-	else
+	} else {
 		ret = user_frame(b, f, caller, &pf, buf, sizeof(buf), unresolved);
+	}
 	if (ret < 0)
 		return ret;
 	idx = profile__add_frame(b->p, &pf);
@@ -394,7 +405,7 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 int profile__build(struct profile **out, const struct stacks *st, struct objtab *objs,
 		   const struct ksyms *ks, const struct build_opts *o, struct build_stats *bs)
 {
-	struct builder b = { .objs = objs, .ks = ks, .bs = bs, .py = o->py };
+	struct builder b = { .objs = objs, .ks = ks, .bs = bs, .py = o->py, .o = o };
 	const struct stack_vals *v;
 	const struct stack_key *k;
 	uint32_t *idx = NULL;

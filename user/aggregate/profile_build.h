@@ -38,6 +38,9 @@ struct build_opts {
 	const struct pytrack *py;	/* names Python frames; NULL: none */
 	bool per_container;	/* root frame: short container id or cgroup path */
 	struct cgroups *cg;	/* names stack_key.cgroup_id (labels); NULL: no cgroup labels */
+	/* names OBJ_SYNTH frames (addr = the feature's id), sets *kind (enum frame_kind) */
+	const char *(*synth_name)(void *arg, uint64_t id, uint32_t *kind);
+	void *synth_arg;
 };
 
 struct build_stats {

@@ -7,7 +7,9 @@
 #include <stddef.h>
 
 #include "collect/recorder.h"
+#include "cuda/cuda.h"
 
 const struct rec_feature *const rec_features[] = {
+	&cuda_feature,
 	NULL,
 };

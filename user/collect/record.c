@@ -25,6 +25,7 @@
 #include "aggregate/profile.h"
 #include "aggregate/profile_build.h"
 #include "aggregate/stacks.h"
+#include "aggregate/timeline_log.h"
 #include "bpfprof.h"
 #include "cli.h"
 #include "collect/continuous.h"
@@ -35,6 +36,7 @@
 #include "collect/sideband.h"
 #include "cpu.skel.h"
 #include "proc/cgroup.h"
+#include "cuda/cuda.h"
 #include "proc/objfile.h"
 #include "proc/proc.h"
 #include "symbolize/ksyms.h"
@@ -310,6 +312,8 @@ static void cpu_sample(struct recorder *r, const struct prof_sample *s, size_t s
 
 	if (!k || r->cpu_samples < 0)
 		return;
+	if (r->tl && tl_log__cpu(r->tl, k, s->hdr.time_ns, s->hdr.tid, s->hdr.comm))
+		r->st.agg_failed++;
 	v[r->cpu_samples] = 1;
 	v[r->cpu_ns] = (int64_t)s->hdr.weight * (1000000000LL / env.freq);
 	if (stacks__add(r->stacks, k, v, r->nvalues))
@@ -621,6 +625,8 @@ static void build_opts_init(struct recorder *r, struct build_opts *bo)
 	bo->py = r->py;
 	bo->per_container = env.per_container;
 	bo->cg = r->cg;
+	bo->synth_name = r->synth_name;
+	bo->synth_arg = r->synth_arg;
 	memcpy(bo->value_types, r->values, sizeof(r->values));
 	bo->nvalues = r->nvalues;
 	bo->default_value = r->default_value >= 0 ? r->default_value : 0;
@@ -886,6 +892,15 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 			r->ks = NULL;
 		}
 	}
+	if (r->tl) {	/* -f chrome: the timeline, not the aggregate */
+		*nprocs = count_processes(r->stacks);
+		err = tl_log__write(r->tl, r->objs, r->ks, &bo, r->out.f);
+		if (err) {
+			pr_err("cannot write the trace: %s", strerror(-err));
+			return err;
+		}
+		return output__commit(&r->out);
+	}
 	err = profile__build(&p, r->stacks, r->objs, r->ks, &bo, bs);
 	if (err) {
 		pr_err("cannot build the profile: %s", strerror(-err));
@@ -924,6 +939,8 @@ int record__run(void)
 	r.dirty = htab__new(64, HTAB_COPY_KEYS);
 	if (env.want_cgroup && !(r.cg = cgroups__new()))
 		err = -ENOMEM;
+	if (env.format == FMT_CHROME && !(r.tl = tl_log__new(1000000000ULL / env.freq)))
+		err = -ENOMEM;
 	if (r.procs)
 		proctab__on_change(r.procs, on_proc_change, &r);
 	if (err || !r.key || !r.procs || !r.stacks || !r.dirty) {
@@ -937,6 +954,10 @@ int record__run(void)
 		       strerror(-err));
 		goto cleanup;
 	}
+	/* the CUDA driver loads the CUPTI injection library named here at cuInit */
+	if (env.ev_cuda && env.cmd_argv && !getenv("CUDA_INJECTION64_PATH") &&
+	    cuda__injection_path())
+		setenv("CUDA_INJECTION64_PATH", cuda__injection_path(), 1);
 	if (env.cmd_argv && spawn_held(&r)) {
 		pr_err("cannot start '%s': %s", env.cmd_argv[0], strerror(errno));
 		goto cleanup;
@@ -1042,6 +1063,7 @@ cleanup:
 	cpu_bpf__destroy(r.skel);
 	ksyms__free(r.ks);
 	stacks__free(r.stacks);
+	tl_log__free(r.tl);
 	proctab__free(r.procs);
 	objtab__free(r.objs);
 	free(r.key);

@@ -30,6 +30,7 @@
 
 struct bpf_object;
 struct prof_sample;
+struct tl_log;
 
 struct rec_stats {
 	uint64_t received;	/* records read from the ring buffer */
@@ -119,6 +120,11 @@ struct recorder {
 	uint32_t nvalues;
 	int32_t default_value;	/* -1: the first registered */
 	int32_t cpu_samples, cpu_ns;	/* CPU value indexes, -1 without --cpu */
+
+	/* names OBJ_SYNTH frames (a feature's synthetic leaves), see build_opts */
+	const char *(*synth_name)(void *arg, uint64_t id, uint32_t *kind);
+	void *synth_arg;
+	struct tl_log *tl;	/* -f chrome: the run's timeline (aggregate/timeline_log.h) */
 
 	const struct rec_feature *feat[REC_MAX_FEATURES];
 	void *feat_priv[REC_MAX_FEATURES];

@@ -19,6 +19,7 @@ struct elfsym;
 #define OBJ_UNMAPPED 1	/* user address in no known mapping */
 #define OBJ_ANON 2	/* anonymous executable memory (JIT, trampolines) */
 #define OBJ_PYTHON 3	/* a Python frame: addr is a pytrack code id (0: unreadable) */
+#define OBJ_SYNTH 4	/* a frame a feature names (e.g. "[cuda] kernel"): build_opts.synth_name */
 #define OBJ_FIRST 16
 
 struct objfile {

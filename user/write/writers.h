@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include "aggregate/profile.h"
+#include "aggregate/timeline.h"
 
 /*
  * Folded stacks (Brendan Gregg's stackcollapse format): one line per distinct
@@ -20,5 +21,12 @@ int folded__write(const struct profile *p, uint32_t value_index, FILE *out);
 
 /* gzipped pprof (profile.proto). Returns 0 or -errno. */
 int pprof__write(const struct profile *p, FILE *out);
+
+/*
+ * Chrome Trace Event Format JSON (chrome://tracing, Perfetto) of a timeline:
+ * process/thread name metadata, then every event in time order. Returns 0 or
+ * -errno.
+ */
+int chrome__write(const struct timeline *tl, FILE *out);
 
 #endif

@@ -1,0 +1,132 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""--cuda against the fake driver (tests/workloads/cuda/fakecuda.c, exporting
+the real libcuda signatures): every launch counted and named under the
+function that launched it, syncs timed, memory calls recorded; with the CUPTI
+stand-in (cuda_app_cupti), the injection library's USDT probes received, GPU
+records joined to their launches, and the Chrome trace checked by
+tools/check_chrome.py."""
+import json
+import os
+import re
+import sys
+
+import pytest
+
+from conftest import WORKLOADS, count_with, parse_folded, run, workload
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../tools"))
+import check_chrome  # noqa: E402
+
+LIB = os.path.join(WORKLOADS, "cuda", "libcuda.so.1")
+ADD = "[cuda] vector_add(float*, float const*, float const*, int)"
+SCALE = "[cuda] scale_kernel(float*, float)"
+SIM_KERNEL_NS = 5000  # tests/workloads/cuda/cupti_sim.c
+
+pytestmark = pytest.mark.skipif(not os.path.exists(LIB),
+                                reason="no fake libcuda (CUDA toolkit headers missing)")
+
+
+def app_output(stdout):
+    return {k: v for k, v in (l.split(" ", 1) for l in stdout.splitlines() if " " in l)}
+
+
+def cuda_run(tmp_path, out_name, app="cuda_app", extra=(), app_args=(), env=None):
+    out = tmp_path / out_name
+    # --cuda-lib: probes in place before the program starts; --wait-ms gives the
+    # unwind tables (built at exec) time before the first launch
+    r = run(["--cuda", "--cuda-lib", LIB, *extra, "-o", str(out), "--", workload(app),
+             "--wait-ms", "800", *app_args], env=env, timeout=180)
+    assert r.returncode == 0, r.stderr
+    return out, r
+
+
+def test_every_launch_counted_and_named_with_its_stack(tmp_path):
+    out, r = cuda_run(tmp_path, "run.folded",
+                      app_args=["--launches", "3000", "--scale-launches", "700"])
+    app = app_output(r.stdout)
+    stacks = parse_folded(out.read_text())
+    # every launch, once, named from cuModuleGetFunction / cuLibraryGetKernel +
+    # cuKernelGetFunction, demangled, as the leaf under the launching function
+    assert count_with(stacks, ADD) == int(app["launches_vector_add"]) == 3000
+    assert count_with(stacks, SCALE) == int(app["launches_scale"]) == 700
+    for frames, n in stacks:
+        assert frames[-1] in (ADD, SCALE), frames
+        assert frames[-2] == ("launch_vector_add" if frames[-1] == ADD else "launch_scale")
+        assert frames[0] == "cuda_app"
+    # the whole stack (table-driven unwinding from the return probe) for nearly all
+    assert count_with(stacks, ADD, lambda f: "main" in f) >= 0.95 * 3000
+    # launches only in folded output: no sync or copy leaves
+    assert sum(n for _, n in stacks) == 3700
+
+
+def test_syncs_timed_and_memory_calls_recorded(tmp_path):
+    env = dict(os.environ, FAKECUDA_SYNC_US="20000")
+    out, r = cuda_run(tmp_path, "run.folded", app_args=["--launches", "10", "--syncs", "4"],
+                      env=env)
+    summary = [l for l in r.stderr.splitlines() if "driver calls" in l]
+    assert summary, r.stderr
+    line = summary[0]
+    for call in ("cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize"):
+        m = re.search(call + r" (\d+) \(([\d.]+) ms\)", line)
+        assert m, line
+        assert int(m.group(1)) == 4
+        # each blocks 20 ms in the fake driver: entry and return times must say so
+        per_call = float(m.group(2)) / 4
+        assert 19.0 <= per_call <= 40.0, line
+    for call, n in (("cuMemAlloc", 2), ("cuMemFree", 2), ("cuMemcpyHtoD", 1),
+                    ("cuMemcpyDtoH", 1), ("cuMemcpyDtoD", 1), ("cuLaunchKernel", 510)):
+        assert re.search(rf"{call} {n} \(", line), (call, line)
+    app = app_output(r.stdout)
+    copied = 3 * int(app["copy_bytes"])
+    assert f"{copied} bytes copied" in r.stderr
+    assert " 0 lost" in line
+
+
+def test_cupti_usdt_gpu_records_joined_with_launches(tmp_path):
+    out, r = cuda_run(tmp_path, "gpu.folded", app="cuda_app_cupti",
+                      extra=["--cuda-weight", "gpu-time"],
+                      app_args=["--launches", "600", "--scale-launches", "200"])
+    m = re.search(r"GPU \(CUPTI in \d+ files\): (\d+) kernels, (\d+) memcpys.*?; (\d+) kernels "
+                  r"joined with their launch, (\d+) calls without a GPU record", r.stderr)
+    assert m, r.stderr
+    kernels, memcpys, joined, unjoined = map(int, m.groups())
+    assert kernels == 800 and memcpys == 3
+    assert joined == 800 and unjoined == 0
+    # folded weighted by GPU time: each simulated kernel ran SIM_KERNEL_NS
+    stacks = parse_folded(out.read_text())
+    assert count_with(stacks, ADD) == 600 * SIM_KERNEL_NS
+    assert count_with(stacks, SCALE) == 200 * SIM_KERNEL_NS
+
+
+def test_chrome_trace_of_a_cuda_run(tmp_path):
+    out, r = cuda_run(tmp_path, "trace.json", app="cuda_app_cupti", extra=["--cpu", "-F", "999"],
+                      app_args=["--launches", "400", "--scale-launches", "100"])
+    trace = json.loads(out.read_text())
+    problems, summary = check_chrome.check(trace)
+    assert not problems, problems[:10]
+    ev = trace["traceEvents"]
+    api = [e for e in ev if e.get("cat") == "cuda_api"]
+    kernels = [e for e in ev if e.get("cat") == "cuda_kernel"]
+    assert sum(1 for e in api if e["name"] == "cuLaunchKernel") == 500
+    assert len(kernels) == 500
+    assert sum(1 for e in kernels if e["name"].startswith("vector_add(")) == 400
+    assert all(abs(e["dur"] - SIM_KERNEL_NS / 1000) < 0.002 for e in kernels)
+    # one flow per launch and copy, from the call to its GPU slice, never backwards
+    assert summary["flows"] == 503
+    starts = {e["id"]: e for e in ev if e["ph"] == "s"}
+    for f in (e for e in ev if e["ph"] == "f"):
+        assert f["ts"] >= starts[f["id"]]["ts"]
+    # GPU work on its own process/stream track, calls on a track under the thread
+    procs = summary["processes"]
+    assert any(v.startswith("GPU 0 (cuda_app_cupti") for v in procs.values()), procs
+    assert "stream 7" in summary["threads"].values()
+    assert any(v.endswith(" CUDA") for v in summary["threads"].values())
+    # CPU samples became slices
+    assert summary["phases"].get("B", 0) == summary["phases"].get("E", 0) > 0
+
+
+def test_cuda_weight_rejects_unknown():
+    r = run(["--cuda", "--cuda-weight", "bytes", "-d", "1"])
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bpfprof: ") and "bytes" in lines[0]

@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The timeline model (user/aggregate/timeline.c) and the Chrome Trace Event
+ * Format writer (user/write/chrome.c): JSON that parses, the fields each
+ * phase needs, escaping, µs timestamps with ns decimals, event order, GPU
+ * tracks, and nested slices built from CPU sample sequences with every B
+ * closed by its E.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "aggregate/timeline.h"
+#include "write/writers.h"
+
+/* ---- a strict JSON syntax checker (RFC 8259), enough to know a viewer can load it ---- */
+
+static const char *ws(const char *p)
+{
+	while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
+		p++;
+	return p;
+}
+
+static const char *value(const char *p, int depth);
+
+static const char *string(const char *p)
+{
+	if (*p++ != '"')
+		return NULL;
+	while (*p != '"') {
+		if ((unsigned char)*p < 0x20)
+			return NULL;
+		if (*p == '\\') {
+			p++;
+			if (*p == 'u') {
+				for (int i = 1; i <= 4; i++)
+					if (!strchr("0123456789abcdefABCDEF", p[i]) || !p[i])
+						return NULL;
+				p += 5;
+				continue;
+			}
+			if (!*p || !strchr("\"\\/bfnrt", *p))
+				return NULL;
+		}
+		p++;
+	}
+	return p + 1;
+}
+
+static const char *number(const char *p)
+{
+	const char *s = p;
+
+	if (*p == '-')
+		p++;
+	if (*p == '0')
+		p++;
+	else if (*p >= '1' && *p <= '9')
+		while (*p >= '0' && *p <= '9')
+			p++;
+	else
+		return NULL;
+	if (*p == '.') {
+		p++;
+		if (!(*p >= '0' && *p <= '9'))
+			return NULL;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	return p > s ? p : NULL;
+}
+
+static const char *value(const char *p, int depth)
+{
+	p = ws(p);
+	if (depth > 64)
+		return NULL;
+	if (*p == '{' || *p == '[') {
+		char close = *p == '{' ? '}' : ']';
+		int obj = *p == '{';
+
+		p = ws(p + 1);
+		if (*p == close)
+			return p + 1;
+		for (;;) {
+			if (obj) {
+				p = string(ws(p));
+				if (!p)
+					return NULL;
+				p = ws(p);
+				if (*p++ != ':')
+					return NULL;
+			}
+			p = value(p, depth + 1);
+			if (!p)
+				return NULL;
+			p = ws(p);
+			if (*p == close)
+				return p + 1;
+			if (*p++ != ',')
+				return NULL;
+		}
+	}
+	if (*p == '"')
+		return string(p);
+	if (!strncmp(p, "true", 4) || !strncmp(p, "null", 4))
+		return p + 4;
+	if (!strncmp(p, "false", 5))
+		return p + 5;
+	return number(p);
+}
+
+static int json_valid(const char *s)
+{
+	const char *end = value(s, 0);
+
+	return end && !*ws(end);
+}
+
+static void test_json_checker_rejects(void **state)
+{
+	(void)state;
+	assert_true(json_valid("{\"a\":[1,2.5,-3,\"x\\n\"],\"b\":{}}"));
+	assert_false(json_valid("{\"a\":1,}"));
+	assert_false(json_valid("{\"a\":\"\x01\"}"));
+	assert_false(json_valid("{\"a\":1.}"));
+	assert_false(json_valid("[1] 2"));
+}
+
+/* ---- helpers ---- */
+
+static char *render(const struct timeline *tl)
+{
+	FILE *f = tmpfile();
+	char *buf;
+	long len;
+
+	assert_non_null(f);
+	assert_int_equal(chrome__write(tl, f), 0);
+	len = ftell(f);
+	buf = malloc((size_t)len + 1);
+	assert_non_null(buf);
+	rewind(f);
+	assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
+	buf[len] = '\0';
+	fclose(f);
+	assert_true(json_valid(buf));
+	return buf;
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+static void assert_contains(const char *hay, const char *needle)
+{
+	if (!strstr(hay, needle))
+		fail_msg("missing %s in:\n%s", needle, hay);
+}
+
+/* ---- writer ---- */
+
+static void test_empty(void **state)
+{
+	struct timeline *tl = timeline__new();
+	char *out;
+
+	(void)state;
+	assert_non_null(tl);
+	out = render(tl);
+	assert_contains(out, "\"traceEvents\":[");
+	assert_contains(out, "\"displayTimeUnit\":\"ns\"");
+	free(out);
+	timeline__free(tl);
+}
+
+static void test_metadata_slice_and_args(void **state)
+{
+	struct timeline *tl = timeline__new();
+	struct tl_arg args[] = { { "kernel", "vector_add", 0 }, { "bytes", NULL, 4096 } };
+	char *out;
+
+	(void)state;
+	assert_int_equal(timeline__set_process_name(tl, 10, "python3"), 0);
+	assert_int_equal(timeline__set_thread_name(tl, 10, 11, "worker"), 0);
+	assert_int_equal(timeline__set_thread_name(tl, 10, 11, "DataLoader0"), 0);
+	assert_int_equal(timeline__set_thread_sort(tl, 10, 11, 3), 0);
+	assert_int_equal(timeline__add_slice(tl, 10, 11, 5000000, 1500, "cuLaunchKernel",
+					     "cuda_api", args, 2),
+			 0);
+	out = render(tl);
+	assert_contains(out, "{\"ph\":\"M\",\"pid\":10,\"tid\":0,\"name\":\"process_name\","
+			     "\"args\":{\"name\":\"python3\"}}");
+	/* a rename keeps the latest name, once */
+	assert_contains(out, "\"name\":\"thread_name\",\"args\":{\"name\":\"DataLoader0\"}}");
+	assert_int_equal(count(out, "thread_name"), 1);
+	assert_contains(out, "\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":3}}");
+	assert_contains(out, "{\"ph\":\"X\",\"pid\":10,\"tid\":11,\"ts\":0.000,\"dur\":1.500,"
+			     "\"name\":\"cuLaunchKernel\",\"cat\":\"cuda_api\","
+			     "\"args\":{\"kernel\":\"vector_add\",\"bytes\":4096}}");
+	assert_contains(out, "\"clock_origin_ns\":5000000");
+	free(out);
+	timeline__free(tl);
+}
+
+static void test_escaping(void **state)
+{
+	struct timeline *tl = timeline__new();
+	char *out;
+
+	(void)state;
+	/* quote, backslash, newline, tab, a control byte, UTF-8, invalid UTF-8, overlong '/' */
+	assert_int_equal(timeline__add_slice(tl, 1, 1, 0, 1,
+					     "a\"b\\c\nd\te\x01 caf\xc3\xa9 \xff\xc0\xaf!", NULL,
+					     NULL, 0),
+			 0);
+	out = render(tl);
+	assert_contains(out, "\"name\":\"a\\\"b\\\\c\\nd\\te\\u0001 caf\xc3\xa9 "
+			     "\\ufffd\\ufffd\\ufffd!\"");
+	free(out);
+	timeline__free(tl);
+}
+
+/* µs with three decimals relative to the earliest event, whatever the order of insertion. */
+static void test_timestamps_and_order(void **state)
+{
+	struct timeline *tl = timeline__new();
+	char *out, *a, *b, *c;
+
+	(void)state;
+	assert_int_equal(timeline__add_slice(tl, 1, 1, 1001234, 999, "late", NULL, NULL, 0), 0);
+	assert_int_equal(timeline__add_slice(tl, 1, 1, 1000000, 7, "short", NULL, NULL, 0), 0);
+	assert_int_equal(timeline__add_slice(tl, 1, 1, 1000000, 5000, "long", NULL, NULL, 0), 0);
+	out = render(tl);
+	a = strstr(out, "\"long\"");
+	b = strstr(out, "\"short\"");
+	c = strstr(out, "\"late\"");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(c);
+	/* the parent comes before the slice it contains at the same ts */
+	assert_true(a < b && b < c);
+	assert_contains(out, "\"ts\":1.234,\"dur\":0.999");
+	assert_contains(out, "\"ts\":0.000,\"dur\":5.000");
+	free(out);
+	timeline__free(tl);
+}
+
+static void test_flows_and_gpu_tracks(void **state)
+{
+	struct timeline *tl = timeline__new();
+	uint32_t gpid, gtid, gpid2, gtid2, gpid3, gtid3;
+	char *out, *x, *f;
+
+	(void)state;
+	assert_int_equal(timeline__gpu_track(tl, 100, "train", 0, 7, &gpid, &gtid), 0);
+	assert_int_equal(timeline__gpu_track(tl, 100, "train", 0, 13, &gpid2, &gtid2), 0);
+	assert_int_equal(timeline__gpu_track(tl, 200, "other", 0, 7, &gpid3, &gtid3), 0);
+	assert_int_equal(gpid, gpid2);
+	assert_true(gpid >= TL_GPU_PID_BASE);
+	assert_int_not_equal(gpid, gpid3);
+	assert_int_not_equal(gtid, gtid2);
+	assert_int_equal(gtid, gtid3);
+
+	assert_int_equal(timeline__add_slice(tl, 100, 101, 1000, 2000, "cuLaunchKernel",
+					     "cuda_api", NULL, 0),
+			 0);
+	/* added before the slice it points into: order must still put the slice first */
+	assert_int_equal(timeline__add_flow(tl, 42, "launch", "cuda_flow", 100, 101, 1000, gpid,
+					    gtid, 5000),
+			 0);
+	assert_int_equal(timeline__add_slice(tl, gpid, gtid, 5000, 3000, "vector_add",
+					     "cuda_kernel", NULL, 0),
+			 0);
+	out = render(tl);
+	assert_contains(out, "\"args\":{\"name\":\"GPU 0 (train [100])\"}");
+	assert_contains(out, "\"args\":{\"name\":\"GPU 0 (other [200])\"}");
+	assert_contains(out, "\"args\":{\"name\":\"stream 13\"}");
+	assert_contains(out, "{\"ph\":\"s\",\"pid\":100,\"tid\":101,\"ts\":0.000,\"id\":42,");
+	assert_contains(out, "\"ts\":4.000,\"id\":42,\"bp\":\"e\"");
+	x = strstr(out, "\"vector_add\"");
+	f = strstr(out, "\"bp\":\"e\"");
+	assert_true(x && f && x < f);
+	free(out);
+	timeline__free(tl);
+}
+
+static void test_counter(void **state)
+{
+	struct timeline *tl = timeline__new();
+	struct tl_arg series[] = { { "inuse_bytes", NULL, 123456 } };
+	char *out;
+
+	(void)state;
+	assert_int_equal(timeline__add_counter(tl, 7, 2000, "heap", series, 1), 0);
+	out = render(tl);
+	assert_contains(out, "{\"ph\":\"C\",\"pid\":7,\"ts\":0.000,\"name\":\"heap\","
+			     "\"args\":{\"inuse_bytes\":123456}}");
+	free(out);
+	timeline__free(tl);
+}
+
+/* ---- CPU samples → slices ---- */
+
+struct want {
+	char ph;
+	const char *name;
+	uint64_t ts;
+};
+
+static void check_events(const struct timeline *tl, const struct want *w, size_t n)
+{
+	assert_int_equal(tl->nevents, n);
+	for (size_t i = 0; i < n; i++) {
+		const struct tl_event *e = &tl->events[i];
+
+		if (e->ph != w[i].ph || e->ts != w[i].ts ||
+		    (w[i].name && (!e->name || strcmp(e->name, w[i].name))))
+			fail_msg("event %zu: got %c %s @%lu, want %c %s @%lu", i, e->ph,
+				 e->name ? e->name : "-", (unsigned long)e->ts, w[i].ph,
+				 w[i].name ? w[i].name : "-", (unsigned long)w[i].ts);
+	}
+}
+
+static void test_sample_slices(void **state)
+{
+	static const char *abc[] = { "main", "run", "work_c" };
+	static const char *abd[] = { "main", "run", "work_d" };
+	static const char *ae[] = { "main", "other" };
+	static const char *a[] = { "main" };
+	/* "work_c" under a different parent is a different slice */
+	static const char *axc[] = { "main", "x", "work_c" };
+	const struct tl_sample s[] = {
+		{ 0, abc, 3, 0 },  { 10, abc, 3, 0 }, { 20, abd, 3, 0 }, { 30, ae, 2, 0 },
+		/* gap: off CPU from 40 to 100 */
+		{ 100, a, 1, 0 },  { 110, axc, 3, 0 },
+	};
+	const struct want w[] = {
+		{ 'B', "main", 0 },   { 'B', "run", 0 },	{ 'B', "work_c", 0 },
+		{ 'E', NULL, 20 },    { 'B', "work_d", 20 },	{ 'E', NULL, 30 },
+		{ 'E', NULL, 30 },    { 'B', "other", 30 },	{ 'E', NULL, 40 },
+		{ 'E', NULL, 40 },    { 'B', "main", 100 },	{ 'B', "x", 110 },
+		{ 'B', "work_c", 110 }, { 'E', NULL, 120 },	{ 'E', NULL, 120 },
+		{ 'E', NULL, 120 },
+	};
+	struct timeline *tl = timeline__new();
+	char *out;
+
+	(void)state;
+	assert_int_equal(timeline__add_sample_slices(tl, 5, 6, s, 6, 10, "cpu"), 0);
+	check_events(tl, w, sizeof(w) / sizeof(w[0]));
+	out = render(tl);
+	assert_int_equal(count(out, "\"ph\":\"B\""), 8);
+	assert_int_equal(count(out, "\"ph\":\"E\""), 8);
+	free(out);
+	timeline__free(tl);
+}
+
+/*
+ * Balance over a long random walk, and in the written order (which sorts):
+ * every E closes the innermost open B of its thread, nothing is left open.
+ */
+static void test_sample_slices_balance_after_sort(void **state)
+{
+	static const char *names[] = { "f0", "f1", "f2", "f3" };
+	struct timeline *tl = timeline__new();
+	struct tl_sample s[400];
+	const char *frames[400][6];
+	unsigned int seed = 12345;
+	char *out, *p;
+	int depth[3] = { 0 }, maxdepth = 0;
+
+	(void)state;
+	for (uint32_t tid = 1; tid <= 2; tid++) {
+		uint64_t t = 0;
+
+		for (int i = 0; i < 400; i++) {
+			uint32_t n = 1 + (uint32_t)(rand_r(&seed) % 6);
+
+			for (uint32_t d = 0; d < n; d++)
+				frames[i][d] = names[rand_r(&seed) % (d ? 4 : 1)];
+			/* mostly one period apart, sometimes a gap */
+			t += rand_r(&seed) % 10 ? 10 : 35;
+			s[i] = (struct tl_sample){ t, frames[i], n, 0 };
+		}
+		assert_int_equal(timeline__add_sample_slices(tl, 9, tid, s, 400, 10, "cpu"), 0);
+	}
+	out = render(tl);
+	for (p = out; (p = strstr(p, "{\"ph\":\"")); p++) {
+		char ph = p[7];
+		int tid = atoi(strstr(p, "\"tid\":") + 6);
+
+		if (ph == 'B')
+			depth[tid]++;
+		else if (ph == 'E')
+			assert_true(--depth[tid] >= 0);
+		if (depth[tid] > maxdepth)
+			maxdepth = depth[tid];
+	}
+	assert_int_equal(depth[1], 0);
+	assert_int_equal(depth[2], 0);
+	assert_true(maxdepth >= 3);
+	free(out);
+	timeline__free(tl);
+}
+
+static void test_samples_out_of_order(void **state)
+{
+	static const char *a[] = { "main" };
+	const struct tl_sample s[] = { { 20, a, 1, 0 }, { 10, a, 1, 0 } };
+	struct timeline *tl = timeline__new();
+
+	(void)state;
+	assert_int_equal(timeline__add_sample_slices(tl, 1, 1, s, 2, 10, NULL), -EINVAL);
+	timeline__free(tl);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_json_checker_rejects),
+		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_metadata_slice_and_args),
+		cmocka_unit_test(test_escaping),
+		cmocka_unit_test(test_timestamps_and_order),
+		cmocka_unit_test(test_flows_and_gpu_tracks),
+		cmocka_unit_test(test_counter),
+		cmocka_unit_test(test_sample_slices),
+		cmocka_unit_test(test_sample_slices_balance_after_sort),
+		cmocka_unit_test(test_samples_out_of_order),
+	};
+
+	return cmocka_run_group_tests_name("chrome", tests, NULL, NULL);
+}

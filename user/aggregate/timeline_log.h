@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The run's timeline for -f chrome: every CPU sample as (time, thread,
+ * stack), stacks interned once, names resolved once at the end by the same
+ * profile builder folded/pprof use; features (CUDA) add their slices to
+ * tl_log__timeline() as their records arrive.
+ */
+#ifndef BPFPROF_TIMELINE_LOG_H
+#define BPFPROF_TIMELINE_LOG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "aggregate/profile_build.h"
+#include "aggregate/stacks.h"
+#include "aggregate/timeline.h"
+
+struct tl_log;
+struct objtab;
+struct ksyms;
+
+/* period_ns: CPU time one sample stands for. */
+struct tl_log *tl_log__new(uint64_t period_ns);
+void tl_log__free(struct tl_log *l);
+struct timeline *tl_log__timeline(struct tl_log *l);
+
+/* One CPU sample of (pid, tid) at ts: key is its stack (copied). */
+int tl_log__cpu(struct tl_log *l, const struct stack_key *key, uint64_t ts, uint32_t tid,
+		const char *tcomm);
+
+/*
+ * Name the sampled stacks (o: as for the profile; per_pid/per_thread are
+ * ignored, the tracks say which process and thread), turn each thread's
+ * samples into slices and write the Chrome trace. Returns 0 or -errno.
+ */
+int tl_log__write(struct tl_log *l, struct objtab *objs, const struct ksyms *ks,
+		  const struct build_opts *o, FILE *out);
+
+#endif
