@@ -741,7 +741,13 @@ static int cuda_setup(struct recorder *r, void **priv)
 			name ? c->skel->progs.on_name_ret : c->skel->progs.on_call_ret, true, true
 		};
 	}
-	err = uprobes__new(&c->up, "cuda", r->objs, env.all, is_libcuda, NULL, specs,
+	/*
+	 * Once per libcuda file for every process, even with -p / -- CMD: only
+	 * CUDA processes map libcuda, so nobody else takes the trap, and each
+	 * attach waits for an RCU grace period -- ~96 of them per process made
+	 * a targeted run spend seconds attaching. The pid filter is in BPF.
+	 */
+	err = uprobes__new(&c->up, "cuda", r->objs, true, is_libcuda, NULL, specs,
 			   2 * NPROBES);
 	if (err) {
 		pr_err("cannot set up the CUDA probes: %s", strerror(-err));
