@@ -26,6 +26,7 @@ struct env env = {
 	.max_targets = 8192,
 	.unwind_rows = 4 << 20,
 	.unwind_procs = 4096,
+	.min_block_ns = 1000000,
 };
 
 static const char usage_text[] =
@@ -42,11 +43,20 @@ static const char usage_text[] =
 "\n"
 "EVENTS (any combination; default --cpu)\n"
 "      --cpu                 on-CPU stack sampling\n"
+"      --off-cpu             time blocked (sleeping, waiting on I/O or a lock, or\n"
+"                            preempted), by the stack it blocked in; nanoseconds\n"
+"      --wall                on-CPU + off-CPU in one unit (nanoseconds): where each\n"
+"                            thread's wall-clock time went (like py-spy --idle)\n"
 "\n"
 "OPTIONS\n"
 "  -F, --freq HZ             samples per second per CPU (default 99; at most\n"
 "                            /proc/sys/kernel/perf_event_max_sample_rate)\n"
 "  -d, --duration SECS       stop after SECS (default: Ctrl-C, or when CMD exits)\n"
+"      --min-block TIME      off-CPU: blocks at least TIME long are each recorded;\n"
+"                            a shorter block of length d is recorded with chance\n"
+"                            d/TIME and weight TIME (unbiased, bounded cost);\n"
+"                            TIME is N[ns|us|ms|s], a bare N is microseconds\n"
+"                            (default 1ms)\n"
 "      --unwind MODE         native user stacks: auto (default: .eh_frame tables,\n"
 "                            frame pointers until a process's tables are ready),\n"
 "                            dwarf (tables only), fp (frame pointers only)\n"
@@ -100,6 +110,9 @@ enum {
 	OPT_NO_PYTHON,
 	OPT_GIL,
 	OPT_CPU,
+	OPT_OFF_CPU,
+	OPT_WALL,
+	OPT_MIN_BLOCK,
 };
 
 static const struct option long_opts[] = {
@@ -117,6 +130,9 @@ static const struct option long_opts[] = {
 	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 	{ "gil", no_argument, NULL, OPT_GIL },
 	{ "cpu", no_argument, NULL, OPT_CPU },
+	{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
+	{ "wall", no_argument, NULL, OPT_WALL },
+	{ "min-block", required_argument, NULL, OPT_MIN_BLOCK },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -172,6 +188,32 @@ static int parse_duration(const char *s)
 	}
 	env.duration = v;
 	return 0;
+}
+
+/* --min-block: N[ns|us|ms|s], bare N in microseconds (as bcc's offcputime). */
+static int parse_min_block(const char *s)
+{
+	static const struct { const char *sfx; double mult; } units[] = {
+		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "", 1e3 },
+	};
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (!errno && end != s && isfinite(v) && v > 0) {
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+			if (strcmp(end, units[i].sfx))
+				continue;
+			v *= units[i].mult;
+			if (v < 1 || v > 3600e9)
+				break;
+			env.min_block_ns = (uint64_t)v;
+			return 0;
+		}
+	}
+	pr_err("invalid time '%s' for --min-block: expected N[ns|us|ms|s] between 1ns and 1h", s);
+	return -EINVAL;
 }
 
 static int add_pid(const char *s, const char *end)
@@ -318,6 +360,15 @@ int cli__parse(int argc, char **argv)
 		case OPT_CPU:
 			env.ev_cpu = true;
 			break;
+		case OPT_OFF_CPU:
+			env.ev_off_cpu = true;
+			break;
+		case OPT_WALL:
+			env.ev_wall = true;
+			break;
+		case OPT_MIN_BLOCK:
+			err = parse_min_block(optarg);
+			break;
 		case OPT_UNWIND:
 			if (!strcmp(optarg, "auto")) {
 				env.unwind = UNWIND_AUTO;
@@ -377,6 +428,8 @@ int cli__parse(int argc, char **argv)
 	if (!env.npids && !env.cmd_argv)
 		env.all = true;
 	if (!env.ev_cpu && !env.ev_alloc && !env.ev_off_cpu && !env.ev_wall && !env.ev_cuda)
+		env.ev_cpu = true;
+	if (env.ev_wall)	/* on-CPU time comes from the sampler */
 		env.ev_cpu = true;
 	if (env.no_kernel && env.no_user) {
 		pr_err("--no-kernel and --no-user together leave no frames to record");

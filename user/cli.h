@@ -37,6 +37,8 @@ struct env {
 	bool no_python;
 	bool gil;		/* only Python samples whose thread held the GIL */
 	int unwind;		/* enum unwind_mode (include/bpfprof.h) */
+	/* off-CPU (--off-cpu, --wall) */
+	uint64_t min_block_ns;	/* shorter blocks are sampled, not all recorded */
 	/* sizing (not on the CLI yet: sane defaults, see record.c) */
 	uint32_t ringbuf_bytes;
 	uint32_t max_targets;
