@@ -9,8 +9,10 @@
 #include "collect/recorder.h"
 
 extern const struct rec_feature offcpu_feature;
+extern const struct rec_feature dump_feature;
 
 const struct rec_feature *const rec_features[] = {
 	&offcpu_feature,
+	&dump_feature,
 	NULL,
 };
