@@ -39,6 +39,7 @@ struct env {
 	int unwind;		/* enum unwind_mode (include/bpfprof.h) */
 	/* off-CPU (--off-cpu, --wall) */
 	uint64_t min_block_ns;	/* shorter blocks are sampled, not all recorded */
+	bool no_output;		/* a feature shows the result itself (top, dump): no file */
 	/* sizing (not on the CLI yet: sane defaults, see record.c) */
 	uint32_t ringbuf_bytes;
 	uint32_t max_targets;

@@ -834,7 +834,7 @@ int record__run(void)
 	size_t nprocs = 0;
 	int err, status = EXIT_RUNTIME;
 
-	if (output__open(&r.out, env.output))
+	if (!env.no_output && output__open(&r.out, env.output))
 		return EXIT_USAGE;
 	raise_nofile();
 	libbpf_set_print(log_level >= 3 ? libbpf_debug : NULL);
@@ -916,7 +916,9 @@ int record__run(void)
 		if (r.feat[i]->finish)
 			r.feat[i]->finish(&r, r.feat_priv[i]);
 
-	if (write_profile(&r, &nprocs, &bs))
+	if (env.no_output)
+		nprocs = count_processes(r.stacks);
+	else if (write_profile(&r, &nprocs, &bs))
 		goto cleanup;
 	print_summary(&r, &bs, nprocs);
 	status = EXIT_OK;
