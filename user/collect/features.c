@@ -10,9 +10,11 @@
 
 extern const struct rec_feature offcpu_feature;
 extern const struct rec_feature dump_feature;
+extern const struct rec_feature top_feature;
 
 const struct rec_feature *const rec_features[] = {
 	&offcpu_feature,
 	&dump_feature,
+	&top_feature,
 	NULL,
 };

@@ -556,8 +556,7 @@ int dump__main(int argc, char **argv)
 	env.ev_cpu = false;
 	env.no_kernel = true;	/* the BPF kernel stack is the ptrace stop: /proc has the real one */
 	env.per_thread = true;
-	env.output = "/dev/null";
-	env.format = FMT_FOLDED;
+	env.no_output = true;
 	log_level = verbose ? 1 + verbose : 0;
 	the_dump = &d;
 	status = record__run();
