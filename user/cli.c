@@ -30,7 +30,11 @@ struct env env = {
 };
 
 static const char usage_text[] =
-"Usage: bpfprof [record] [TARGET] [OPTIONS] [-- CMD [ARG...]]\n"
+"Usage: bpfprof [record] [TARGET] [EVENTS] [OPTIONS] [-- CMD [ARG...]]\n"
+"       bpfprof top [TARGET] [OPTIONS]   live view of the hottest functions, every\n"
+"                                        second (keys: s self, t total, p pause,\n"
+"                                        q quit; plain text when not a terminal)\n"
+"       bpfprof dump -p PID [--json]     every thread's stack now (see dump --help)\n"
 "\n"
 "Sample on-CPU stacks (kernel, native and CPython frames in one stack) of the\n"
 "whole machine, some processes or a command, and write them as folded stacks or\n"
@@ -92,6 +96,10 @@ static const char usage_text[] =
 "  bpfprof -p 1234 -F 499 -o app.pb.gz        one process at 499 Hz, pprof\n"
 "  bpfprof -o run.folded -- ./my_program arg  launch and profile a command and its children\n"
 "  bpfprof -a --per-pid -d 10 | flamegraph.pl > cpu.svg\n"
+"  bpfprof --wall -o wall.folded -- ./my_program  where its wall-clock time went\n"
+"  bpfprof --off-cpu -p 1234 -d 10            what it waits on, by stack\n"
+"  bpfprof top -p 1234                        live view of one process\n"
+"  bpfprof dump -p 1234                       every thread's stack now (a hang)\n"
 "  go tool pprof -http :8080 app.pb.gz        browse a pprof profile\n"
 "\n"
 "Exit status: 0 success, 1 runtime failure, 2 bad usage.\n";
