@@ -195,6 +195,23 @@ enum bpf_counter {
 };
 
 /*
+ * Off-CPU counters (bpf/offcpu.bpf.c, its own per-CPU array): what was
+ * blocked, what was recorded, what was lost. Numbered, never reordered.
+ */
+enum offcpu_counter {
+	OFFCPU_CNT_BLOCKS = 0,		/* blocks that ended while recording */
+	OFFCPU_CNT_BLOCKED_NS,		/* their total length */
+	OFFCPU_CNT_SHORT,		/* of which shorter than --min-block */
+	OFFCPU_CNT_SHORT_NS,		/* their total length */
+	OFFCPU_CNT_SHORT_SAMPLED,	/* short blocks recorded (weight --min-block) */
+	OFFCPU_CNT_LOST,		/* records lost (ring buffer full) */
+	OFFCPU_CNT_LOST_NS,		/* the weight they carried */
+	OFFCPU_CNT_NO_STORAGE,		/* switch-outs with no task storage: block not timed */
+	OFFCPU_CNT_WALKS,		/* stacks walked at switch-out (the rest reused one) */
+	OFFCPU_CNT__MAX
+};
+
+/*
  * Table-driven native unwinding. User space compiles each file's .eh_frame
  * into rows (sorted by pc, one file's rows contiguous in the `unwind_rows`
  * array) and describes each process's executable mappings in `proc_unwind`.

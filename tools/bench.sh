@@ -435,6 +435,39 @@ if [[ -x $WORKLOADS/cuda_app ]]; then
 	echo "bench: --cuda adds $cuda_us us per launch (target <= 2 us)"
 fi
 
+# 6. Off-CPU: pingpong (two threads passing a byte through two pipes, two
+#    blocking reads per round) alone and under `bpfprof --off-cpu -vv`:
+#    slowdown (fastest of ROUNDS each), context switches per second, and the
+#    BPF cost per scheduler switch (bpf_enable_stats, stacks walked included).
+PP_ROUNDS=${PP_ROUNDS:-200000}
+off_slow=n/a off_ns=n/a off_sw=n/a off_walks=n/a
+if ((have_bpfprof)) && [[ -x $WORKLOADS/pingpong ]]; then
+	echo
+	echo "off-CPU: pingpong $PP_ROUNDS rounds, alone and under bpfprof --off-cpu, fastest of $ROUNDS"
+	pp_alone=() pp_under=()
+	for ((i = 0; i < ROUNDS; i++)); do
+		out=$("$WORKLOADS/pingpong" "$PP_ROUNDS") || die "pingpong failed"
+		[[ $out =~ elapsed\ ([0-9.]+) ]] && pp_alone+=("${BASH_REMATCH[1]}")
+		out=$("$BPFPROF" --off-cpu -vv -o "$tmp/pp.folded" -- "$WORKLOADS/pingpong" "$PP_ROUNDS" \
+			2>"$tmp/pp.err") || die "bpfprof --off-cpu failed: $(tail -1 "$tmp/pp.err")"
+		[[ $out =~ elapsed\ ([0-9.]+) ]] && pp_under+=("${BASH_REMATCH[1]}")
+		line=$(grep 'off-CPU BPF:' "$tmp/pp.err" || true)
+		if [[ $line =~ ([0-9]+)\ ns\ per\ switch\ \(([0-9]+)\ switches\),\ ([0-9]+)\ stacks ]]; then
+			off_ns=${BASH_REMATCH[1]} off_walks=${BASH_REMATCH[3]}
+			off_sw=$(awk -v n="${BASH_REMATCH[2]}" -v t="${pp_under[-1]}" 'BEGIN { printf "%.0f", n / t }')
+		fi
+	done
+	pp_min_alone=$(echo "${pp_alone[@]}" | minimum)
+	pp_min_under=$(echo "${pp_under[@]}" | minimum)
+	off_slow=$(pct "$pp_min_under" "$pp_min_alone")
+	printf '%-34s %12s %12s\n' "" alone "--off-cpu"
+	printf '%-34s %12s %12s\n' "fastest elapsed (s)" "$pp_min_alone" "$pp_min_under"
+	printf '%-34s %12s %12s\n' "slowdown" "" "$off_slow"
+	printf '%-34s %12s %12s\n' "switches/s (machine, last run)" "" "$off_sw"
+	printf '%-34s %12s %12s\n' "BPF ns per switch (last run)" "" "$off_ns"
+	printf '%-34s %12s %12s\n' "stacks walked (last run)" "" "$off_walks"
+fi
+
 if [[ $BENCH_RECORD == 1 ]]; then
 	results=$root/bench/RESULTS.md
 	mkdir -p "$(dirname "$results")"
@@ -522,5 +555,23 @@ HEADER4
 	fi
 	printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$CONT_SECS" \
 		"$CONT_INTERVAL" "$cont_cpu" "$cont_rss_first" "$cont_rss_last" "$cont_files" >>"$results"
+	if [[ $off_ns != n/a ]]; then
+		if ! grep -q '^## Off-CPU' "$results"; then
+			cat >>"$results" <<'HEADER5'
+
+## Off-CPU
+
+`pingpong 200000` (two threads, a byte through two pipes: two blocking reads
+per round) alone and under `bpfprof --off-cpu -vv`, fastest of ROUNDS each;
+BPF time per scheduler switch from `bpf_enable_stats` (every switch on the
+machine, stack walks included), switches per second of the whole machine.
+
+| date | slowdown | switches/s | BPF ns/switch | stacks walked |
+|---|---|---|---|---|
+HEADER5
+		fi
+		printf '| %s | %s | %s | %s | %s |\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$off_slow" \
+			"$off_sw" "$off_ns" "$off_walks" >>"$results"
+	fi
 	echo "bench: appended to $results"
 fi

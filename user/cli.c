@@ -31,12 +31,17 @@ struct env env = {
 	.interval = 60,
 	.keep = 1440,
 	.app_name = "bpfprof.cpu",
+	.min_block_ns = 1000000,
 };
 
 static bool freq_given;
 
 static const char usage_text[] =
-"Usage: bpfprof [record] [TARGET] [OPTIONS] [-- CMD [ARG...]]\n"
+"Usage: bpfprof [record] [TARGET] [EVENTS] [OPTIONS] [-- CMD [ARG...]]\n"
+"       bpfprof top [TARGET] [OPTIONS]   live view of the hottest functions, every\n"
+"                                        second (keys: s self, t total, p pause,\n"
+"                                        q quit; plain text when not a terminal)\n"
+"       bpfprof dump -p PID [--json]     every thread's stack now (see dump --help)\n"
 "\n"
 "Sample on-CPU stacks (kernel, native and CPython frames in one stack) of the\n"
 "whole machine, some processes or a command, and write them as folded stacks or\n"
@@ -57,12 +62,21 @@ static const char usage_text[] =
 "      --cuda                CUDA driver calls (libcuda) with CPU stacks; GPU kernel\n"
 "                            and copy timings where the CUPTI injection library is\n"
 "                            loaded (set for -- CMD: CUDA_INJECTION64_PATH)\n"
+"      --off-cpu             time blocked (sleeping, waiting on I/O or a lock, or\n"
+"                            preempted), by the stack it blocked in; nanoseconds\n"
+"      --wall                on-CPU + off-CPU in one unit (nanoseconds): where each\n"
+"                            thread's wall-clock time went (like py-spy --idle)\n"
 "\n"
 "OPTIONS\n"
 "  -F, --freq HZ             samples per second per CPU (default 99, 19 with\n"
 "                            --continuous; at most\n"
 "                            /proc/sys/kernel/perf_event_max_sample_rate)\n"
 "  -d, --duration SECS       stop after SECS (default: Ctrl-C, or when CMD exits)\n"
+"      --min-block TIME      off-CPU: blocks at least TIME long are each recorded;\n"
+"                            a shorter block of length d is recorded with chance\n"
+"                            d/TIME and weight TIME (unbiased, bounded cost);\n"
+"                            TIME is N[ns|us|ms|s], a bare N is microseconds\n"
+"                            (default 1ms)\n"
 "      --unwind MODE         native user stacks: auto (default: .eh_frame tables,\n"
 "                            frame pointers until a process's tables are ready),\n"
 "                            dwarf (tables only), fp (frame pointers only)\n"
@@ -119,6 +133,10 @@ static const char usage_text[] =
 "  bpfprof -p 1234 -F 499 -o app.pb.gz        one process at 499 Hz, pprof\n"
 "  bpfprof -o run.folded -- ./my_program arg  launch and profile a command and its children\n"
 "  bpfprof -a --per-pid -d 10 | flamegraph.pl > cpu.svg\n"
+"  bpfprof --wall -o wall.folded -- ./my_program  where its wall-clock time went\n"
+"  bpfprof --off-cpu -p 1234 -d 10            what it waits on, by stack\n"
+"  bpfprof top -p 1234                        live view of one process\n"
+"  bpfprof dump -p 1234                       every thread's stack now (a hang)\n"
 "  go tool pprof -http :8080 app.pb.gz        browse a pprof profile\n"
 "  bpfprof --container 3f2a9c1b -d 10 -o c.pb.gz   one container (id prefix)\n"
 "  bpfprof -a --per-container -d 10 > by-container.folded\n"
@@ -151,6 +169,9 @@ enum {
 	OPT_CUDA,
 	OPT_CUDA_LIB,
 	OPT_CUDA_WEIGHT,
+	OPT_OFF_CPU,
+	OPT_WALL,
+	OPT_MIN_BLOCK,
 };
 
 static const struct option long_opts[] = {
@@ -179,6 +200,9 @@ static const struct option long_opts[] = {
 	{ "cuda", no_argument, NULL, OPT_CUDA },
 	{ "cuda-lib", required_argument, NULL, OPT_CUDA_LIB },
 	{ "cuda-weight", required_argument, NULL, OPT_CUDA_WEIGHT },
+	{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
+	{ "wall", no_argument, NULL, OPT_WALL },
+	{ "min-block", required_argument, NULL, OPT_MIN_BLOCK },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -312,6 +336,32 @@ static int resolve_cgroup(void)
 	}
 	free(t);
 	return err;
+}
+
+/* --min-block: N[ns|us|ms|s], bare N in microseconds (as bcc's offcputime). */
+static int parse_min_block(const char *s)
+{
+	static const struct { const char *sfx; double mult; } units[] = {
+		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "", 1e3 },
+	};
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (!errno && end != s && isfinite(v) && v > 0) {
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+			if (strcmp(end, units[i].sfx))
+				continue;
+			v *= units[i].mult;
+			if (v < 1 || v > 3600e9)
+				break;
+			env.min_block_ns = (uint64_t)v;
+			return 0;
+		}
+	}
+	pr_err("invalid time '%s' for --min-block: expected N[ns|us|ms|s] between 1ns and 1h", s);
+	return -EINVAL;
 }
 
 static int add_pid(const char *s, const char *end)
@@ -545,6 +595,15 @@ int cli__parse(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			break;
+		case OPT_OFF_CPU:
+			env.ev_off_cpu = true;
+			break;
+		case OPT_WALL:
+			env.ev_wall = true;
+			break;
+		case OPT_MIN_BLOCK:
+			err = parse_min_block(optarg);
+			break;
 		case OPT_UNWIND:
 			if (!strcmp(optarg, "auto")) {
 				env.unwind = UNWIND_AUTO;
@@ -604,6 +663,8 @@ int cli__parse(int argc, char **argv)
 	if (!env.npids && !env.cmd_argv)
 		env.all = true;
 	if (!env.ev_cpu && !env.ev_alloc && !env.ev_off_cpu && !env.ev_wall && !env.ev_cuda)
+		env.ev_cpu = true;
+	if (env.ev_wall)	/* on-CPU time comes from the sampler */
 		env.ev_cpu = true;
 	if (env.no_kernel && env.no_user) {
 		pr_err("--no-kernel and --no-user together leave no frames to record");

@@ -60,6 +60,9 @@ struct env {
 	unsigned int keep;	/* files kept in continuous_dir, 0 = all */
 	const char *upload_url;	/* Pyroscope server, or NULL */
 	const char *app_name;
+	/* off-CPU (--off-cpu, --wall) */
+	uint64_t min_block_ns;	/* shorter blocks are sampled, not all recorded */
+	bool no_output;		/* a feature shows the result itself (top, dump): no file */
 	/* sizing (not on the CLI yet: sane defaults, see record.c) */
 	uint32_t ringbuf_bytes;
 	uint32_t max_targets;

@@ -9,6 +9,8 @@
 
 #include "cli.h"
 #include "collect/record.h"
+#include "dump/dump.h"
+#include "top/top.h"
 #include "util/log.h"
 
 struct command {
@@ -18,15 +20,18 @@ struct command {
 
 static const struct command commands[] = {
 	{ "record", record__run },
+	{ "top", top__run },
 };
 
-static const char *const planned[] = { "top", "dump", "flamegraph" };
+static const char *const planned[] = { "flamegraph" };
 
 int main(int argc, char **argv)
 {
 	const struct command *cmd = &commands[0];
 	int status;
 
+	if (argc > 1 && !strcmp(argv[1], "dump"))	/* options of its own */
+		return dump__main(argc - 1, argv + 1);
 	if (argc > 1 && argv[1][0] != '-') {
 		size_t i;
 

@@ -86,7 +86,7 @@ def test_help_and_version():
 
 
 def test_unavailable_command():
-    r = run(["top"])
+    r = run(["flamegraph"])
     assert r.returncode == 2
     assert r.stderr.startswith("bpfprof: ") and len(r.stderr.splitlines()) == 1
 

@@ -9,7 +9,14 @@
 #include "collect/recorder.h"
 #include "cuda/cuda.h"
 
+extern const struct rec_feature offcpu_feature;
+extern const struct rec_feature dump_feature;
+extern const struct rec_feature top_feature;
+
 const struct rec_feature *const rec_features[] = {
 	&cuda_feature,
+	&offcpu_feature,
+	&dump_feature,
+	&top_feature,
 	NULL,
 };

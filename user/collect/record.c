@@ -363,6 +363,12 @@ void rec__default_value(struct recorder *r, int idx)
 		r->default_value = idx;
 }
 
+void rec__stop(struct recorder *r)
+{
+	(void)r;
+	exiting = 1;
+}
+
 uint64_t rec__start_ns(const struct recorder *r)
 {
 	return ts_ns(&r->t_start);
@@ -927,7 +933,7 @@ int record__run(void)
 	size_t nprocs = 0;
 	int err, status = EXIT_RUNTIME;
 
-	if (output__open(&r.out, env.output))
+	if (!env.no_output && output__open(&r.out, env.output))
 		return EXIT_USAGE;
 	raise_nofile();
 	libbpf_set_print(log_level >= 3 ? libbpf_debug : NULL);
@@ -1022,6 +1028,8 @@ int record__run(void)
 	if (r.cont) {	/* the interval in progress is written, the rest summarized */
 		nprocs = count_processes(r.stacks);	/* the last interval's */
 		end_interval(&r);
+	} else if (env.no_output) {
+		nprocs = count_processes(r.stacks);
 	} else if (write_profile(&r, &nprocs, &bs)) {
 		goto cleanup;
 	}

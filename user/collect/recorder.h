@@ -161,6 +161,9 @@ bool rec__is_target(struct recorder *r, uint32_t pid);
 /* Sum of a per-CPU BPF counter. */
 uint64_t rec__counter(struct recorder *r, enum bpf_counter c);
 
+/* End the run after this turn of the loop (a feature that has what it came for). */
+void rec__stop(struct recorder *r);
+
 /* The run's start on CLOCK_MONOTONIC, nanoseconds (BPF's clock). */
 uint64_t rec__start_ns(const struct recorder *r);
 

@@ -35,6 +35,17 @@ int output__open(struct output *o, const char *path)
 		pr_err("cannot write output '%s': it is a directory", path);
 		goto fail;
 	}
+	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
+		/* a device or FIFO (-o /dev/null, a pipe): write into it, never rename over it */
+		o->f = fopen(path, "w");
+		if (!o->f) {
+			err = -errno;
+			pr_err("cannot write output '%s': %s", path, strerror(-err));
+			goto fail;
+		}
+		free(dup);
+		return 0;
+	}
 	dir = dirname(dup);
 	if (asprintf(&o->tmp, "%s/.%s.XXXXXX", dir, base) < 0) {
 		o->tmp = NULL;
@@ -93,11 +104,11 @@ int output__commit(struct output *o)
 		pr_err("cannot write output '%s': %s", o->path, strerror(-err));
 	}
 	o->f = NULL;
-	if (!err && rename(o->tmp, o->path)) {
+	if (!err && o->tmp && rename(o->tmp, o->path)) {
 		err = -errno;
 		pr_err("cannot rename output to '%s': %s", o->path, strerror(-err));
 	}
-	if (err)
+	if (err && o->tmp)
 		unlink(o->tmp);
 	free(o->tmp);
 	free(o->path);
