@@ -290,6 +290,8 @@ static int handle_sample(void *ctx, void *data, size_t size)
 	if (env.per_thread) {
 		k->tid = h->tid;
 		memcpy(k->tcomm, h->comm, sizeof(k->tcomm));
+		if (r->py && !env.no_python)
+			pytrack__thread_seen(r->py, h->pid, h->tid);	/* threading's names */
 	}
 	k->nkernel = nk;
 	k->nuser = nu;
@@ -632,6 +634,14 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 		pr_info("python: the thread held the GIL in %llu of %llu Python samples; %llu "
 			"samples left out by --gil", (unsigned long long)r->st.gil_held,
 			(unsigned long long)r->st.py_samples, (unsigned long long)r->st.gil_left_out);
+		if (env.per_thread && ps->name_reads)
+			pr_info("python: thread names: %llu threads named by threading.Thread, %llu "
+				"not threading's and %llu unreadable (OS name kept); %llu of %llu "
+				"reads failed", (unsigned long long)ps->threads_named,
+				(unsigned long long)ps->threads_unnamed,
+				(unsigned long long)ps->threads_name_failed,
+				(unsigned long long)ps->name_read_failed,
+				(unsigned long long)ps->name_reads);
 	}
 	if (r->child > 0 && r->child_done &&
 	    (!WIFEXITED(r->child_status) || WEXITSTATUS(r->child_status)))
