@@ -2,8 +2,11 @@
 """Named threads, each spinning in its own function: worker-a in busy_a,
 worker-b in busy_b, the main thread (MainThread) in busy_main, and
 "wörker-ü;1" (a non-ASCII name with a ';') in busy_u, at low duty. A fifth
-thread, renamed half way (first-name, then second-name), runs busy_r.
-Usage: threads.py SECONDS. Prints each thread's native id and name."""
+thread, renamed half way (first-name, then second-name), runs busy_r; a
+sixth, started with _thread (no threading.Thread), runs busy_raw.
+Usage: threads.py SECONDS. Prints "thread NATIVE_ID NAME" for each Thread,
+"raw NATIVE_ID" for the other."""
+import _thread
 import sys
 import threading
 import time
@@ -41,6 +44,12 @@ def busy_main(stop):
     return spin(stop)
 
 
+def busy_raw(stop, box, done):
+    box.append(threading.get_native_id())
+    spin(stop, 0.2)
+    done.release()
+
+
 def report(t):
     print("thread %d %s" % (t.native_id, t.name), flush=True)
 
@@ -54,8 +63,15 @@ def main():
                threading.Thread(target=busy_r, args=(stop,), name="first-name")]
     for t in threads:
         t.start()
+    raw_done = _thread.allocate_lock()
+    raw_done.acquire()
+    raw = []
+    _thread.start_new_thread(busy_raw, (stop, raw, raw_done))
     for t in [threading.main_thread()] + threads:
         report(t)
+    while not raw:
+        time.sleep(0.001)
+    print("raw %d" % raw[0], flush=True)
     timer = threading.Timer(secs, stop.set)
     timer.name = "stopper"
     timer.start()
@@ -64,6 +80,7 @@ def main():
     busy_main(stop)
     for t in threads:
         t.join()
+    raw_done.acquire()
 
 
 if __name__ == "__main__":
