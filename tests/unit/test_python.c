@@ -1297,6 +1297,7 @@ static void test_long_ident(void **state)
 	put32(o, 32, 15);
 	assert_int_equal(pylong__u64(l, o, sizeof(o), &v), 0);
 	assert_true(v >> 60 == 15);
+	assert_int_equal(pylong__u64(l, o, 32, &v), -ENOSPC);	/* the third digit not given */
 	put64(o, 16, 1);
 	put32(o, 24, 1u << 30);	/* not a 30-bit digit */
 	assert_int_equal(pylong__u64(l, o, sizeof(o), &v), -EINVAL);

@@ -27,6 +27,11 @@
  * that come and go), and at most every RESCAN_NS when a thread is new.
  */
 #define NAMES_REFRESH_NS (2000 * 1000000ULL)
+/*
+ * ... and never sooner than this many times the last read took: a process
+ * with thousands of threads starting costs at most 1/20 of the agent's time.
+ */
+#define NAMES_COST_FACTOR 20
 
 /* What is known of a sampled thread's threading name. */
 enum tname_state {
@@ -61,6 +66,7 @@ struct pyp {
 	bool gone;		/* exited: still decodes what its samples named */
 	struct htab *names;	/* sampled tid -> struct tname * (--per-thread) */
 	uint64_t names_read_ns;
+	uint64_t names_cost_ns;	/* how long the last read took */
 	bool names_pending;	/* a tid was sampled that the last read did not cover */
 	struct pynames_hints hints;
 };
@@ -498,9 +504,10 @@ static void read_names(struct pytrack *t, struct pyp *pp)
 	struct htab_entry *e;
 	size_t it = 0;
 	bool again = false;
+	uint64_t start;
 	int nth, nnames;
 
-	pp->names_read_ns = mono_ns();
+	start = pp->names_read_ns = mono_ns();
 	pp->names_pending = false;
 	if (!t->name_scratch) {
 		t->name_scratch = calloc(MAX_THREADS, sizeof(*t->name_scratch));
@@ -510,6 +517,8 @@ static void read_names(struct pytrack *t, struct pyp *pp)
 	t->st.name_reads++;
 	nth = pyproc__threads(pp->pid, &pp->info, t->scratch, MAX_THREADS);
 	nnames = pythreads__names(pp->pid, &pp->info, &pp->hints, t->name_scratch, MAX_THREADS);
+	pp->names_cost_ns = mono_ns() - start;
+	t->st.name_read_ns += pp->names_cost_ns;
 	if (nth == -ESRCH || nnames == -ESRCH)
 		return;	/* gone: what was read before stands */
 	if (nnames < 0 && nnames != -ENOENT && nnames != -ENOTSUP) {
@@ -550,7 +559,7 @@ void pytrack__thread_seen(struct pytrack *t, uint32_t pid, uint32_t tid)
 {
 	struct pyp *pp = pyp_of(t, pid, false);
 	struct htab_entry *e;
-	uint64_t hash = htab__hash(&tid, sizeof(tid));
+	uint64_t hash = htab__hash(&tid, sizeof(tid)), gap;
 	int ret;
 
 	if (!pp || !pp->python || pp->gone)
@@ -573,10 +582,25 @@ void pytrack__thread_seen(struct pytrack *t, uint32_t pid, uint32_t tid)
 		e->val = (uintptr_t)tn;
 		pp->names_pending = true;
 	}
-	if (mono_ns() - pp->names_read_ns <
-	    (pp->names_pending ? RESCAN_NS : NAMES_REFRESH_NS))
+	gap = pp->names_pending ? RESCAN_NS : NAMES_REFRESH_NS;
+	if (gap < NAMES_COST_FACTOR * pp->names_cost_ns)
+		gap = NAMES_COST_FACTOR * pp->names_cost_ns;
+	if (mono_ns() - pp->names_read_ns < gap)
 		return;
 	read_names(t, pp);
+}
+
+void pytrack__thread_names_final(struct pytrack *t)
+{
+	struct htab_entry *e;
+	size_t it = 0;
+
+	while ((e = htab__next(t->procs, &it))) {
+		struct pyp *pp = (struct pyp *)(uintptr_t)e->val;
+
+		if (pp->python && !pp->gone && pp->names && pp->names_pending)
+			read_names(t, pp);
+	}
 }
 
 const char *pytrack__thread_name(const struct pytrack *t, uint32_t pid, uint32_t tid)
@@ -600,6 +624,7 @@ struct pytrack_stats *pytrack__stats(struct pytrack *t)
 	size_t it = 0, nit;
 
 	t->st.threads_named = t->st.threads_unnamed = t->st.threads_name_failed = 0;
+	t->st.threads_name_late = 0;
 	while ((e = htab__next(t->procs, &it))) {
 		const struct pyp *pp = (const struct pyp *)(uintptr_t)e->val;
 
@@ -610,8 +635,10 @@ struct pytrack_stats *pytrack__stats(struct pytrack *t)
 				t->st.threads_named++;
 			else if (tn->state == TN_NOT_THREADING)
 				t->st.threads_unnamed++;
-			else	/* failed, or the process ended before a read */
+			else if (tn->state == TN_FAILED)
 				t->st.threads_name_failed++;
+			else	/* the process ended before a read */
+				t->st.threads_name_late++;
 		}
 	}
 	return &t->st;

@@ -29,9 +29,11 @@ struct pytrack_stats {
 	/* thread names (pytrack__thread_seen); the thread counts are tallied by pytrack__stats */
 	uint64_t name_reads;		/* reads of threading._active */
 	uint64_t name_read_failed;	/* of which found memory that was not what it should be */
+	uint64_t name_read_ns;		/* time spent in them */
 	uint64_t threads_named;		/* sampled threads named by threading.Thread */
 	uint64_t threads_unnamed;	/* not threading's (no Thread, no thread state): OS name */
 	uint64_t threads_name_failed;	/* whose name could not be read: OS name */
+	uint64_t threads_name_late;	/* sampled too late to be read before their process ended */
 };
 
 int pytrack__new(struct pytrack **out, int procs_fd, int threads_fd, struct objtab *objs);
@@ -65,6 +67,8 @@ int pytrack__describe(const struct pytrack *t, uint64_t id, uint32_t off, const 
  * otherwise (threads are renamed, start, end). Cheap when nothing is due.
  */
 void pytrack__thread_seen(struct pytrack *t, uint32_t pid, uint32_t tid);
+/* At the end: read the names of live processes with threads sampled since their last read. */
+void pytrack__thread_names_final(struct pytrack *t);
 /* The last name threading gave thread tid of pid, or NULL (not known: use the OS name). */
 const char *pytrack__thread_name(const struct pytrack *t, uint32_t pid, uint32_t tid);
 

@@ -635,13 +635,16 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			"samples left out by --gil", (unsigned long long)r->st.gil_held,
 			(unsigned long long)r->st.py_samples, (unsigned long long)r->st.gil_left_out);
 		if (env.per_thread && ps->name_reads)
-			pr_info("python: thread names: %llu threads named by threading.Thread, %llu "
-				"not threading's and %llu unreadable (OS name kept); %llu of %llu "
-				"reads failed", (unsigned long long)ps->threads_named,
+			pr_info("python: thread names: %llu threads named by threading.Thread; OS "
+				"name kept for %llu not threading's, %llu unreadable, %llu ended "
+				"before a read; %llu of %llu reads failed, %.2f ms per read",
+				(unsigned long long)ps->threads_named,
 				(unsigned long long)ps->threads_unnamed,
 				(unsigned long long)ps->threads_name_failed,
+				(unsigned long long)ps->threads_name_late,
 				(unsigned long long)ps->name_read_failed,
-				(unsigned long long)ps->name_reads);
+				(unsigned long long)ps->name_reads,
+				ps->name_read_ns / 1e6 / (double)ps->name_reads);
 	}
 	if (r->child > 0 && r->child_done &&
 	    (!WIFEXITED(r->child_status) || WEXITSTATUS(r->child_status)))
@@ -743,6 +746,8 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 	struct profile *p = NULL;
 	int err;
 
+	if (r->py && env.per_thread)
+		pytrack__thread_names_final(r->py);	/* threads sampled since the last read */
 	if (!env.no_kernel) {
 		err = ksyms__load(&r->ks, NULL);
 		if (err) {

@@ -111,8 +111,7 @@ int pylong__u64(const struct pylayout *l, const uint8_t *obj, size_t len, uint64
 {
 	uint64_t ndigits, val = 0;
 
-	if ((size_t)l->long_digits + 12 > len || l->long_size < 0 ||
-	    (size_t)l->long_size + 8 > len)
+	if (l->long_size < 0 || l->long_digits < 0 || (size_t)l->long_size + 8 > len)
 		return -EINVAL;
 	if (l->long_fmt == PY_LONG_SIZE) {
 		int64_t size = (int64_t)get_u64(obj, l->long_size);
@@ -132,6 +131,8 @@ int pylong__u64(const struct pylayout *l, const uint8_t *obj, size_t len, uint64
 	}
 	if (ndigits > 3)
 		return -EINVAL;
+	if ((size_t)l->long_digits + 4 * ndigits > len)
+		return -ENOSPC;
 	for (uint64_t i = 0; i < ndigits; i++) {
 		uint32_t d = get_u32(obj, l->long_digits + 4 * (int32_t)i);
 
@@ -189,6 +190,15 @@ struct rd {
 		int64_t basicsize, dictoffset;
 	} types[4];
 	unsigned ntypes;
+	/* the last keys object parsed (the Threads of a class share theirs) */
+	uint64_t keys;
+	struct pykeys k;
+	/* the last entry whose key was proven to be the str looked for */
+	struct {
+		uint64_t keys, key;
+		uint32_t ix;
+		const char *want;
+	} match;
 };
 
 /* A dict's table: its keys, and for a split table its values. */
@@ -222,12 +232,21 @@ static int table_load(struct rd *r, uint64_t keys, uint64_t values, struct table
 	uint8_t hdr[PYKEYS_HDR];
 	int err;
 
+	t->keys = keys;
+	t->values = values ? values + r->l->values_off : 0;
+	if (keys && keys == r->keys) {
+		t->k = r->k;
+		return 0;
+	}
 	err = pymem__read(r->pid, keys, hdr, sizeof(hdr));
 	if (err)
 		return bad(err);
-	t->keys = keys;
-	t->values = values ? values + r->l->values_off : 0;
-	return pykeys__parse(r->l, keys, hdr, &t->k);
+	err = pykeys__parse(r->l, keys, hdr, &t->k);
+	if (err)
+		return err;
+	r->keys = keys;
+	r->k = t->k;
+	return 0;
 }
 
 static int dict_table(struct rd *r, uint64_t dict, struct table *t)
@@ -311,9 +330,17 @@ static int try_entry(struct rd *r, const struct table *t, uint32_t ix, uint64_t 
 
 	if (!key || (!t->values && !val))
 		return 0;	/* empty, or deleted */
-	ret = str_is(r, key, want);
-	if (ret <= 0)
-		return ret;
+	/* a table holds a reference to its key: the same entry, the same key */
+	if (r->match.keys != t->keys || r->match.ix != ix || r->match.key != key ||
+	    r->match.want != want) {
+		ret = str_is(r, key, want);
+		if (ret <= 0)
+			return ret;
+		r->match.keys = t->keys;
+		r->match.ix = ix;
+		r->match.key = key;
+		r->match.want = want;
+	}
 	if (t->values) {
 		ret = split_value(r, t, ix, &val);
 		if (ret)
@@ -419,45 +446,54 @@ static int type_info(struct rd *r, uint64_t type, unsigned *slot)
 	return 0;
 }
 
-/* Where obj keeps its attributes: the table to look them up in. */
+/*
+ * Where obj keeps its attributes: the table to look them up in. 3.11+ keep
+ * pointers before the object (the values or dict at -32 and -24, the GC
+ * head after them): one read takes those and the object's header.
+ */
 static int attr_table(struct rd *r, uint64_t obj, struct table *t)
 {
 	const struct pylayout *l = r->l;
 	uint64_t type, flags, keys, v, dict = 0;
+	uint8_t buf[48];
+	size_t pre = l->inst_dict == PY_INST_DICTOFFSET ? 0 : 32;
 	unsigned s;
 	int err;
 
-	err = rd_u64(r, obj + l->ob_type, &type);
+	if ((size_t)l->ob_type + 8 > sizeof(buf) - 32)
+		return -EINVAL;
+	err = pymem__read(r->pid, obj - pre, buf, pre + (size_t)l->ob_type + 8);
+	if (err == -EFAULT && pre) {
+		pre = 0;	/* nothing before it: not an object with a managed dict */
+		err = pymem__read(r->pid, obj, buf, (size_t)l->ob_type + 8);
+	}
 	if (err)
 		return bad(err);
+	type = get_u64(buf, (int32_t)pre + l->ob_type);
 	err = type_info(r, type, &s);
 	if (err)
 		return err;
 	flags = r->types[s].flags;
 	keys = r->types[s].cached_keys;
-	if (l->inst_dict != PY_INST_DICTOFFSET && (flags & TPFLAGS_MANAGED_DICT)) {
+	if (pre && (flags & TPFLAGS_MANAGED_DICT)) {
 		switch (l->inst_dict) {
 		case PY_INST_311:
 			/* values at obj - 32 until a __dict__ is made; then the dict at obj - 24 */
-			err = rd_u64(r, obj - 32, &v);
-			if (err)
-				return bad(err);
+			v = get_u64(buf, 0);
 			if (v)
 				return keys ? table_load(r, keys, v, t) : -EINVAL;
-			err = rd_u64(r, obj - 24, &dict);
+			dict = get_u64(buf, 8);
 			break;
 		case PY_INST_312:
 			/* PyDictOrValues: values - 1 (low bit set), or the dict */
-			err = rd_u64(r, obj - 24, &v);
-			if (err)
-				return bad(err);
+			v = get_u64(buf, 8);
 			if (v & 1)
 				return keys ? table_load(r, keys, v + 1, t) : -EINVAL;
 			dict = v;
 			break;
 		case PY_INST_313:
-			err = rd_u64(r, obj - 24, &dict);
-			if (err || dict || !(flags & TPFLAGS_INLINE_VALUES))
+			dict = get_u64(buf, 8);
+			if (dict || !(flags & TPFLAGS_INLINE_VALUES))
 				break;
 			/* PyDictValues inline after the object: capacity, size, embedded, valid */
 			{
@@ -474,8 +510,6 @@ static int attr_table(struct rd *r, uint64_t obj, struct table *t)
 		default:
 			return -EINVAL;
 		}
-		if (err)
-			return bad(err);
 	} else if (r->types[s].dictoffset > 0 && r->types[s].dictoffset < MAX_DICTOFFSET) {
 		err = rd_u64(r, obj + (uint64_t)r->types[s].dictoffset, &dict);
 		if (err)
@@ -510,19 +544,27 @@ static int thread_name(struct rd *r, uint64_t obj, struct pyhint *h, char *out)
 
 static int read_ident(struct rd *r, uint64_t obj, uint64_t *ident)
 {
+	const struct pylayout *l = r->l;
+	/* a pthread_t has 47 bits: 2 digits; an int is never read past them */
+	size_t len = (size_t)l->long_digits + 8;
 	uint8_t buf[64];
-	size_t len = (size_t)r->l->long_digits + 12;
 	int err;
 
-	if (len > sizeof(buf))
+	if (l->long_digits < 0 || (size_t)l->long_digits + 12 > sizeof(buf) ||
+	    (size_t)l->ob_type + 8 > len)
 		return -EINVAL;
-	err = check_type(r, obj, PY_T_INT);
-	if (err)
-		return err;
 	err = pymem__read(r->pid, obj, buf, len);
 	if (err)
 		return bad(err);
-	return pylong__u64(r->l, buf, len, ident);
+	err = pytype__check(r->pid, l, &r->memo, PY_T_INT, get_u64(buf, l->ob_type));
+	if (err)
+		return err;
+	err = pylong__u64(l, buf, len, ident);
+	if (err != -ENOSPC)
+		return err;
+	len += 4;
+	err = pymem__read(r->pid, obj, buf, len);
+	return err ? bad(err) : pylong__u64(l, buf, len, ident);
 }
 
 /* Every (ident, name) of the dict threading._active, appended to out. */
