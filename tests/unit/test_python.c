@@ -863,6 +863,62 @@ static void shown(const char *name, char *out)
 }
 
 /*
+ * Memory that is not what the layout says: every offset the reader uses
+ * moved by a few words, one at a time, and _PyRuntime itself moved. Each
+ * read ends (bounded), and what it returns is either an error or names that
+ * are clean UTF-8 and no longer than bpfprof keeps; nothing crashes.
+ */
+static void names_lie(pid_t pid, const struct pyinfo *good)
+{
+	static const int32_t deltas[] = { -16, -8, 8, 16, 24, 64 };
+	struct pyname names[64], truth[64];
+	struct pynames_hints h0;
+	char again[PYNAME_MAX];
+	size_t f, d;
+	int n, i, j, ntruth, tried = 0, failed = 0;
+
+	memset(&h0, 0, sizeof(h0));
+	ntruth = pythreads__names(pid, good, &h0, truth, 64);
+	assert_int_equal(ntruth, 11);
+
+	for (f = 0; f < 11; f++) {
+		for (d = 0; d < sizeof(deltas) / sizeof(deltas[0]); d++) {
+			struct pyinfo info = *good;
+			struct pylayout *l = pyinfo__layout_mut(&info);
+			struct pynames_hints hints;
+			int32_t *fields[] = { &l->is_modules, &l->md_dict, &l->tp_basicsize,
+					      &l->tp_flags, &l->tp_dictoffset, &l->ht_cached_keys,
+					      &l->dict_keys, &l->dict_values, &l->long_digits,
+					      &l->long_size, &l->ob_type };
+
+			if (f == 10)
+				info.runtime += (uint64_t)(int64_t)deltas[d] * 64;
+			else
+				*fields[f] += deltas[d];
+			memset(&hints, 0, sizeof(hints));
+			n = pythreads__names(pid, &info, &hints, names, 64);
+			tried++;
+			failed += n <= 0;
+			assert_true(n != -ESRCH && n <= 64);
+			for (i = 0; i < n; i++) {
+				bool real = !names[i].name[0];
+
+				assert_true(strlen(names[i].name) < PYNAME_MAX);
+				pyname__clean(names[i].name, again, sizeof(again));
+				assert_string_equal(again, names[i].name);
+				/* a name is found by its key, so it is a Thread's real name */
+				for (j = 0; j < ntruth; j++)
+					real |= !strcmp(names[i].name, truth[j].name);
+				if (!real)
+					fail_msg("field %zu %+d: read '%s', not a thread's name", f,
+						 deltas[d], names[i].name);
+			}
+		}
+	}
+	assert_true(failed > tried / 2);	/* most lies are caught, not decoded */
+}
+
+/*
  * Every Thread of names.py found by ident with its name (and the ident is
  * what PyThreadState.thread_id of that tid holds); the _thread one has no
  * Thread; a rename is seen with warm hints; a gone process says so.
@@ -941,6 +997,7 @@ static void test_thread_names(void **state)
 		l->is_modules = -1;
 		assert_int_equal(pythreads__names(t->lv.pid, &bad, &hints, names, 64), -ENOTSUP);
 	}
+	names_lie(t->lv.pid, &t->lv.info);
 
 	child_say(&t->lv.ch, "exit\n");
 	child_stop(&t->lv.ch);
