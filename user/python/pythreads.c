@@ -641,7 +641,7 @@ int pythreads__names(pid_t pid, const struct pyinfo *info, struct pynames_hints 
 	const struct pylayout *l = pyinfo__layout(info);
 	struct rd *r;
 	uint64_t interps[MAX_INTERPS], interp = 0, active;
-	size_t ninterp = 0, n = 0;
+	size_t ninterp = 0, n = 0, n0;
 	bool found = false;
 	int err, first_err = -ENOENT;
 
@@ -663,13 +663,17 @@ int pythreads__names(pid_t pid, const struct pyinfo *info, struct pynames_hints 
 			if (interps[i] == interp)
 				goto done;	/* a cycle */
 		interps[ninterp++] = interp;
+		n0 = n;
 		err = find_active(r, interp, hints, &active);
 		if (!err)
 			err = active_names(r, active, hints, out, max, &n);
-		if (!err)
+		if (!err) {
 			found = true;
-		else if (err == -ESRCH || first_err == -ENOENT)
-			first_err = err;
+		} else {
+			n = n0;	/* none of a table that turned out not to be one */
+			if (err == -ESRCH || first_err == -ENOENT)
+				first_err = err;
+		}
 		if (err == -ESRCH)
 			break;
 		if (rd_u64(r, interp + l->is_next, &interp))
