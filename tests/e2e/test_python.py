@@ -167,3 +167,49 @@ def test_gil_filter(tmp_path, python):
     # filter's selectivity is what the next line checks.
     assert ghot > 0.75 * hot, counts
     assert gdeflate < 0.1 * deflate, counts  # GIL released: left out
+
+
+@pytest.mark.parametrize("python", interpreters())
+def test_thread_names(tmp_path, python):
+    """--per-thread names a Python thread by its threading.Thread name
+    ('worker-a [tid]'), and each thread's own functions sit under it; a
+    thread threading does not know keeps its OS name."""
+    out = tmp_path / "threads.folded"
+    r = run(["--per-thread", "-F", "999", "-o", str(out), "--", python,
+             os.path.join(PYDIR, "threads.py"), "4"])
+    assert r.returncode == 0, r.stderr
+    tids, raw_tid = {}, None
+    for line in r.stdout.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind == "thread":
+            tid, _, name = rest.partition(" ")
+            tids[name] = int(tid)
+        elif kind == "raw":
+            raw_tid = int(rest)
+    assert raw_tid and {"MainThread", "worker-a", "worker-b"} <= set(tids), r.stdout
+    stacks = parse_folded(out.read_text())
+    comm = os.path.basename(os.path.realpath(python))[:15]
+    # the folded writer turns ';' into ':'
+    want = {"busy_a": f"worker-a [{tids['worker-a']}]",
+            "busy_b": f"worker-b [{tids['worker-b']}]",
+            "busy_main": f"MainThread [{tids['MainThread']}]",
+            "busy_u": f"wörker-ü:1 [{tids['wörker-ü;1']}]",
+            "busy_raw": f"{comm} [{raw_tid}]"}
+    for fn, frame in want.items():
+        mine = [(f, c) for f, c in stacks if frames_named(f, fn)]
+        n = total(mine)
+        assert n > (100 if fn in ("busy_a", "busy_b", "busy_main") else 10), (fn, n, r.stderr)
+        # a sample races a thread's start at most: 2% under any other frame
+        under = sum(c for f, c in mine if f[1] == frame)
+        assert under >= 0.98 * n, (fn, frame, under, n, sorted({f[1] for f, _ in mine}))
+        # and the thread frame holds no other thread's function
+        there = [(f, c) for f, c in stacks if f[1] == frame]
+        other = sum(c for f, c in there
+                    if any(frames_named(f, g) for g in list(want) + ["busy_r"] if g != fn))
+        assert other <= 0.02 * total(there), (frame, other, total(there))
+    # renamed half way: either name, never the OS name
+    renamed = {f[1] for f, _ in stacks if frames_named(f, "busy_r")}
+    r_tid = tids["first-name"]
+    assert renamed and renamed <= {f"first-name [{r_tid}]", f"second-name [{r_tid}]"}, renamed
+    m = re.search(r"thread names: (\d+) threads named by threading.Thread", r.stderr)
+    assert m and int(m.group(1)) >= 5, r.stderr

@@ -794,6 +794,217 @@ static void test_pid_namespace(void **state)
 	free(lv);
 }
 
+/* ---- thread names (threading.Thread.name) ---- */
+
+#define MAX_NAMED 16
+
+struct named {
+	uint32_t tid;		/* native id */
+	uint64_t ident;
+	char name[512];
+};
+
+struct names_target {
+	struct live lv;		/* child, pid, probe */
+	struct named th[MAX_NAMED];
+	size_t n;
+	uint32_t raw_tid;
+	uint64_t raw_ident;
+};
+
+/* names.py's lines up to "ready"; a "named" line for a thread seen updates it. */
+static bool names_read(struct names_target *t)
+{
+	char *l;
+
+	while ((l = child_line(&t->lv.ch))) {
+		char *p, *q;
+		struct named x;
+		size_t i;
+
+		if (!strcmp(l, "ready"))
+			return true;
+		if (!strncmp(l, "raw\t", 4)) {
+			t->raw_tid = (uint32_t)strtoul(l + 4, &p, 10);
+			t->raw_ident = strtoull(p, NULL, 10);
+			continue;
+		}
+		if (strncmp(l, "named\t", 6))
+			return false;
+		/* the name is the rest of the line: it may hold a tab */
+		x.tid = (uint32_t)strtoul(l + 6, &p, 10);
+		x.ident = strtoull(p, &q, 10);
+		if (*q != '\t')
+			return false;
+		snprintf(x.name, sizeof(x.name), "%s", q + 1);
+		for (i = 0; i < t->n && t->th[i].tid != x.tid; i++)
+			;
+		if (i == t->n && t->n == MAX_NAMED)
+			return false;
+		t->th[i] = x;
+		if (i == t->n)
+			t->n++;
+	}
+	return false;
+}
+
+static const struct pyname *name_of(const struct pyname *names, int n, uint64_t ident)
+{
+	for (int i = 0; i < n; i++)
+		if (names[i].ident == ident)
+			return &names[i];
+	return NULL;
+}
+
+/* What bpfprof shows for a name: cleaned, cut to PYNAME_MAX - 1 bytes. */
+static void shown(const char *name, char *out)
+{
+	pyname__clean(name, out, PYNAME_MAX);
+}
+
+/*
+ * Memory that is not what the layout says: every offset the reader uses
+ * moved by a few words, one at a time, and _PyRuntime itself moved. Each
+ * read ends (bounded), and what it returns is either an error or names that
+ * are clean UTF-8 and no longer than bpfprof keeps; nothing crashes.
+ */
+static void names_lie(pid_t pid, const struct pyinfo *good)
+{
+	static const int32_t deltas[] = { -16, -8, 8, 16, 24, 64 };
+	struct pyname names[64], truth[64];
+	struct pynames_hints h0;
+	char again[PYNAME_MAX];
+	size_t f, d;
+	int n, i, j, ntruth, tried = 0, failed = 0;
+
+	memset(&h0, 0, sizeof(h0));
+	ntruth = pythreads__names(pid, good, &h0, truth, 64);
+	assert_int_equal(ntruth, 11);
+
+	for (f = 0; f < 11; f++) {
+		for (d = 0; d < sizeof(deltas) / sizeof(deltas[0]); d++) {
+			struct pyinfo info = *good;
+			struct pylayout *l = pyinfo__layout_mut(&info);
+			struct pynames_hints hints;
+			int32_t *fields[] = { &l->is_modules, &l->md_dict, &l->tp_basicsize,
+					      &l->tp_flags, &l->tp_dictoffset, &l->ht_cached_keys,
+					      &l->dict_keys, &l->dict_values, &l->long_digits,
+					      &l->long_size, &l->ob_type };
+
+			if (f == 10)
+				info.runtime += (uint64_t)(int64_t)deltas[d] * 64;
+			else
+				*fields[f] += deltas[d];
+			memset(&hints, 0, sizeof(hints));
+			n = pythreads__names(pid, &info, &hints, names, 64);
+			tried++;
+			failed += n <= 0;
+			assert_true(n != -ESRCH && n <= 64);
+			for (i = 0; i < n; i++) {
+				bool real = !names[i].name[0];
+
+				assert_true(strlen(names[i].name) < PYNAME_MAX);
+				pyname__clean(names[i].name, again, sizeof(again));
+				assert_string_equal(again, names[i].name);
+				/* a name is found by its key, so it is a Thread's real name */
+				for (j = 0; j < ntruth; j++)
+					real |= !strcmp(names[i].name, truth[j].name);
+				if (!real)
+					fail_msg("field %zu %+d: read '%s', not a thread's name", f,
+						 deltas[d], names[i].name);
+			}
+		}
+	}
+	assert_true(failed > tried / 2);	/* most lies are caught, not decoded */
+}
+
+/*
+ * Every Thread of names.py found by ident with its name (and the ident is
+ * what PyThreadState.thread_id of that tid holds); the _thread one has no
+ * Thread; a rename is seen with warm hints; a gone process says so.
+ */
+static void test_thread_names(void **state)
+{
+	struct pyexe *e = exe_or_skip(state);
+	struct pynames_hints hints;
+	struct pyname names[64];
+	struct pythread th[64];
+	struct names_target *t;
+	char want[PYNAME_MAX];
+	int n, nth, i;
+	size_t k;
+
+	t = calloc(1, sizeof(*t));
+	assert_non_null(t);
+	assert_int_equal(child_start(&t->lv.ch, e->path, "names.py", NULL, NULL), 0);
+	t->lv.pid = t->lv.ch.pid;
+	assert_true(names_read(t));
+	assert_int_equal(t->n, 11);
+	live_probe(&t->lv, e->path);
+
+	memset(&hints, 0, sizeof(hints));
+	n = pythreads__names(t->lv.pid, &t->lv.info, &hints, names, 64);
+	assert_int_equal(n, 11);	/* every Thread; not the _thread one */
+	nth = pyproc__threads(t->lv.pid, &t->lv.info, th, 64);
+	assert_true(nth >= 12);
+	for (k = 0; k < t->n; k++) {
+		const struct pyname *nm = name_of(names, n, t->th[k].ident);
+		bool mapped = false;
+
+		assert_non_null(nm);
+		shown(t->th[k].name, want);
+		if (strcmp(nm->name, want))
+			fail_msg("%s: thread %u: read '%s', named '%s'", e->label, t->th[k].tid,
+				 nm->name, want);
+		for (i = 0; i < nth; i++)
+			if (th[i].tid == t->th[k].tid)
+				mapped = th[i].ident == t->th[k].ident;
+		assert_true(mapped);
+	}
+	assert_null(name_of(names, n, t->raw_ident));
+	/* what cleaning did to the awkward ones */
+	assert_string_equal(name_of(names, n, t->th[5].ident)->name, "tab?here");
+	assert_int_equal(strlen(name_of(names, n, t->th[6].ident)->name), PYNAME_MAX - 1);
+	/* max is respected */
+	assert_int_equal(pythreads__names(t->lv.pid, &t->lv.info, &hints, names, 3), 3);
+
+	/* renamed: read again through the hints the first read left */
+	assert_true(hints.threading.keys && hints.active.keys && hints.name.keys);
+	child_say(&t->lv.ch, "rename\n");
+	assert_true(names_read(t));
+	n = pythreads__names(t->lv.pid, &t->lv.info, &hints, names, 64);
+	assert_int_equal(n, 11);
+	assert_string_equal(name_of(names, n, t->th[1].ident)->name, "renamed");
+	/* stale hints (another table's keys) are only a hint */
+	hints.threading.keys ^= 0x1000;
+	hints.name.ix = 1000;
+	assert_int_equal(pythreads__names(t->lv.pid, &t->lv.info, &hints, names, 64), 11);
+
+	/* a layout that points at the wrong field reads nothing, and no garbage */
+	{
+		struct pyinfo bad = t->lv.info;
+		struct pylayout *l = pyinfo__layout_mut(&bad);
+
+		memset(&hints, 0, sizeof(hints));
+		l->is_modules += 8;
+		n = pythreads__names(t->lv.pid, &bad, &hints, names, 64);
+		assert_true(n < 0 && n != -ESRCH);
+		l->is_modules -= 8;
+		l->md_dict += 8;
+		n = pythreads__names(t->lv.pid, &bad, &hints, names, 64);
+		assert_true(n < 0 && n != -ESRCH);
+		l->md_dict -= 8;
+		l->is_modules = -1;
+		assert_int_equal(pythreads__names(t->lv.pid, &bad, &hints, names, 64), -ENOTSUP);
+	}
+	names_lie(t->lv.pid, &t->lv.info);
+
+	child_say(&t->lv.ch, "exit\n");
+	child_stop(&t->lv.ch);
+	assert_int_equal(pythreads__names(t->lv.pid, &t->lv.info, &hints, names, 64), -ESRCH);
+	free(t);
+}
+
 /* ---- versions we do not support, files that are not Python ---- */
 
 /* Start the first interpreter matching pattern and probe its libpython. */
@@ -1034,6 +1245,162 @@ static void test_line_fuzz(void **state)
 	}
 }
 
+static void put64(uint8_t *b, size_t off, uint64_t v)
+{
+	memcpy(b + off, &v, 8);
+}
+
+static void put32(uint8_t *b, size_t off, uint32_t v)
+{
+	memcpy(b + off, &v, 4);
+}
+
+static void test_dict_keys(void **state)
+{
+	struct pyinfo info;
+	const struct pylayout *l = pyinfo__layout(&info);
+	uint8_t h[PYKEYS_HDR];
+	struct pykeys k;
+	uint64_t a = 0x7f0000002000ULL;
+
+	(void)state;
+	/* 3.8-3.10: dk_size 8 (1-byte indices), 5 entries */
+	assert_int_equal(pyoffsets__from_table(PYVER(3, 9) | 0xf0, &info), 0);
+	memset(h, 0, sizeof(h));
+	put64(h, 8, 8);
+	put64(h, 32, 5);
+	assert_int_equal(pykeys__parse(l, a, h, &k), 0);
+	assert_true(k.entries == a + 40 + 8);
+	assert_int_equal(k.nentries, 5);
+	assert_int_equal(k.esize, 24);
+	assert_int_equal(k.ekey, 8);
+	assert_int_equal(k.evalue, 16);
+	put64(h, 8, 512);	/* 2-byte indices */
+	assert_int_equal(pykeys__parse(l, a, h, &k), 0);
+	assert_true(k.entries == a + 40 + 1024);
+	put64(h, 8, 1 << 17);	/* 4-byte indices */
+	assert_int_equal(pykeys__parse(l, a, h, &k), 0);
+	assert_true(k.entries == a + 40 + 4 * (1 << 17));
+	put64(h, 8, 24);	/* not a power of two */
+	assert_int_equal(pykeys__parse(l, a, h, &k), -EINVAL);
+	put64(h, 8, 8);
+	put64(h, 32, 6);	/* more than 2/3 of 8 */
+	assert_int_equal(pykeys__parse(l, a, h, &k), -EINVAL);
+	put64(h, 32, (uint64_t)-1);
+	assert_int_equal(pykeys__parse(l, a, h, &k), -EINVAL);
+
+	/* 3.11+: log2 sizes, kind */
+	assert_int_equal(pyoffsets__from_table(PYVER(3, 12) | 0x1f0, &info), 0);
+	memset(h, 0, sizeof(h));
+	h[8] = 3;
+	h[9] = 3;
+	h[10] = 1;	/* DICT_KEYS_UNICODE */
+	put64(h, 24, 5);
+	assert_int_equal(pykeys__parse(l, a, h, &k), 0);
+	assert_true(k.entries == a + 32 + 8);
+	assert_int_equal(k.esize, 16);
+	assert_int_equal(k.ekey, 0);
+	assert_int_equal(k.evalue, 8);
+	h[10] = 0;	/* DICT_KEYS_GENERAL */
+	assert_int_equal(pykeys__parse(l, a, h, &k), 0);
+	assert_int_equal(k.esize, 24);
+	assert_int_equal(k.ekey, 8);
+	h[10] = 2;	/* DICT_KEYS_SPLIT */
+	assert_int_equal(pykeys__parse(l, a, h, &k), 0);
+	assert_int_equal(k.esize, 16);
+	h[10] = 3;
+	assert_int_equal(pykeys__parse(l, a, h, &k), -EINVAL);
+	h[10] = 1;
+	h[8] = 8;	/* 256 slots: 2-byte indices */
+	h[9] = 9;
+	assert_int_equal(pykeys__parse(l, a, h, &k), 0);
+	assert_true(k.entries == a + 32 + 512);
+	h[9] = 8;	/* index bytes that do not fit the size */
+	assert_int_equal(pykeys__parse(l, a, h, &k), -EINVAL);
+	h[8] = 16;
+	h[9] = 18;
+	assert_int_equal(pykeys__parse(l, a, h, &k), 0);
+	h[8] = 40;	/* absurd */
+	h[9] = 42;
+	assert_int_equal(pykeys__parse(l, a, h, &k), -EINVAL);
+	h[8] = 2;
+	h[9] = 2;
+	assert_int_equal(pykeys__parse(l, a, h, &k), -EINVAL);
+}
+
+static void test_long_ident(void **state)
+{
+	struct pyinfo info;
+	const struct pylayout *l = pyinfo__layout(&info);
+	/* a pthread_t: 0x7f3a12345678 = digits 0x12345678, 0x1fce8 (30 bits each) */
+	uint64_t ident = 0x7f3a12345678ULL, v = 0;
+	uint8_t o[48];
+
+	(void)state;
+	assert_int_equal(pyoffsets__from_table(PYVER(3, 11) | 0x7f0, &info), 0);
+	memset(o, 0, sizeof(o));
+	put64(o, 16, 2);	/* ob_size */
+	put32(o, 24, (uint32_t)(ident & 0x3fffffff));
+	put32(o, 28, (uint32_t)(ident >> 30));
+	assert_int_equal(pylong__u64(l, o, sizeof(o), &v), 0);
+	assert_true(v == ident);
+	put64(o, 16, (uint64_t)-2);	/* negative */
+	assert_int_equal(pylong__u64(l, o, sizeof(o), &v), -EINVAL);
+	put64(o, 16, 4);	/* more than 64 bits */
+	assert_int_equal(pylong__u64(l, o, sizeof(o), &v), -EINVAL);
+	put64(o, 16, 3);	/* top digit beyond 64 bits */
+	put32(o, 32, 16);
+	assert_int_equal(pylong__u64(l, o, sizeof(o), &v), -EINVAL);
+	put32(o, 32, 15);
+	assert_int_equal(pylong__u64(l, o, sizeof(o), &v), 0);
+	assert_true(v >> 60 == 15);
+	assert_int_equal(pylong__u64(l, o, 32, &v), -ENOSPC);	/* the third digit not given */
+	put64(o, 16, 1);
+	put32(o, 24, 1u << 30);	/* not a 30-bit digit */
+	assert_int_equal(pylong__u64(l, o, sizeof(o), &v), -EINVAL);
+	assert_int_equal(pylong__u64(l, o, 20, &v), -EINVAL);	/* short buffer */
+
+	assert_int_equal(pyoffsets__from_table(PYVER(3, 12) | 0x1f0, &info), 0);
+	memset(o, 0, sizeof(o));
+	put64(o, 16, 2 << 3);	/* lv_tag: 2 digits, positive */
+	put32(o, 24, (uint32_t)(ident & 0x3fffffff));
+	put32(o, 28, (uint32_t)(ident >> 30));
+	assert_int_equal(pylong__u64(l, o, sizeof(o), &v), 0);
+	assert_true(v == ident);
+	put64(o, 16, 2 << 3 | 2);	/* negative */
+	assert_int_equal(pylong__u64(l, o, sizeof(o), &v), -EINVAL);
+	put64(o, 16, 1);	/* zero */
+	assert_int_equal(pylong__u64(l, o, sizeof(o), &v), 0);
+	assert_true(v == 0);
+	put64(o, 16, 4 << 3);
+	assert_int_equal(pylong__u64(l, o, sizeof(o), &v), -EINVAL);
+}
+
+static void test_name_clean(void **state)
+{
+	char out[PYNAME_MAX], big[400];
+
+	(void)state;
+	pyname__clean("worker-3", out, sizeof(out));
+	assert_string_equal(out, "worker-3");
+	pyname__clean("a\tb\nc\x7f" "d", out, sizeof(out));
+	assert_string_equal(out, "a?b?c?d");
+	/* cut at a character boundary: "é" does not fit in the last byte */
+	pyname__clean("ab\xc3\xa9", out, 4);
+	assert_string_equal(out, "ab");
+	pyname__clean("ab\xc3\xa9", out, 5);
+	assert_string_equal(out, "ab\xc3\xa9");
+	/* invalid UTF-8 ends the name */
+	pyname__clean("ok\xc3(x", out, sizeof(out));
+	assert_string_equal(out, "ok");
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	pyname__clean(big, out, sizeof(out));
+	assert_int_equal(strlen(out), PYNAME_MAX - 1);
+	pyname__clean("x", out, 1);
+	assert_string_equal(out, "");
+}
+
 #define PER_EXE(fn)                                                                      \
 	cmocka_unit_test_prestate(fn, &exes[0]), cmocka_unit_test_prestate(fn, &exes[1]), \
 	cmocka_unit_test_prestate(fn, &exes[2]), cmocka_unit_test_prestate(fn, &exes[3]), \
@@ -1046,8 +1413,12 @@ int main(void)
 		cmocka_unit_test(test_line_tables_by_hand),
 		cmocka_unit_test(test_line_fuzz),
 		cmocka_unit_test(test_instr_offset),
+		cmocka_unit_test(test_dict_keys),
+		cmocka_unit_test(test_long_ident),
+		cmocka_unit_test(test_name_clean),
 		PER_EXE(test_lines),
 		PER_EXE(test_live),
+		PER_EXE(test_thread_names),
 		cmocka_unit_test_prestate(test_pid_namespace, &exes[1]),
 		cmocka_unit_test_prestate(test_pid_namespace, &exes[4]),
 		cmocka_unit_test(test_debug_offsets),

@@ -10,6 +10,7 @@
 #include "aggregate/stacks.h"
 #include "collect/pytrack.h"
 #include "proc/cgroup.h"
+#include "python/python.h"
 #include "proc/objfile.h"
 #include "symbolize/ksyms.h"
 #include "util/htab.h"
@@ -320,7 +321,8 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 	uint32_t n = 0;
 	struct plabel labels[PROFILE_MAX_LABELS];
 	uint32_t nlabels = 0;
-	char name[64], pcomm[17], tcomm[17];
+	char name[64], pcomm[17], tcomm[17], tframe[PYNAME_MAX + 16];
+	const char *tname = NULL;
 	int64_t values[PROFILE_MAX_VALUES];
 	int i, ret;
 	bool unresolved;
@@ -354,8 +356,13 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 	idx[n++] = ret;
 	if (o->per_thread) {
 		comm_str(tcomm, k->tcomm);
-		snprintf(name, sizeof(name), "%s [%u]", tcomm, k->tid);
-		ret = root_frame(b, name);
+		/* a Python thread's threading name, else its OS name (comm) */
+		if (b->py)
+			tname = pytrack__thread_name(b->py, k->pid, k->tid);
+		if (!tname)
+			tname = tcomm;
+		snprintf(tframe, sizeof(tframe), "%s [%u]", tname, k->tid);
+		ret = root_frame(b, tframe);
 		if (ret < 0)
 			return ret;
 		idx[n++] = ret;
@@ -389,7 +396,7 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 			.str = k->flags & STACK_F_GIL_HELD ? "held" : "released" };
 	if (o->per_thread) {
 		labels[nlabels++] = (struct plabel){ .key = "tid", .num = k->tid };
-		labels[nlabels++] = (struct plabel){ .key = "thread", .str = tcomm };
+		labels[nlabels++] = (struct plabel){ .key = "thread", .str = tname };
 	}
 	if (cn) {
 		labels[nlabels++] = (struct plabel){ .key = "cgroup", .str = cn->path };

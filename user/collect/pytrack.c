@@ -22,6 +22,37 @@
  */
 #define REVALIDATE_NS (100 * 1000000ULL)
 #define RESCAN_NS (20 * 1000000ULL)
+/*
+ * Thread names: read again at most this often per process (renames, threads
+ * that come and go), and at most every RESCAN_NS when a thread is new.
+ */
+#define NAMES_REFRESH_NS (2000 * 1000000ULL)
+/*
+ * ... and never sooner than this many times the last read took: a process
+ * with thousands of threads starting costs at most 1/20 of the agent's time.
+ */
+#define NAMES_COST_FACTOR 20
+
+/* What is known of a sampled thread's threading name. */
+enum tname_state {
+	TN_UNKNOWN = 0,		/* not read yet */
+	TN_NAMED,		/* name holds threading's name */
+	TN_NOT_THREADING,	/* no threading.Thread runs on it: its OS name stands */
+	TN_FAILED,		/* its Thread's name, or threading._active, unreadable */
+};
+
+struct tname {
+	uint8_t state;
+	uint8_t tries;		/* reads that found its thread state but no Thread yet */
+	char *name;		/* last name read; kept when a later read fails */
+};
+
+/*
+ * A thread is sampled before threading registers it (Thread.start() runs
+ * it a little before _bootstrap_inner adds it to _active): look again this
+ * many times, RESCAN_NS apart, before waiting for the next refresh.
+ */
+#define NAMES_EARLY_TRIES 4
 
 struct pyp {
 	uint32_t pid;
@@ -33,6 +64,11 @@ struct pyp {
 	uint64_t last_scan_ns;
 	uint32_t gen;		/* bumped at exec: a new image's code objects */
 	bool gone;		/* exited: still decodes what its samples named */
+	struct htab *names;	/* sampled tid -> struct tname * (--per-thread) */
+	uint64_t names_read_ns;
+	uint64_t names_cost_ns;	/* how long the last read took */
+	bool names_pending;	/* a tid was sampled that the last read did not cover */
+	struct pynames_hints hints;
 };
 
 struct code_key {
@@ -59,6 +95,7 @@ struct pytrack {
 	size_t nfree, capfree;
 	size_t deleted;		/* keys deleted from `codes` since it was rebuilt */
 	struct pythread *scratch;
+	struct pyname *name_scratch;	/* allocated at the first name read */
 	struct pytrack_stats st;
 };
 
@@ -82,6 +119,23 @@ int pytrack__new(struct pytrack **out, int procs_fd, int threads_fd, struct objt
 	return 0;
 }
 
+static void free_names(struct pyp *pp)
+{
+	struct htab_entry *e;
+	size_t it = 0;
+
+	if (!pp->names)
+		return;
+	while ((e = htab__next(pp->names, &it))) {
+		struct tname *tn = (struct tname *)(uintptr_t)e->val;
+
+		free(tn->name);
+		free(tn);
+	}
+	htab__free(pp->names);
+	pp->names = NULL;
+}
+
 void pytrack__free(struct pytrack *t)
 {
 	struct htab_entry *e;
@@ -93,6 +147,7 @@ void pytrack__free(struct pytrack *t)
 		while ((e = htab__next(t->procs, &it))) {
 			struct pyp *pp = (struct pyp *)(uintptr_t)e->val;
 
+			free_names(pp);
 			free(pp->tids);
 			free(pp);
 		}
@@ -108,6 +163,7 @@ void pytrack__free(struct pytrack *t)
 	free(t->free_ids);
 	htab__free(t->codes);
 	free(t->scratch);
+	free(t->name_scratch);
 	free(t);
 }
 
@@ -272,6 +328,7 @@ void pytrack__forget(struct pytrack *t, uint32_t pid, bool exited)
 		return;
 	}
 	/* a new image: probed again, and its code objects are new ones */
+	memset(&pp->hints, 0, sizeof(pp->hints));
 	pp->probed = false;
 	pp->python = false;
 	pp->gone = false;
@@ -402,8 +459,200 @@ int pytrack__describe(const struct pytrack *t, uint64_t id, uint32_t off, const 
 	return 0;
 }
 
+static int cmp_tid(const void *a, const void *b)
+{
+	const struct pythread *x = a, *y = b;
+
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+static int cmp_ident(const void *a, const void *b)
+{
+	const struct pyname *x = a, *y = b;
+
+	return x->ident < y->ident ? -1 : x->ident > y->ident;
+}
+
+static void set_name(struct tname *tn, const char *name)
+{
+	char *s;
+
+	if (tn->name && !strcmp(tn->name, name)) {
+		tn->state = TN_NAMED;
+		return;
+	}
+	s = strdup(name);
+	if (!s) {
+		tn->state = tn->name ? TN_NAMED : TN_FAILED;
+		return;
+	}
+	free(tn->name);
+	tn->name = s;
+	tn->state = TN_NAMED;
+}
+
+/* What a read says of one sampled thread. A name once read is not taken back. */
+static void update_name(struct tname *tn, const struct pythread *th, const struct pyname *nm,
+			int nnames)
+{
+	if (!th || nnames == -ENOENT || nnames == -ENOTSUP || (nnames >= 0 && !nm)) {
+		/* no Python thread state, threading not imported, or not a Thread */
+		if (!tn->name)
+			tn->state = TN_NOT_THREADING;
+	} else if (nnames < 0 || !nm->name[0]) {
+		if (!tn->name)
+			tn->state = TN_FAILED;
+	} else {
+		set_name(tn, nm->name);
+	}
+}
+
+/*
+ * Read threading's names of pp and give each sampled thread its own:
+ * thread id -> PyThreadState.thread_id (pyproc) = ident -> Thread (pythreads).
+ */
+static void read_names(struct pytrack *t, struct pyp *pp)
+{
+	struct htab_entry *e;
+	size_t it = 0;
+	bool again = false;
+	uint64_t start;
+	int nth, nnames;
+
+	start = pp->names_read_ns = mono_ns();
+	pp->names_pending = false;
+	if (!t->name_scratch) {
+		t->name_scratch = calloc(MAX_THREADS, sizeof(*t->name_scratch));
+		if (!t->name_scratch)
+			return;
+	}
+	t->st.name_reads++;
+	nth = pyproc__threads(pp->pid, &pp->info, t->scratch, MAX_THREADS);
+	nnames = pythreads__names(pp->pid, &pp->info, &pp->hints, t->name_scratch, MAX_THREADS);
+	pp->names_cost_ns = mono_ns() - start;
+	t->st.name_read_ns += pp->names_cost_ns;
+	if (nth == -ESRCH || nnames == -ESRCH)
+		return;	/* gone: what was read before stands */
+	if (nnames < 0 && nnames != -ENOENT && nnames != -ENOTSUP) {
+		t->st.name_read_failed++;
+		pr_debug("pid %u: cannot read threading's thread names: %s", pp->pid,
+			 strerror(-nnames));
+	}
+	if (nth > 0)
+		qsort(t->scratch, (size_t)nth, sizeof(*t->scratch), cmp_tid);
+	if (nnames > 0)
+		qsort(t->name_scratch, (size_t)nnames, sizeof(*t->name_scratch), cmp_ident);
+	while ((e = htab__next(pp->names, &it))) {
+		struct tname *tn = (struct tname *)(uintptr_t)e->val;
+		struct pythread key = { .tid = *(const uint32_t *)e->key }, *th = NULL;
+		struct pyname *nm = NULL;
+
+		if (nth < 0) {
+			if (!tn->name)
+				tn->state = TN_FAILED;
+			continue;
+		}
+		th = bsearch(&key, t->scratch, (size_t)nth, sizeof(*t->scratch), cmp_tid);
+		if (th && nnames > 0) {
+			struct pyname k = { .ident = th->ident };
+
+			nm = bsearch(&k, t->name_scratch, (size_t)nnames, sizeof(k), cmp_ident);
+		}
+		update_name(tn, th, nm, nnames);
+		if (tn->state == TN_NOT_THREADING && th && tn->tries < NAMES_EARLY_TRIES) {
+			tn->tries++;
+			again = true;
+		}
+	}
+	pp->names_pending = again;
+}
+
+void pytrack__thread_seen(struct pytrack *t, uint32_t pid, uint32_t tid)
+{
+	struct pyp *pp = pyp_of(t, pid, false);
+	struct htab_entry *e;
+	uint64_t hash = htab__hash(&tid, sizeof(tid)), gap;
+	int ret;
+
+	if (!pp || !pp->python || pp->gone)
+		return;
+	if (!pp->names) {
+		pp->names = htab__new(16, HTAB_COPY_KEYS);
+		if (!pp->names)
+			return;
+	}
+	ret = htab__upsert(pp->names, &tid, sizeof(tid), hash, &e);
+	if (ret < 0)
+		return;
+	if (ret == 1) {
+		struct tname *tn = calloc(1, sizeof(*tn));
+
+		if (!tn) {
+			htab__delete(pp->names, &tid, sizeof(tid), hash);
+			return;
+		}
+		e->val = (uintptr_t)tn;
+		pp->names_pending = true;
+	}
+	gap = pp->names_pending ? RESCAN_NS : NAMES_REFRESH_NS;
+	if (gap < NAMES_COST_FACTOR * pp->names_cost_ns)
+		gap = NAMES_COST_FACTOR * pp->names_cost_ns;
+	if (mono_ns() - pp->names_read_ns < gap)
+		return;
+	read_names(t, pp);
+}
+
+void pytrack__thread_names_final(struct pytrack *t)
+{
+	struct htab_entry *e;
+	size_t it = 0;
+
+	while ((e = htab__next(t->procs, &it))) {
+		struct pyp *pp = (struct pyp *)(uintptr_t)e->val;
+
+		if (pp->python && !pp->gone && pp->names && pp->names_pending)
+			read_names(t, pp);
+	}
+}
+
+const char *pytrack__thread_name(const struct pytrack *t, uint32_t pid, uint32_t tid)
+{
+	struct htab_entry *e = htab__find(t->procs, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
+	const struct pyp *pp = e ? (const struct pyp *)(uintptr_t)e->val : NULL;
+	const struct tname *tn;
+
+	if (!pp || !pp->names)
+		return NULL;
+	e = htab__find(pp->names, &tid, sizeof(tid), htab__hash(&tid, sizeof(tid)));
+	if (!e)
+		return NULL;
+	tn = (const struct tname *)(uintptr_t)e->val;
+	return tn->name;
+}
+
 struct pytrack_stats *pytrack__stats(struct pytrack *t)
 {
+	struct htab_entry *e, *ne;
+	size_t it = 0, nit;
+
+	t->st.threads_named = t->st.threads_unnamed = t->st.threads_name_failed = 0;
+	t->st.threads_name_late = 0;
+	while ((e = htab__next(t->procs, &it))) {
+		const struct pyp *pp = (const struct pyp *)(uintptr_t)e->val;
+
+		for (nit = 0; pp->names && (ne = htab__next(pp->names, &nit));) {
+			const struct tname *tn = (const struct tname *)(uintptr_t)ne->val;
+
+			if (tn->name)
+				t->st.threads_named++;
+			else if (tn->state == TN_NOT_THREADING)
+				t->st.threads_unnamed++;
+			else if (tn->state == TN_FAILED)
+				t->st.threads_name_failed++;
+			else	/* the process ended before a read */
+				t->st.threads_name_late++;
+		}
+	}
 	return &t->st;
 }
 

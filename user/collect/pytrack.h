@@ -4,7 +4,8 @@
  * (a mapped file that defines _PyRuntime), tells BPF their layout and which
  * PyThreadState each thread has, and turns the (code object, position)
  * records of samples into stable code ids, read once per code object and
- * re-checked when an address may have been reused.
+ * re-checked when an address may have been reused. With --per-thread, also
+ * the names threading gave the sampled threads (threading.Thread.name).
  */
 #ifndef BPFPROF_PYTRACK_H
 #define BPFPROF_PYTRACK_H
@@ -25,6 +26,14 @@ struct pytrack_stats {
 	uint64_t code_failed;	/* unreadable or garbage code objects (frames dropped) */
 	uint64_t code_reused;	/* addresses found reused by another code object */
 	uint64_t merge_mismatch; /* stacks whose eval frames and Python frames did not pair up */
+	/* thread names (pytrack__thread_seen); the thread counts are tallied by pytrack__stats */
+	uint64_t name_reads;		/* reads of threading._active */
+	uint64_t name_read_failed;	/* of which found memory that was not what it should be */
+	uint64_t name_read_ns;		/* time spent in them */
+	uint64_t threads_named;		/* sampled threads named by threading.Thread */
+	uint64_t threads_unnamed;	/* not threading's (no Thread, no thread state): OS name */
+	uint64_t threads_name_failed;	/* whose name could not be read: OS name */
+	uint64_t threads_name_late;	/* sampled too late to be read before their process ended */
 };
 
 int pytrack__new(struct pytrack **out, int procs_fd, int threads_fd, struct objtab *objs);
@@ -58,6 +67,16 @@ int pytrack__describe(const struct pytrack *t, uint64_t id, uint32_t off, const 
  * Returns the code objects freed.
  */
 size_t pytrack__gc(struct pytrack *t);
+/*
+ * A sample of thread tid of pid (--per-thread): read the threading names of
+ * pid when tid is new to it (at most every 20 ms) and at most every 2 s
+ * otherwise (threads are renamed, start, end). Cheap when nothing is due.
+ */
+void pytrack__thread_seen(struct pytrack *t, uint32_t pid, uint32_t tid);
+/* At the end: read the names of live processes with threads sampled since their last read. */
+void pytrack__thread_names_final(struct pytrack *t);
+/* The last name threading gave thread tid of pid, or NULL (not known: use the OS name). */
+const char *pytrack__thread_name(const struct pytrack *t, uint32_t pid, uint32_t tid);
 
 struct pytrack_stats *pytrack__stats(struct pytrack *t);
 

@@ -255,6 +255,8 @@ struct stack_key *rec__key(struct recorder *r, const struct prof_sample *s, size
 	if (env.per_thread) {
 		k->tid = h->tid;
 		memcpy(k->tcomm, h->comm, sizeof(k->tcomm));
+		if (r->py && !env.no_python)
+			pytrack__thread_seen(r->py, h->pid, h->tid);	/* threading's names */
 	}
 	if (r->cg) {	/* named now: the cgroup may be gone when the profile is built */
 		k->cgroup_id = h->cgroup_id;
@@ -790,6 +792,17 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 		pr_info("python: the thread held the GIL in %llu of %llu Python samples; %llu "
 			"samples left out by --gil", (unsigned long long)r->st.gil_held,
 			(unsigned long long)r->st.py_samples, (unsigned long long)r->st.gil_left_out);
+		if (env.per_thread && ps->name_reads)
+			pr_info("python: thread names: %llu threads named by threading.Thread; OS "
+				"name kept for %llu not threading's, %llu unreadable, %llu ended "
+				"before a read; %llu of %llu reads failed, %.2f ms per read",
+				(unsigned long long)ps->threads_named,
+				(unsigned long long)ps->threads_unnamed,
+				(unsigned long long)ps->threads_name_failed,
+				(unsigned long long)ps->threads_name_late,
+				(unsigned long long)ps->name_read_failed,
+				(unsigned long long)ps->name_reads,
+				ps->name_read_ns / 1e6 / (double)ps->name_reads);
 	}
 	for (uint32_t i = 0; i < r->nfeat; i++)
 		if (r->feat[i]->summary)
@@ -888,6 +901,8 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 	struct profile *p = NULL;
 	int err;
 
+	if (r->py && env.per_thread)
+		pytrack__thread_names_final(r->py);	/* threads sampled since the last read */
 	build_opts_init(r, &bo);
 	bo.time_ns = ts_ns(&r->wall_start);
 	bo.duration_ns = ts_ns(&r->t_stop) - ts_ns(&r->t_start);

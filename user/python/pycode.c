@@ -67,20 +67,13 @@ static uint32_t get_u32(const uint8_t *buf, int32_t off)
 	return v;
 }
 
-/*
- * Types proven by name during one pycode__read: the code, str and bytes
- * objects of one interpreter share their type objects, so each name is
- * read once.
- */
-struct typememo {
-	uint64_t addr[3];
+static const char *const type_names[PY_T__MAX] = {
+	[PY_T_CODE] = "code", [PY_T_STR] = "str", [PY_T_BYTES] = "bytes",
+	[PY_T_DICT] = "dict", [PY_T_INT] = "int", [PY_T_MODULE] = "module",
 };
 
-enum { T_CODE, T_STR, T_BYTES };
-static const char *const type_names[] = { "code", "str", "bytes" };
-
-static int check_type(pid_t pid, const struct pylayout *l, struct typememo *m, int which,
-		      uint64_t type)
+int pytype__check(pid_t pid, const struct pylayout *l, struct pytypememo *m, enum py_type which,
+		  uint64_t type)
 {
 	const char *want = type_names[which];
 	char name[8];
@@ -174,8 +167,8 @@ bad:
 }
 
 /* A compact str (every str the compiler makes) at addr, as UTF-8. */
-static int read_str(pid_t pid, const struct pylayout *l, struct typememo *m, uint64_t addr,
-		    size_t max_chars, char **out)
+int pystr__read(pid_t pid, const struct pylayout *l, struct pytypememo *m, uint64_t addr,
+		size_t max_chars, char **out)
 {
 	uint8_t hdr[HDR_MAX], *data;
 	unsigned kind, sh = l->str_kind_shift;
@@ -190,7 +183,7 @@ static int read_str(pid_t pid, const struct pylayout *l, struct typememo *m, uin
 	err = pymem__read(pid, addr, hdr, l->str_ascii_size);
 	if (err)
 		return err;
-	err = check_type(pid, l, m, T_STR, get_u64(hdr, l->ob_type));
+	err = pytype__check(pid, l, m, PY_T_STR, get_u64(hdr, l->ob_type));
 	if (err)
 		return err;
 	len = (int64_t)get_u64(hdr, l->str_length);
@@ -214,7 +207,7 @@ static int read_str(pid_t pid, const struct pylayout *l, struct typememo *m, uin
 	return err;
 }
 
-static int read_bytes(pid_t pid, const struct pylayout *l, struct typememo *m, uint64_t addr,
+static int read_bytes(pid_t pid, const struct pylayout *l, struct pytypememo *m, uint64_t addr,
 		      uint8_t **out, size_t *out_len)
 {
 	uint8_t hdr[HDR_MAX], *data;
@@ -226,7 +219,7 @@ static int read_bytes(pid_t pid, const struct pylayout *l, struct typememo *m, u
 	err = pymem__read(pid, addr, hdr, (size_t)l->bytes_sval);
 	if (err)
 		return err;
-	err = check_type(pid, l, m, T_BYTES, get_u64(hdr, l->ob_type));
+	err = pytype__check(pid, l, m, PY_T_BYTES, get_u64(hdr, l->ob_type));
 	if (err)
 		return err;
 	len = (int64_t)get_u64(hdr, l->bytes_size);
@@ -265,7 +258,7 @@ static void code_ident(const struct pylayout *l, const uint8_t *hdr, uint64_t *i
 int pycode__read(pid_t pid, const struct pyinfo *info, uint64_t addr, struct pycode *out)
 {
 	const struct pylayout *l = pyinfo__layout(info);
-	struct typememo memo = { { 0 } };
+	struct pytypememo memo = { { 0 } };
 	uint8_t hdr[HDR_MAX];
 	struct pycode c = { 0 };
 	int32_t firstlineno;
@@ -278,7 +271,7 @@ int pycode__read(pid_t pid, const struct pyinfo *info, uint64_t addr, struct pyc
 	err = pymem__read(pid, addr, hdr, l->co_read);
 	if (err)
 		return err;
-	err = check_type(pid, l, &memo, T_CODE, get_u64(hdr, l->ob_type));
+	err = pytype__check(pid, l, &memo, PY_T_CODE, get_u64(hdr, l->ob_type));
 	if (err)
 		return err;
 	firstlineno = (int32_t)get_u32(hdr, l->co_firstlineno);
@@ -289,12 +282,12 @@ int pycode__read(pid_t pid, const struct pyinfo *info, uint64_t addr, struct pyc
 	c.code_addr = addr;
 	c.version = info->version;
 	code_ident(l, hdr, c.ident);
-	err = read_str(pid, l, &memo,
-		       get_u64(hdr, l->co_qualname >= 0 ? l->co_qualname : l->co_name),
-		       NAME_MAX_CHARS, &c.qualname);
+	err = pystr__read(pid, l, &memo,
+			  get_u64(hdr, l->co_qualname >= 0 ? l->co_qualname : l->co_name),
+			  NAME_MAX_CHARS, &c.qualname);
 	if (!err)
-		err = read_str(pid, l, &memo, get_u64(hdr, l->co_filename), FILENAME_MAX_CHARS,
-			       &c.filename);
+		err = pystr__read(pid, l, &memo, get_u64(hdr, l->co_filename), FILENAME_MAX_CHARS,
+				  &c.filename);
 	if (!err)
 		err = read_bytes(pid, l, &memo, get_u64(hdr, l->co_linetable), &c.linetable,
 				 &c.linetable_len);

@@ -22,6 +22,26 @@ enum py_instr {
 	PY_INSTR_PTR = 4,		/* 3.13+: instr_ptr, the unit being executed */
 };
 
+/* PyDictKeysObject's header, which says where the entries start. */
+enum py_dictkeys {
+	PY_KEYS_SIZE = 1,	/* 3.8-3.10: dk_size, dk_lookup; 24-byte entries */
+	PY_KEYS_LOG2 = 2,	/* 3.11+: dk_log2_size, dk_log2_index_bytes, dk_kind */
+};
+
+/* Where an instance of a class defined in Python keeps its attributes. */
+enum py_instdict {
+	PY_INST_DICTOFFSET = 1,	/* 3.8-3.10: a dict at tp_dictoffset */
+	PY_INST_311 = 2,	/* values at obj - 32 (keys: ht_cached_keys), else dict at obj - 24 */
+	PY_INST_312 = 3,	/* obj - 24: values - 1 (low bit set) or a dict */
+	PY_INST_313 = 4,	/* dict at obj - 24, else values inline at tp_basicsize */
+};
+
+/* How PyLongObject says how many digits it has. */
+enum py_long {
+	PY_LONG_SIZE = 1,	/* 3.8-3.11: ob_size, sign is the sign */
+	PY_LONG_TAG = 2,	/* 3.12+: lv_tag = ndigits << 3 | sign (0 +, 1 zero, 2 -) */
+};
+
 /* Offsets are bytes into the target's structs; -1 where a field does not exist. */
 struct pylayout {
 	/* _PyRuntimeState, PyInterpreterState, PyThreadState */
@@ -56,6 +76,25 @@ struct pylayout {
 	uint8_t instr;			/* enum py_instr */
 	uint8_t free_threaded;
 	uint8_t code_tagged;		/* f_executable is a _PyStackRef: low bits are tags */
+	/*
+	 * threading's thread names (pythreads.c): the interpreter's modules
+	 * dict, a module's dict, dicts, instance attributes, ints.
+	 * is_modules < 0: names not supported for this interpreter.
+	 */
+	int32_t is_modules;		/* PyInterpreterState.modules (imports.modules 3.12+) */
+	int32_t md_dict;		/* PyModuleObject.md_dict */
+	int32_t tp_basicsize;
+	int32_t tp_flags;
+	int32_t tp_dictoffset;
+	int32_t ht_cached_keys;		/* PyHeapTypeObject: the instances' shared keys */
+	int32_t dict_keys;		/* PyDictObject.ma_keys */
+	int32_t dict_values;		/* PyDictObject.ma_values */
+	int32_t long_digits;		/* PyLongObject.ob_digit (30-bit digits) */
+	int32_t long_size;		/* ob_size, or lv_tag */
+	uint8_t keys_fmt;		/* enum py_dictkeys */
+	uint8_t inst_dict;		/* enum py_instdict */
+	uint8_t long_fmt;		/* enum py_long */
+	uint8_t values_off;		/* PyDictValues.values[] */
 };
 
 _Static_assert(sizeof(struct pylayout) <= sizeof(((struct pyinfo *)0)->priv), "pylayout fits priv");
@@ -84,5 +123,55 @@ int pyoffsets__from_debug(const void *buf, size_t len, struct pyinfo *info);
 /* pycode.c: reads of the target's memory. */
 int pymem__read(pid_t pid, uint64_t addr, void *buf, size_t len);
 int pymem__read_u64(pid_t pid, uint64_t addr, uint64_t *v);
+
+/*
+ * Types proven by their tp_name, so that each is read once per walk: the
+ * objects of one interpreter share their type objects.
+ */
+enum py_type { PY_T_CODE, PY_T_STR, PY_T_BYTES, PY_T_DICT, PY_T_INT, PY_T_MODULE, PY_T__MAX };
+
+struct pytypememo {
+	uint64_t addr[PY_T__MAX];
+};
+
+/* 0 when the type object at type is named for which; -EINVAL, -ESRCH. */
+int pytype__check(pid_t pid, const struct pylayout *l, struct pytypememo *m, enum py_type which,
+		  uint64_t type);
+/*
+ * The compact str at addr as UTF-8 (malloc'd), at most max_chars code
+ * points of it. -EINVAL when it is not a compact str obeying CPython's
+ * invariants, -EFAULT, -ESRCH.
+ */
+int pystr__read(pid_t pid, const struct pylayout *l, struct pytypememo *m, uint64_t addr,
+		size_t max_chars, char **out);
+
+/* pythreads.c: pure decoding, exposed for the unit tests. */
+
+/* A PyDictKeysObject's entries: where they start, how many are used, their shape. */
+struct pykeys {
+	uint64_t entries;	/* address of entry 0 */
+	uint32_t nentries;	/* dk_nentries: entries in use, deleted ones included */
+	uint8_t esize;		/* bytes per entry */
+	uint8_t ekey, evalue;	/* offsets of me_key, me_value in an entry */
+	uint8_t pad;
+};
+
+/* Bytes of a PyDictKeysObject header pykeys__parse needs (both formats). */
+#define PYKEYS_HDR 40
+
+/* Decode the keys object at addr from its first PYKEYS_HDR bytes: 0 or -EINVAL. */
+int pykeys__parse(const struct pylayout *l, uint64_t addr, const uint8_t *hdr,
+		  struct pykeys *k);
+/*
+ * A non-negative int of at most 64 bits from the first len bytes of its
+ * PyLongObject (l->long_digits + 12 are enough): 0, or -EINVAL (negative,
+ * too big, or not a valid int).
+ */
+int pylong__u64(const struct pylayout *l, const uint8_t *obj, size_t len, uint64_t *v);
+/*
+ * A thread name as shown: control characters become '?', cut to fit outlen
+ * (with its NUL) at a UTF-8 character boundary.
+ */
+void pyname__clean(const char *in, char *out, size_t outlen);
 
 #endif

@@ -37,6 +37,17 @@ struct table_row {
 	.ob_type = 8, .tp_name = 24, .bytes_size = 16, .bytes_sval = 32, .str_length = 16,  \
 	.str_state = 32, .str_kind_shift = 2, .ts_next = 8, .ts_interp = 16, .is_next = 0
 
+/*
+ * What thread names need (pythreads.c) and every version shares: PyModuleObject,
+ * PyTypeObject, PyDictObject, PyLongObject. gdb on each pyenv build, e.g.
+ *   gdb -batch -ex 'p &((PyHeapTypeObject *)0)->ht_cached_keys' libpython3.12.so
+ */
+#define NAMES_OBJ                                                                         \
+	.md_dict = 16, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,          \
+	.dict_keys = 32, .dict_values = 40, .long_size = 16, .long_digits = 24
+#define NAMES_38_310 NAMES_OBJ, .keys_fmt = PY_KEYS_SIZE, .inst_dict = PY_INST_DICTOFFSET, \
+	.long_fmt = PY_LONG_SIZE
+
 static const struct table_row table[] = {
 	{
 		.version = PYVER(3, 8),
@@ -49,7 +60,9 @@ static const struct table_row table[] = {
 		       .co_linetable = 120, .co_firstlineno = 40, .co_argcount = 16,
 		       .co_varnames = 72, .co_code_adaptive = -1,
 		       .str_ascii_size = 48, .str_compact_size = 72,
-		       .instr = PY_INSTR_LASTI_BYTES },
+		       .instr = PY_INSTR_LASTI_BYTES,
+		       .is_modules = 0x38, .ht_cached_keys = 0x368,
+		       NAMES_38_310 },
 	},
 	{
 		.version = PYVER(3, 9),
@@ -62,7 +75,9 @@ static const struct table_row table[] = {
 		       .co_linetable = 120, .co_firstlineno = 40, .co_argcount = 16,
 		       .co_varnames = 72, .co_code_adaptive = -1,
 		       .str_ascii_size = 48, .str_compact_size = 72,
-		       .instr = PY_INSTR_LASTI_BYTES },
+		       .instr = PY_INSTR_LASTI_BYTES,
+		       .is_modules = 0x358, .ht_cached_keys = 0x360,
+		       NAMES_38_310 },
 	},
 	{
 		/* f_lasti moved (f_valuestack went) and now counts code units. */
@@ -76,7 +91,9 @@ static const struct table_row table[] = {
 		       .co_linetable = 120, .co_firstlineno = 40, .co_argcount = 16,
 		       .co_varnames = 72, .co_code_adaptive = -1,
 		       .str_ascii_size = 48, .str_compact_size = 72,
-		       .instr = PY_INSTR_LASTI_UNITS },
+		       .instr = PY_INSTR_LASTI_UNITS,
+		       .is_modules = 0x358, .ht_cached_keys = 0x368,
+		       NAMES_38_310 },
 	},
 	{
 		/*
@@ -93,7 +110,10 @@ static const struct table_row table[] = {
 		       .co_linetable = 136, .co_firstlineno = 72, .co_argcount = 56,
 		       .co_varnames = 96, .co_code_adaptive = 184,
 		       .str_ascii_size = 48, .str_compact_size = 72,
-		       .instr = PY_INSTR_PREV },
+		       .instr = PY_INSTR_PREV,
+		       .is_modules = 0x378, .ht_cached_keys = 0x368,
+		       NAMES_OBJ, .keys_fmt = PY_KEYS_LOG2,
+		       .inst_dict = PY_INST_311, .long_fmt = PY_LONG_SIZE },
 	},
 	{
 		/* PyASCIIObject lost wstr; FRAME_OWNED_BY_CSTACK == 3. */
@@ -107,7 +127,10 @@ static const struct table_row table[] = {
 		       .co_linetable = 136, .co_firstlineno = 68, .co_argcount = 52,
 		       .co_varnames = 96, .co_code_adaptive = 192,
 		       .str_ascii_size = 40, .str_compact_size = 56,
-		       .instr = PY_INSTR_PREV },
+		       .instr = PY_INSTR_PREV,
+		       .is_modules = 0x3b0, .ht_cached_keys = 0x370,
+		       NAMES_OBJ, .keys_fmt = PY_KEYS_LOG2,
+		       .inst_dict = PY_INST_312, .long_fmt = PY_LONG_TAG },
 	},
 };
 
@@ -165,6 +188,23 @@ struct dbg_layout {
 	uint8_t un_size, un_state, un_length, un_ascii_size;
 	uint8_t owner_first_shim;	/* lowest frame owner that is not a Python frame */
 	uint8_t stackref;		/* f_executable is a tagged _PyStackRef */
+	/* thread names; is_modules 0: not known for this layout */
+	uint8_t is_modules, tp_flags;
+	uint8_t di_size, di_keys, di_values;
+	uint8_t lo_size, lo_tag, lo_digit;
+	const struct pylayout *names;	/* what the block does not give */
+};
+
+/*
+ * 3.13 thread names: what _Py_DebugOffsets does not give, from the v3.13.0
+ * headers (Include/cpython/object.h PyHeapTypeObject, Include/internal/
+ * pycore_dict.h, pycore_object.h _PyObject_InlineValues), checked with gdb
+ * on pyenv's 3.13.0 like the table above.
+ */
+static const struct pylayout names_313 = {
+	.md_dict = 16, .tp_basicsize = 32, .tp_dictoffset = 288, .ht_cached_keys = 0x370,
+	.keys_fmt = PY_KEYS_LOG2, .inst_dict = PY_INST_313, .long_fmt = PY_LONG_TAG,
+	.values_off = 8,
 };
 
 /* The header (cookie, version, free_threaded) is words 0-2 in every layout. */
@@ -189,6 +229,8 @@ static const struct dbg_layout dbg_layouts[] = {
 		.by_size = 64, .by_ob_size = 65, .by_sval = 66,
 		.un_size = 67, .un_state = 68, .un_length = 69, .un_ascii_size = 70,
 		.owner_first_shim = 3,
+		.is_modules = 11, .tp_flags = 49, .di_size = 56, .di_keys = 57, .di_values = 58,
+		.lo_size = 61, .lo_tag = 62, .lo_digit = 63, .names = &names_313,
 	},
 	{
 		/*
@@ -240,10 +282,46 @@ static int field(const void *buf, unsigned size_idx, unsigned idx, unsigned w, i
 	return 0;
 }
 
+/*
+ * Thread names (3.13): the offsets the block gives, checked like the others,
+ * and the rest from d->names. Free-threaded builds have other object
+ * headers and 3.14 other dicts and frames: no names there (yet).
+ */
+static int debug_names(const void *buf, const struct dbg_layout *d, struct pylayout *l)
+{
+	const struct pylayout *n = d->names;
+	int32_t modules, flags, keys, values, tag, digit;
+	int err = 0;
+
+	err = err ?: field(buf, d->is_size, d->is_modules, 8, &modules);
+	err = err ?: field(buf, d->tp_size, d->tp_flags, 8, &flags);
+	err = err ?: field(buf, d->di_size, d->di_keys, 8, &keys);
+	err = err ?: field(buf, d->di_size, d->di_values, 8, &values);
+	err = err ?: field(buf, d->lo_size, d->lo_tag, 8, &tag);
+	err = err ?: field(buf, d->lo_size, d->lo_digit, 4, &digit);
+	if (err)
+		return err;
+	l->is_modules = modules;
+	l->tp_flags = flags;
+	l->dict_keys = keys;
+	l->dict_values = values;
+	l->long_size = tag;
+	l->long_digits = digit;
+	l->md_dict = n->md_dict;
+	l->tp_basicsize = n->tp_basicsize;
+	l->tp_dictoffset = n->tp_dictoffset;
+	l->ht_cached_keys = n->ht_cached_keys;
+	l->keys_fmt = n->keys_fmt;
+	l->inst_dict = n->inst_dict;
+	l->long_fmt = n->long_fmt;
+	l->values_off = n->values_off;
+	return 0;
+}
+
 int pyoffsets__from_debug(const void *buf, size_t len, struct pyinfo *info)
 {
 	const struct dbg_layout *d = NULL;
-	struct pylayout l = { .ts_thread_id = -1 };
+	struct pylayout l = { .ts_thread_id = -1, .is_modules = -1 };
 	struct bpf_pyproc b = { .model = PY_MODEL_IFRAME, .cframe_current = -1,
 				.frame_is_entry = -1 };
 	uint64_t version, ft;
@@ -322,6 +400,10 @@ int pyoffsets__from_debug(const void *buf, size_t len, struct pyinfo *info)
 	    l.ob_type + 8 > l.bytes_sval || l.ob_type + 8 > ascii_size ||
 	    code_read_size(&l) > 512)
 		return -EINVAL;
+
+	/* names are optional: a block that does not give them still gives stacks */
+	if (d->names && !ft && debug_names(buf, d, &l))
+		l.is_modules = -1;
 
 	l.str_ascii_size = (uint32_t)ascii_size;
 	l.str_compact_size = (uint32_t)ascii_size + 16;

@@ -521,6 +521,7 @@ int pyproc__threads(pid_t pid, const struct pyinfo *info, struct pythread *out, 
 			continue;	/* gone, or not a thread of this process */
 		out[w].tid = tid;
 		out[w].tstate = ts[i].tstate;
+		out[w].ident = ts[i].pthread;
 		w++;
 	}
 	err = 0;

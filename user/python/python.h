@@ -8,6 +8,8 @@
  *  - pycode: a code object read out of the target (process_vm_readv):
  *    qualname, filename, first line, line table, and the line of an
  *    instruction position, for each version's line table format.
+ *  - pythreads: the names the threading module gave the threads
+ *    (threading.Thread.name), by thread ident.
  *
  * Nothing here trusts the target's memory: every read is bounded and
  * checked, a process that lies gets an error, never a crash.
@@ -57,6 +59,7 @@ int pyproc__gil(pid_t pid, struct pyinfo *info);
 struct pythread {
 	uint32_t tid;			/* native thread id (PyThreadState.native_thread_id) */
 	uint64_t tstate;		/* PyThreadState address */
+	uint64_t ident;			/* PyThreadState.thread_id: threading.get_ident() */
 };
 
 /*
@@ -67,6 +70,42 @@ struct pythread {
  * not yet bound to an OS thread, or whose thread is gone, are left out.
  */
 int pyproc__threads(pid_t pid, const struct pyinfo *info, struct pythread *out, size_t max);
+
+/*
+ * Where a dict lookup found its key last time (keys object, entry index):
+ * the next lookup in the same table tries there first.
+ */
+struct pyhint {
+	uint64_t keys;
+	uint32_t ix;
+};
+
+/* Kept by the caller between pythreads__names calls on one process. */
+struct pynames_hints {
+	struct pyhint threading;	/* "threading" in the interpreter's modules */
+	struct pyhint active;		/* "_active" in threading's globals */
+	struct pyhint name;		/* "_name" in a Thread's attributes */
+};
+
+/* UTF-8 bytes kept of a thread name, with its NUL; longer names are cut. */
+#define PYNAME_MAX 128
+
+struct pyname {
+	uint64_t ident;			/* threading.get_ident() of the thread */
+	char name[PYNAME_MAX];		/* "": the Thread's name could not be read */
+};
+
+/*
+ * threading's running threads (threading._active of every interpreter,
+ * {ident: Thread}) and their names, at most max. Control characters in a
+ * name become '?'. Returns how many were written; -ENOENT when no
+ * interpreter has imported threading (yet); -ENOTSUP for an interpreter
+ * whose layout for this we do not know (free-threaded, 3.14+); -ESRCH when
+ * the process is gone; -EINVAL, -EFAULT for memory that is not what it
+ * should be. Bounded on any input.
+ */
+int pythreads__names(pid_t pid, const struct pyinfo *info, struct pynames_hints *hints,
+		     struct pyname *out, size_t max);
 
 /* A decoded code object. Strings are malloc'd (pycode__free). */
 #define PYCODE_IDENT 7
