@@ -35,6 +35,13 @@ struct build_opts {
 	int64_t time_ns;	/* wall-clock start */
 	int64_t duration_ns;
 	const struct pytrack *py;	/* names Python frames; NULL: none */
+	/*
+	 * Extra labels of a stack (its stacks__intern index), e.g. the age of
+	 * the oldest heap block still held; returns how many it wrote to out.
+	 * NULL: none.
+	 */
+	uint32_t (*stack_labels)(void *arg, size_t stack, struct plabel *out, uint32_t max);
+	void *stack_labels_arg;
 };
 
 struct build_stats {

@@ -775,6 +775,17 @@ static size_t count_processes(const struct stacks *st)
 	return n;
 }
 
+static uint32_t feature_labels(void *arg, size_t stack, struct plabel *out, uint32_t max)
+{
+	struct recorder *r = arg;
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < r->nfeat && n < max; i++)
+		if (r->feat[i]->labels)
+			n += r->feat[i]->labels(r, r->feat_priv[i], stack, out + n, max - n);
+	return n;
+}
+
 static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats *bs)
 {
 	struct build_opts bo = {
@@ -783,6 +794,8 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 		.time_ns = ts_ns(&r->wall_start),
 		.duration_ns = ts_ns(&r->t_stop) - ts_ns(&r->t_start),
 		.py = r->py,
+		.stack_labels = feature_labels,
+		.stack_labels_arg = r,
 	};
 	struct profile *p = NULL;
 	int err;
