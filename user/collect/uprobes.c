@@ -309,6 +309,8 @@ static struct ufile *get_file(struct uprobes *u, struct objfile *o, const char *
 					pr_debug("%s: %s has no %s", u->name, o ? o->path : path,
 						 u->specs[i].func);
 				}
+			} else if (u->specs[i].place) {
+				u->specs[i].place(fd, &f->offs[i]);
 			}
 		}
 		if (!o && fd >= 0)
