@@ -13,6 +13,14 @@ enum out_format {
 	FMT_PPROF,
 };
 
+/* --alloc-metric */
+enum alloc_metric {
+	ALLOC_INUSE_SPACE = 0,
+	ALLOC_INUSE_OBJECTS,
+	ALLOC_ALLOC_SPACE,
+	ALLOC_ALLOC_OBJECTS,
+};
+
 struct env {
 	/* TARGET */
 	bool all;
@@ -37,11 +45,16 @@ struct env {
 	bool no_python;
 	bool gil;		/* only Python samples whose thread held the GIL */
 	int unwind;		/* enum unwind_mode (include/bpfprof.h) */
+	/* --alloc */
+	uint64_t alloc_rate;	/* mean bytes between allocation samples; 1 = every call */
+	int alloc_metric;	/* enum alloc_metric: the value folded shows */
+	bool alloc_metric_set;
 	/* sizing (not on the CLI yet: sane defaults, see record.c) */
 	uint32_t ringbuf_bytes;
 	uint32_t max_targets;
 	uint32_t unwind_rows;	/* capacity of the BPF unwind row array */
 	uint32_t unwind_procs;	/* processes with unwind info at once */
+	uint32_t alloc_max_live;	/* sampled heap blocks tracked at once */
 };
 
 extern struct env env;

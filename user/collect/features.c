@@ -8,6 +8,9 @@
 
 #include "collect/recorder.h"
 
+extern const struct rec_feature alloc_feature;
+
 const struct rec_feature *const rec_features[] = {
+	&alloc_feature,
 	NULL,
 };
