@@ -290,8 +290,15 @@ static __always_inline void record(struct pt_regs *ctx, __u32 tgid, __u32 tid, _
 	out = sizeof(s->hdr) + (ulen + 2 * pylen) * sizeof(__u64);
 	if (out > sizeof(*s))
 		out = sizeof(*s);
+	/*
+	 * Python code objects are read from the live process: a record with
+	 * Python frames wakes user space now (at most once a millisecond per
+	 * CPU), not at the next 100 ms drain, by which time a short script
+	 * may have exited.
+	 */
 	if (output(s, out,
-		   s->hdr.flags & (SAMPLE_F_NO_UNWIND_INFO | SAMPLE_F_STALE_MAPS | SAMPLE_F_PY_NO_THREAD))) {
+		   pylen || (s->hdr.flags & (SAMPLE_F_NO_UNWIND_INFO | SAMPLE_F_STALE_MAPS |
+					     SAMPLE_F_PY_NO_THREAD)))) {
 		count(CNT_RB_FULL);
 		c->lost_alloc++;
 		if (!flags)

@@ -16,6 +16,9 @@ PACKAGES=(
 	libcmocka-dev python3-pytest xz-utils
 	# benchmark: the peer profiler and /usr/bin/time
 	linux-perf time
+	# benchmark: bcc's memleak for --alloc, and the headers bcc compiles with
+	# (tools/bench.sh merges the common and amd64 dirs for kernels without them)
+	bpfcc-tools linux-headers-amd64
 )
 
 missing=()

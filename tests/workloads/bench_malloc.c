@@ -5,7 +5,9 @@
  * frees are not always of the block just allocated. Prints the wall time and
  * the number of calls: "elapsed S calls N".
  *
- * Usage: bench_malloc [PAIRS_PER_THREAD] [THREADS]   (default 2000000 2)
+ * Usage: bench_malloc [PAIRS_PER_THREAD [THREADS [DELAY]]]   (default 2000000 2 0)
+ * DELAY: seconds to sleep first (untimed), so that a profiler can attach
+ * with -p before the first call.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -43,11 +45,18 @@ int main(int argc, char **argv)
 	pthread_t t[64];
 	struct timespec a, b;
 
+	double delay = argc > 3 ? atof(argv[3]) : 0;
+
 	if (argc > 1)
 		pairs = atol(argv[1]);
 	if (pairs <= 0 || nthreads <= 0 || nthreads > 64) {
 		fprintf(stderr, "usage: bench_malloc [PAIRS_PER_THREAD] [THREADS<=64]\n");
 		return 2;
+	}
+	if (delay > 0) {
+		struct timespec d = { (time_t)delay, (long)((delay - (time_t)delay) * 1e9) };
+
+		nanosleep(&d, NULL);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	for (int i = 0; i < nthreads; i++)

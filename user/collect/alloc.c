@@ -736,11 +736,13 @@ static void summary(struct recorder *r, void *priv, FILE *f)
 		(unsigned long long)env.alloc_rate, (unsigned long long)c.frees,
 		a->alloc_bytes / 1048576.0, a->inuse_bytes / 1048576.0, (long long)a->inuse_objs,
 		(unsigned long long)a->inuse_stacks, age);
-	if (lost || a->st.replaced || a->st.untracked)
-		fprintf(f, "bpfprof: heap: lost: %llu allocations and %llu frees (ring buffer full), "
+	if (lost || a->st.replaced || a->st.untracked || a->ust.attach_failed)
+		fprintf(f, "bpfprof: heap: lost: %llu probes not attached, %llu allocations and %llu "
+			"frees (ring buffer full), "
 			"%llu blocks untracked (live table of %u full), %llu calls without thread "
 			"state, %llu frees of unknown blocks, %llu records refused; %llu blocks "
 			"sampled again before their free was seen\n",
+			(unsigned long long)a->ust.attach_failed,
 			(unsigned long long)c.lost_alloc, (unsigned long long)c.lost_free,
 			(unsigned long long)c.live_full, env.alloc_max_live,
 			(unsigned long long)c.no_tls, (unsigned long long)a->st.unmatched,
