@@ -4,7 +4,7 @@
  * pattern runs from its own function, which is what the profile must charge
  * it to:
  *
- *   leak_blocks     LEAK_N blocks of LEAK_SIZE, kept until exit
+ *   leak_blocks     LEAK_N blocks of LEAK_SIZE, kept until exit (or SIGKILL)
  *   churn_blocks    CHURN_M blocks of CHURN_SIZE, each freed at once
  *   small_allocs    SMALL_N allocations of 16..256 bytes, freed
  *   realloc_chain   grows one block 1 KiB -> 1 MiB by realloc, then keeps it
@@ -12,9 +12,10 @@
  *   calloc_blocks   calloc blocks, kept
  *   mmap_regions    anonymous mmaps: MMAP_KEEP kept, the others munmapped
  *
- * Usage: alloc_known [SECONDS_TO_WAIT_AT_END] [--die]
- * Prints "ready" when everything is allocated; with --die it is killed by
- * SIGKILL instead of returning (the profiler sees an exit mid-run).
+ * Usage: alloc_known [END_WAIT [START_WAIT [--die]]]
+ * Waits START_WAIT seconds (time to attach with -p), allocates, prints
+ * "ready", waits END_WAIT seconds, and returns -- or with --die is killed by
+ * SIGKILL (the profiler sees its target die mid-run).
  */
 #include <malloc.h>
 #include <stdbool.h>
@@ -25,8 +26,15 @@
 
 #include "common.h"
 
+/*
+ * Sizes are chosen for the tests' +-10% at the default rate (512 KiB): the
+ * relative error of an estimate of N blocks of s bytes has a standard
+ * deviation of sqrt(exp(-s/rate) / (1 - exp(-s/rate)) / N): 2.7% for the
+ * leak, 2.8% for the churn. Big blocks are mmapped by malloc and barely
+ * touched: little of this is resident.
+ */
 #define LEAK_N 200
-#define LEAK_SIZE (64 * 1024)		/* 12.5 MiB kept */
+#define LEAK_SIZE (1024 * 1024)		/* 200 MiB kept */
 #define CHURN_M 2000
 #define CHURN_SIZE (256 * 1024)		/* 500 MiB allocated, none kept */
 #define SMALL_N 400000
@@ -130,11 +138,21 @@ static NOINLINE void mmap_regions(void)
 	BARRIER();
 }
 
+static void sleep_s(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (time_t)s) * 1e9) };
+
+	if (s > 0)
+		nanosleep(&ts, NULL);
+}
+
 int main(int argc, char **argv)
 {
-	double wait = argc > 1 ? atof(argv[1]) : 0;
-	bool die = argc > 2 && !strcmp(argv[2], "--die");
+	double end_wait = argc > 1 ? atof(argv[1]) : 0;
+	double start_wait = argc > 2 ? atof(argv[2]) : 0;
+	bool die = argc > 3 && !strcmp(argv[3], "--die");
 
+	sleep_s(start_wait);
 	leak_blocks();
 	churn_blocks();
 	small_allocs();
@@ -144,11 +162,7 @@ int main(int argc, char **argv)
 	mmap_regions();
 	printf("ready\n");
 	fflush(stdout);
-	if (wait > 0) {
-		struct timespec ts = { (time_t)wait, (long)((wait - (time_t)wait) * 1e9) };
-
-		nanosleep(&ts, NULL);
-	}
+	sleep_s(end_wait);
 	if (die)
 		raise(SIGKILL);
 	return 0;
