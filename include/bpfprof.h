@@ -35,6 +35,30 @@ enum sample_kind {
 	SAMPLE_GPU = 6,		/* GPU activity record */
 };
 
+/*
+ * Heap profiling (--alloc, bpf/alloc.bpf.c). SAMPLE_ALLOC: a sampled
+ * allocation, frames = the caller's stack, aux0 = address, aux1 = size |
+ * ALLOC_F_* flags, weight = size. SAMPLE_FREE: a sampled block was freed or
+ * unmapped, aux0 = address, no frames.
+ */
+#define ALLOC_F_UNTRACKED (1ULL << 63)	/* live table full: its free cannot be seen */
+#define ALLOC_SIZE_MASK ((1ULL << 56) - 1)
+
+/* Per-CPU heap counters (alloc_cnt map), summed by user space. */
+struct alloc_counters {
+	__u64 calls;		/* outermost allocation calls */
+	__u64 bytes;		/* bytes they asked for */
+	__u64 sampled;		/* calls chosen as samples */
+	__u64 nested;		/* calls made inside another one (ignored) */
+	__u64 failed;		/* sampled calls that returned no memory */
+	__u64 live_full;	/* sampled blocks the live table had no room for */
+	__u64 frees;		/* frees/munmaps of sampled blocks */
+	__u64 lost_alloc;	/* ring buffer full: a sampled allocation lost */
+	__u64 lost_free;	/* ring buffer full: a free of a sampled block lost */
+	__u64 no_tls;		/* no per-thread state (task storage full): call not seen */
+};
+_Static_assert(sizeof(struct alloc_counters) == 80, "alloc_counters layout");
+
 /* sample_hdr.flags */
 enum sample_flags {
 	SAMPLE_F_KSTACK_ERR = 1 << 0,	 /* kernel stack could not be read */

@@ -413,6 +413,97 @@ if ((have_bpfprof)); then
 		"RSS first interval (MiB)" "$cont_rss_first" "RSS last interval (MiB)" "$cont_rss_last" \
 		"intervals written" "$cont_files"
 fi
+
+# 7. Heap: bench_malloc (HEAP_PAIRS malloc/free pairs of 16-512 bytes on each
+#    of 2 threads) alone, under `bpfprof --alloc -p` at the default rate and
+#    at --alloc-rate 1, and under bcc's `memleak-bpfcc -p` (uprobes on every
+#    malloc and free, a stack id per allocation). The workload sleeps
+#    HEAP_DELAY seconds first (untimed) so that each tool has attached before
+#    its first call; HEAP_ROUNDS rounds, medians.
+HEAP_PAIRS=${HEAP_PAIRS:-100000}
+HEAP_ROUNDS=${HEAP_ROUNDS:-3}
+HEAP_DELAY=${HEAP_DELAY:-8}
+heap_ratio=n/a
+declare -A hslow=([b]=n/a [b1]=n/a [m]=n/a)
+heap_call_us=n/a heap_bpf=n/a
+if [[ -x $WORKLOADS/bench_malloc ]] && ((have_bpfprof)); then
+	have_memleak=0
+	if command -v memleak-bpfcc >/dev/null; then
+		have_memleak=1
+		# bcc compiles against kernel headers: without /lib/modules/$(uname -r)/build
+		# (a custom kernel), Debian's linux-headers common + arch dirs merged
+		if [[ ! -d /lib/modules/$kernel/build && -z ${BCC_KERNEL_SOURCE:-} ]]; then
+			hc=$(ls -d /usr/src/linux-headers-*-common 2>/dev/null | sort -V | tail -n 1)
+			ha=${hc%-common}-amd64
+			if [[ -d $hc && -d $ha ]]; then
+				mkdir -p "$tmp/ksrc"
+				cp -a "$hc/." "$tmp/ksrc/" && cp -a "$ha/." "$tmp/ksrc/"
+				export BCC_KERNEL_SOURCE=$tmp/ksrc
+			else
+				echo "bench: no kernel headers for memleak-bpfcc (tools/install-deps.sh)" >&2
+				have_memleak=0
+			fi
+		fi
+	fi
+	echo
+	echo "heap: bench_malloc $HEAP_PAIRS pairs x 2 threads, $HEAP_ROUNDS rounds"
+	# run_malloc CONFIG: one timed run into $elapsed
+	run_malloc() {
+		local wl
+
+		"$WORKLOADS/bench_malloc" "$HEAP_PAIRS" 2 "$1" >"$tmp/bm.out" &
+		wl=$!
+		bg_pids+=("$wl")
+		case $2 in
+		alone) ;;
+		bpfprof) start_profiler bpfprof "$BPFPROF" --alloc -p "$wl" -v -o "$tmp/heap.folded" ;;
+		bpfprof1) start_profiler bpfprof1 "$BPFPROF" --alloc --alloc-rate 1 -p "$wl" -o "$tmp/heap1.folded" ;;
+		# a background job starts with SIGINT ignored, and Python then
+		# installs no handler for it: give memleak the default back
+		memleak) start_profiler memleak env --default-signal=INT memleak-bpfcc -p "$wl" ;;
+		esac
+		wait "$wl" || die "bench_malloc failed"
+		[[ $2 == alone ]] || stop_profiler "$2" "$prof_pid"
+		[[ $(cat "$tmp/bm.out") =~ elapsed\ ([0-9.]+)\ calls\ ([0-9]+) ]] ||
+			die "bench_malloc printed '$(cat "$tmp/bm.out")'"
+		elapsed=${BASH_REMATCH[1]}
+		heap_calls=${BASH_REMATCH[2]}
+	}
+	hconfigs=(alone bpfprof bpfprof1)
+	((have_memleak)) && hconfigs+=(memleak)
+	declare -A ht=([alone]="" [bpfprof]="" [bpfprof1]="" [memleak]="")
+	for ((r = 0; r < HEAP_ROUNDS; r++)); do
+		line="round $((r + 1)):"
+		for c in "${hconfigs[@]}"; do
+			if [[ $c == alone ]]; then run_malloc 0 alone; else run_malloc "$HEAP_DELAY" "$c"; fi
+			ht[$c]+=" $elapsed"
+			line+=" $c $elapsed"
+		done
+		echo "$line"
+	done
+	grep -E '^bpfprof: heap: [0-9]+ allocation calls' "$tmp/bpfprof.err" | sed 's/^/  /' || true
+	heap_bpf=$(grep -E '^bpfprof: heap: BPF per run' "$tmp/bpfprof.err" | tail -n 1 | sed 's/^bpfprof: heap: BPF per run: //')
+	ha=$(median <<<"${ht[alone]}")
+	hb=$(median <<<"${ht[bpfprof]}")
+	factor() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0fx", a / b }'; }
+	hslow[b]=$(factor "$hb" "$ha")
+	hslow[b1]=$(factor "$(median <<<"${ht[bpfprof1]}")" "$ha")
+	# wall time added per call on each thread (both threads run at once)
+	heap_call_us=$(awk -v b="$hb" -v a="$ha" -v n="$heap_calls" \
+		'BEGIN { printf "%.2f", (b - a) * 1e6 / (n / 2) }')
+	if ((have_memleak)); then
+		hm=$(median <<<"${ht[memleak]}")
+		hslow[m]=$(factor "$hm" "$ha")
+		heap_ratio=$(awk -v b="$hb" -v m="$hm" -v a="$ha" 'BEGIN { printf "%.2f", (b - a) / (m - a) }')
+	fi
+	printf '%-44s %12s %12s %12s %12s\n' "" alone "bpfprof" "bpfprof r=1" memleak
+	printf '%-44s %12s %12s %12s %12s\n' "median elapsed (s)" "$ha" "$hb" \
+		"$(median <<<"${ht[bpfprof1]}")" "${hm:-n/a}"
+	printf '%-44s %12s %12s %12s %12s\n' "slowdown (x alone)" "" "${hslow[b]}" "${hslow[b1]}" "${hslow[m]}"
+	echo "  default-rate slowdown / memleak's (target <= 0.5): $heap_ratio"
+	echo "  added wall time per unsampled call per thread: $heap_call_us us (BPF: $heap_bpf)"
+fi
+
 ((have_bpfprof)) || die "bpfprof not found at '$BPFPROF': its figures were not measured"
 
 # CUDA: what --cuda adds to each cuLaunchKernel, with the fake driver
@@ -572,6 +663,25 @@ HEADER5
 		fi
 		printf '| %s | %s | %s | %s | %s |\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$off_slow" \
 			"$off_sw" "$off_ns" "$off_walks" >>"$results"
+	fi
+	if [[ $heap_ratio != n/a || ${hslow[b]} != n/a ]]; then
+		if ! grep -q '^## Heap' "$results"; then
+			cat >>"$results" <<'HEADER6'
+
+## Heap
+
+`bench_malloc HEAP_PAIRS 2` (small malloc/free pairs on 2 threads) alone,
+under `bpfprof --alloc -p` (default rate 512 KiB, and rate 1) and under
+bcc's `memleak-bpfcc -p`; medians of HEAP_ROUNDS. Ratio: bpfprof's added
+time over memleak's. µs/call: wall time added per call on each thread.
+
+| date | pairs/thread | alone (s) | bpfprof | bpfprof rate 1 | memleak | ratio | µs/call |
+|---|---|---|---|---|---|---|---|
+HEADER6
+		fi
+		printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(date -u +%Y-%m-%dT%H:%MZ)" \
+			"$HEAP_PAIRS" "$ha" "${hslow[b]}" "${hslow[b1]}" "${hslow[m]}" "$heap_ratio" \
+			"$heap_call_us" >>"$results"
 	fi
 	echo "bench: appended to $results"
 fi

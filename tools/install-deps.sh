@@ -22,6 +22,9 @@ PACKAGES=(
 	linux-perf time
 	# CUDA: <sys/sdt.h> for the CUPTI injection library's USDT probes
 	systemtap-sdt-dev
+	# benchmark: bcc's memleak for --alloc, and the headers bcc compiles with
+	# (tools/bench.sh merges the common and amd64 dirs for kernels without them)
+	bpfcc-tools linux-headers-amd64
 )
 
 missing=()

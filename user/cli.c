@@ -32,6 +32,8 @@ struct env env = {
 	.keep = 1440,
 	.app_name = "bpfprof.cpu",
 	.min_block_ns = 1000000,
+	.alloc_rate = 512 * 1024,
+	.alloc_max_live = 1 << 19,
 };
 
 static bool freq_given;
@@ -66,6 +68,8 @@ static const char usage_text[] =
 "                            preempted), by the stack it blocked in; nanoseconds\n"
 "      --wall                on-CPU + off-CPU in one unit (nanoseconds): where each\n"
 "                            thread's wall-clock time went (like py-spy --idle)\n"
+"      --alloc               heap: sampled malloc-family calls and anonymous mmaps,\n"
+"                            where memory was allocated and where it is still held\n"
 "\n"
 "OPTIONS\n"
 "  -F, --freq HZ             samples per second per CPU (default 99, 19 with\n"
@@ -95,6 +99,11 @@ static const char usage_text[] =
 "      --no-kernel           leave out kernel frames\n"
 "      --no-user             leave out user-space frames\n"
 "      --no-python           native frames only (no CPython frames)\n"
+"      --alloc-rate BYTES    --alloc: mean bytes between samples (default 524288;\n"
+"                            suffixes k, m, g; 1 = record every call)\n"
+"      --alloc-metric M      --alloc: what folded shows: inuse_space (default: bytes\n"
+"                            still allocated at the end), inuse_objects,\n"
+"                            alloc_space, alloc_objects (everything allocated)\n"
 "      --gil                 keep only Python samples whose thread held the GIL\n"
 "                            (CPython 3.8-3.13; pprof labels every Python sample\n"
 "                            gil=held|released)\n"
@@ -123,7 +132,10 @@ static const char usage_text[] =
 "place of the interpreter's eval loop; unresolved frames read 'module+0xADDR'\n"
 "(an ELF address, for addr2line -e module); '[truncated]' starts a stack deeper\n"
 "than 128 frames. pprof has sample types samples/count and\n"
-"cpu/nanoseconds. A summary line on stderr tells samples taken, lost and why.\n"
+"cpu/nanoseconds; with --alloc alloc_objects/count, alloc_space/bytes,\n"
+"inuse_objects/count, inuse_space/bytes (estimates scaled up from the samples),\n"
+"and folded shows --alloc-metric, also with --cpu. A summary line on stderr\n"
+"tells samples taken, lost and why.\n"
 "\n"
 "Needs root, or CAP_BPF + CAP_PERFMON (+ CAP_SYS_PTRACE to read other users'\n"
 "/proc/PID/maps and map_files).\n"
@@ -137,6 +149,9 @@ static const char usage_text[] =
 "  bpfprof --off-cpu -p 1234 -d 10            what it waits on, by stack\n"
 "  bpfprof top -p 1234                        live view of one process\n"
 "  bpfprof dump -p 1234                       every thread's stack now (a hang)\n"
+"  bpfprof --alloc -o leaks.folded -- ./my_program   what it still held at exit\n"
+"  bpfprof --alloc -p 1234 -d 30 -o heap.pb.gz       then: go tool pprof\n"
+"                                             -sample_index=alloc_space heap.pb.gz\n"
 "  go tool pprof -http :8080 app.pb.gz        browse a pprof profile\n"
 "  bpfprof --container 3f2a9c1b -d 10 -o c.pb.gz   one container (id prefix)\n"
 "  bpfprof -a --per-container -d 10 > by-container.folded\n"
@@ -172,6 +187,9 @@ enum {
 	OPT_OFF_CPU,
 	OPT_WALL,
 	OPT_MIN_BLOCK,
+	OPT_ALLOC,
+	OPT_ALLOC_RATE,
+	OPT_ALLOC_METRIC,
 };
 
 static const struct option long_opts[] = {
@@ -203,6 +221,9 @@ static const struct option long_opts[] = {
 	{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
 	{ "wall", no_argument, NULL, OPT_WALL },
 	{ "min-block", required_argument, NULL, OPT_MIN_BLOCK },
+	{ "alloc", no_argument, NULL, OPT_ALLOC },
+	{ "alloc-rate", required_argument, NULL, OPT_ALLOC_RATE },
+	{ "alloc-metric", required_argument, NULL, OPT_ALLOC_METRIC },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -412,6 +433,50 @@ static int parse_pids(const char *s)
 	}
 }
 
+/* BYTES with an optional k/m/g suffix (powers of 1024) */
+static int parse_alloc_rate(const char *s)
+{
+	unsigned long long v, mult = 1;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (!errno && end != s && *s != '-' && end[0] && !end[1]) {
+		switch (*end) {
+		case 'k': case 'K': mult = 1ULL << 10; end++; break;
+		case 'm': case 'M': mult = 1ULL << 20; end++; break;
+		case 'g': case 'G': mult = 1ULL << 30; end++; break;
+		}
+	}
+	if (errno || end == s || *end || *s == '-' || v == 0 || v > (1ULL << 40) / mult) {
+		pr_err("invalid rate '%s' for --alloc-rate: expected bytes from 1 to 1t "
+		       "(suffixes k, m, g)", s);
+		return -EINVAL;
+	}
+	env.alloc_rate = v * mult;
+	return 0;
+}
+
+static int parse_alloc_metric(const char *s)
+{
+	static const char *const names[] = {
+		[ALLOC_INUSE_SPACE] = "inuse_space",
+		[ALLOC_INUSE_OBJECTS] = "inuse_objects",
+		[ALLOC_ALLOC_SPACE] = "alloc_space",
+		[ALLOC_ALLOC_OBJECTS] = "alloc_objects",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(s, names[i])) {
+			env.alloc_metric = i;
+			env.alloc_metric_set = true;
+			return 0;
+		}
+	pr_err("unknown metric '%s' for --alloc-metric: expected inuse_space, inuse_objects, "
+	       "alloc_space or alloc_objects", s);
+	return -EINVAL;
+}
+
 static int parse_format(const char *s)
 {
 	if (!strcmp(s, "folded"))
@@ -498,6 +563,7 @@ int cli__parse(int argc, char **argv)
 {
 	bool interval_given = false, keep_given = false, app_given = false;
 	int c, err = 0;
+	bool rate_set = false;
 
 	opterr = 0;	/* we print our own one-line messages */
 	optind = 1;
@@ -604,6 +670,16 @@ int cli__parse(int argc, char **argv)
 		case OPT_MIN_BLOCK:
 			err = parse_min_block(optarg);
 			break;
+		case OPT_ALLOC:
+			env.ev_alloc = true;
+			break;
+		case OPT_ALLOC_RATE:
+			err = parse_alloc_rate(optarg);
+			rate_set = true;
+			break;
+		case OPT_ALLOC_METRIC:
+			err = parse_alloc_metric(optarg);
+			break;
 		case OPT_UNWIND:
 			if (!strcmp(optarg, "auto")) {
 				env.unwind = UNWIND_AUTO;
@@ -676,6 +752,11 @@ int cli__parse(int argc, char **argv)
 	}
 	if (check_continuous(interval_given, keep_given, app_given))
 		return EXIT_USAGE;
+	if ((rate_set || env.alloc_metric_set) && !env.ev_alloc) {
+		pr_err("%s is a heap profiling option: add --alloc",
+		       rate_set ? "--alloc-rate" : "--alloc-metric");
+		return EXIT_USAGE;
+	}
 	if (format_from_output())
 		return EXIT_USAGE;
 	if (resolve_cgroup())

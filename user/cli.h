@@ -21,6 +21,14 @@ enum cuda_weight {
 	CUDA_WEIGHT_GPU_TIME,
 };
 
+/* --alloc-metric */
+enum alloc_metric {
+	ALLOC_INUSE_SPACE = 0,
+	ALLOC_INUSE_OBJECTS,
+	ALLOC_ALLOC_SPACE,
+	ALLOC_ALLOC_OBJECTS,
+};
+
 struct env {
 	/* TARGET */
 	bool all;
@@ -63,11 +71,16 @@ struct env {
 	/* off-CPU (--off-cpu, --wall) */
 	uint64_t min_block_ns;	/* shorter blocks are sampled, not all recorded */
 	bool no_output;		/* a feature shows the result itself (top, dump): no file */
+	/* --alloc */
+	uint64_t alloc_rate;	/* mean bytes between allocation samples; 1 = every call */
+	int alloc_metric;	/* enum alloc_metric: the value folded shows */
+	bool alloc_metric_set;
 	/* sizing (not on the CLI yet: sane defaults, see record.c) */
 	uint32_t ringbuf_bytes;
 	uint32_t max_targets;
 	uint32_t unwind_rows;	/* capacity of the BPF unwind row array */
 	uint32_t unwind_procs;	/* processes with unwind info at once */
+	uint32_t alloc_max_live;	/* sampled heap blocks tracked at once */
 };
 
 extern struct env env;

@@ -315,7 +315,7 @@ static int user_and_python(struct builder *b, const struct stack_key *k,
 }
 
 static int add_stack(struct builder *b, const struct stack_key *k, const struct stack_vals *v,
-		     const struct build_opts *o, uint32_t *idx)
+		     const struct build_opts *o, size_t stack, uint32_t *idx)
 {
 	const struct cgroup_name *cn = NULL;
 	uint32_t n = 0;
@@ -406,6 +406,9 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 		if (cn->info.pod_uid[0])
 			labels[nlabels++] = (struct plabel){ .key = "pod", .str = cn->info.pod_uid };
 	}
+	if (o->stack_labels)
+		nlabels += o->stack_labels(o->stack_labels_arg, stack, &labels[nlabels],
+					   PROFILE_MAX_LABELS - nlabels);
 	return profile__add_sample(b->p, idx, n, values, labels, nlabels);
 }
 
@@ -448,7 +451,7 @@ int profile__build(struct profile **out, const struct stacks *st, struct objtab 
 			any |= v->v[i] != 0;
 		if (!any)	/* e.g. a heap stack whose blocks were all freed, in an in-use run */
 			continue;
-		err = add_stack(&b, k, v, o, idx);
+		err = add_stack(&b, k, v, o, stacks__index(st, v), idx);
 		if (err < 0)
 			goto cleanup;
 	}

@@ -41,6 +41,13 @@ struct build_opts {
 	/* names OBJ_SYNTH frames (addr = the feature's id), sets *kind (enum frame_kind) */
 	const char *(*synth_name)(void *arg, uint64_t id, uint32_t *kind);
 	void *synth_arg;
+	/*
+	 * Extra labels of a stack (its stacks__intern index), e.g. the age of
+	 * the oldest heap block still held; returns how many it wrote to out.
+	 * NULL: none.
+	 */
+	uint32_t (*stack_labels)(void *arg, size_t stack, struct plabel *out, uint32_t max);
+	void *stack_labels_arg;
 };
 
 struct build_stats {

@@ -88,6 +88,11 @@ size_t stacks__count(const struct stacks *s)
 	return s->n;
 }
 
+size_t stacks__index(const struct stacks *s, const struct stack_vals *vals)
+{
+	return (size_t)(vals - s->vals);
+}
+
 const struct stack_key *stacks__next(const struct stacks *s, size_t *iter,
 				     const struct stack_vals **vals)
 {

@@ -71,6 +71,8 @@ int stacks__add(struct stacks *s, const struct stack_key *key, const int64_t *de
 int stacks__intern(struct stacks *s, const struct stack_key *key, size_t *idx);
 struct stack_vals *stacks__vals(struct stacks *s, size_t idx);
 size_t stacks__count(const struct stacks *s);
+/* The stable index (as stacks__intern gives) of values that stacks__next returned. */
+size_t stacks__index(const struct stacks *s, const struct stack_vals *vals);
 
 /* Iterate: *iter = 0 first; NULL at the end. */
 const struct stack_key *stacks__next(const struct stacks *s, size_t *iter,

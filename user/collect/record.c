@@ -624,6 +624,17 @@ uint64_t rec__counter(struct recorder *r, enum bpf_counter c)
 
 static size_t count_processes(const struct stacks *st);
 
+static uint32_t feature_labels(void *arg, size_t stack, struct plabel *out, uint32_t max)
+{
+	struct recorder *r = arg;
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < r->nfeat && n < max; i++)
+		if (r->feat[i]->labels)
+			n += r->feat[i]->labels(r, r->feat_priv[i], stack, out + n, max - n);
+	return n;
+}
+
 /* What profile__build needs from this run: roots, labels, value types. */
 static void build_opts_init(struct recorder *r, struct build_opts *bo)
 {
@@ -635,6 +646,8 @@ static void build_opts_init(struct recorder *r, struct build_opts *bo)
 	bo->cg = r->cg;
 	bo->synth_name = r->synth_name;
 	bo->synth_arg = r->synth_arg;
+	bo->stack_labels = feature_labels;
+	bo->stack_labels_arg = r;
 	memcpy(bo->value_types, r->values, sizeof(r->values));
 	bo->nvalues = r->nvalues;
 	bo->default_value = r->default_value >= 0 ? r->default_value : 0;

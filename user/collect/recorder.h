@@ -84,6 +84,9 @@ struct rec_feature {
 	/* end-of-run summary lines (what was taken and lost) */
 	void (*summary)(struct recorder *r, void *priv, FILE *f);
 	void (*destroy)(struct recorder *r, void *priv);
+	/* extra pprof labels of a stack (its stacks__intern index); returns how many */
+	uint32_t (*labels)(struct recorder *r, void *priv, size_t stack, struct plabel *out,
+			   uint32_t max);
 	uint16_t kinds[4];	/* enum sample_kind values it handles; 0-terminated */
 };
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -42,6 +43,7 @@ struct uprobes {
 	struct htab *files;	/* objfile id -> struct ufile * */
 	struct htab *pids;	/* pid -> struct upid * */
 	struct uprobes_stats st;
+	int reapers;		/* threads still destroying links of exited processes */
 };
 
 int uprobes__func_offset(int fd, const char *func, uint64_t *off)
@@ -138,10 +140,74 @@ int uprobes__new(struct uprobes **out, const char *name, struct objtab *objs, bo
 	return 0;
 }
 
-static void free_upid(struct upid *up)
+/*
+ * Removing a uprobe makes the kernel wait for RCU grace periods (0.3-2 s per
+ * probe measured on a VM: 22 probes took 9 s to detach one by one), so links
+ * are destroyed by one thread each, all at once: concurrent waits share the
+ * grace periods.
+ */
+static void *destroy_one(void *l)
 {
-	for (uint32_t i = 0; i < up->nlinks; i++)
-		bpf_link__destroy(up->links[i]);
+	bpf_link__destroy(l);
+	return NULL;
+}
+
+static void destroy_links(struct bpf_link **links, size_t n)
+{
+	pthread_t *t = calloc(n, sizeof(*t));
+	bool *started = calloc(n, sizeof(*started));
+
+	for (size_t i = 0; i < n; i++) {
+		if (!links[i])
+			continue;
+		if (t && started && !pthread_create(&t[i], NULL, destroy_one, links[i]))
+			started[i] = true;
+		else
+			bpf_link__destroy(links[i]);
+	}
+	for (size_t i = 0; t && started && i < n; i++)
+		if (started[i])
+			pthread_join(t[i], NULL);
+	free(t);
+	free(started);
+}
+
+struct reap {
+	struct uprobes *u;
+	struct bpf_link **links;
+	size_t n;
+};
+
+static void *reap(void *arg)
+{
+	struct reap *r = arg;
+
+	destroy_links(r->links, r->n);
+	__atomic_sub_fetch(&r->u->reapers, 1, __ATOMIC_RELEASE);
+	free(r->links);
+	free(r);
+	return NULL;
+}
+
+/* A process is gone: its links go in the background, the run loop goes on. */
+static void free_upid(struct uprobes *u, struct upid *up, bool wait)
+{
+	struct reap *r = wait ? NULL : malloc(sizeof(*r));
+	pthread_t t;
+
+	if (r) {
+		*r = (struct reap){ .u = u, .links = up->links, .n = up->nlinks };
+		__atomic_add_fetch(&u->reapers, 1, __ATOMIC_ACQUIRE);
+		if (!pthread_create(&t, NULL, reap, r)) {
+			pthread_detach(t);
+			up->links = NULL;
+		} else {
+			__atomic_sub_fetch(&u->reapers, 1, __ATOMIC_RELEASE);
+			free(r);
+		}
+	}
+	if (up->links)
+		destroy_links(up->links, up->nlinks);
 	free(up->links);
 	free(up->objs);
 	free(up);
@@ -154,18 +220,49 @@ void uprobes__free(struct uprobes *u)
 
 	if (!u)
 		return;
+	struct bpf_link **all = NULL;
+	size_t n = 0, cap = 0;
+
+	/* every link at once (see destroy_links) */
 	while (u->files && (e = htab__next(u->files, &it))) {
 		struct ufile *f = (struct ufile *)(uintptr_t)e->val;
 
-		for (size_t i = 0; f->links && i < u->nspecs; i++)
-			bpf_link__destroy(f->links[i]);
+		for (size_t i = 0; f->links && i < u->nspecs; i++) {
+			if (!f->links[i])
+				continue;
+			if (n == cap) {
+				struct bpf_link **a = realloc(all, (cap = cap ? 2 * cap : 64) * sizeof(*a));
+
+				if (!a) {
+					bpf_link__destroy(f->links[i]);
+					continue;
+				}
+				all = a;
+			}
+			all[n++] = f->links[i];
+		}
 		free(f->links);
 		free(f->offs);
 		free(f);
 	}
 	it = 0;
-	while (u->pids && (e = htab__next(u->pids, &it)))
-		free_upid((struct upid *)(uintptr_t)e->val);
+	while (u->pids && (e = htab__next(u->pids, &it))) {
+		struct upid *up = (struct upid *)(uintptr_t)e->val;
+		struct bpf_link **a = realloc(all, (n + up->nlinks) * sizeof(*a));
+
+		if (a) {
+			all = a;
+			memcpy(all + n, up->links, up->nlinks * sizeof(*a));
+			n += up->nlinks;
+			up->nlinks = 0;
+		}
+		free_upid(u, up, true);
+	}
+	destroy_links(all, n);
+	free(all);
+	/* exited processes' links still being destroyed */
+	for (int i = 0; i < 6000 && __atomic_load_n(&u->reapers, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
 	htab__free(u->files);
 	htab__free(u->pids);
 	free(u);
@@ -212,6 +309,8 @@ static struct ufile *get_file(struct uprobes *u, struct objfile *o, const char *
 					pr_debug("%s: %s has no %s", u->name, o ? o->path : path,
 						 u->specs[i].func);
 				}
+			} else if (u->specs[i].place) {
+				u->specs[i].place(fd, &f->offs[i]);
 			}
 		}
 		if (!o && fd >= 0)
@@ -345,7 +444,7 @@ void uprobes__forget(struct uprobes *u, uint32_t pid)
 
 	if (!e)
 		return;
-	free_upid((struct upid *)(uintptr_t)e->val);
+	free_upid(u, (struct upid *)(uintptr_t)e->val, false);
 	htab__delete(u->pids, &pid, sizeof(pid), e->hash);
 }
 

@@ -30,6 +30,12 @@ struct uprobe_spec {
 	struct bpf_program *prog;
 	bool retprobe;
 	bool optional;		/* a file may lack it (e.g. pvalloc in musl): not an error */
+	/*
+	 * Optional: move the probe from the function's file offset *off (fd:
+	 * the file), e.g. past a first instruction the kernel would have to
+	 * single-step. Returns 0 or -errno (the probe stays where it was).
+	 */
+	int (*place)(int fd, uint64_t *off);
 };
 
 struct uprobes_stats {

@@ -1,0 +1,281 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""--alloc: heap profiles of programs whose allocations are known
+(tests/workloads/alloc_known.c, tests/workloads/py/alloc.py)."""
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import BPFPROF, have, parse_folded, pyenv_pythons, run, workload
+
+PYDIR = os.path.join(os.path.dirname(__file__), "../workloads/py")
+MIB = 1 << 20
+KIB = 1 << 10
+
+# alloc_known.c's ground truth
+LEAK = 200 * MIB
+CHURN = 2000 * 256 * KIB
+SMALL_N = 400000
+SMALL = SMALL_N // 16 * sum(16 + 16 * k for k in range(16))
+REALLOC_ALL = sum(1 << k for k in range(10, 21)) + 2 * MIB
+ALIGNED_KEPT = 80 * 100 * KIB
+ALIGNED_ALL = 120 * 100 * KIB
+CALLOC = 50 * 32 * KIB
+MMAP_KEPT = 10 * MIB
+MMAP_ALL = 30 * MIB
+
+
+def by_leaf(stacks, fn):
+    """Sum of folded counts of stacks whose user leaf (last frame) is fn."""
+    return sum(c for f, c in stacks if f[-1] == fn)
+
+
+def go_pprof(*args):
+    import tempfile
+    env = dict(os.environ, GOTOOLCHAIN="local", GOFLAGS="-mod=mod",
+               GOCACHE=tempfile.mkdtemp(prefix="gocache"), HOME=os.environ.get("HOME", "/root"))
+    r = subprocess.run(["go", "tool", "pprof"] + list(args), capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def pprof_samples(path):
+    """`go tool pprof -raw`: (value type names, [(values, functions leaf first, labels)])."""
+    raw = go_pprof("-raw", str(path))
+    lines = raw.splitlines()
+    i = lines.index("Samples:")
+    types = [t.split("/")[0] for t in lines[i + 1].replace("[dflt]", "").split()]
+    samples, locs = [], {}
+    cur = None
+    for l in lines[i + 2:]:
+        if l.startswith("Locations"):
+            break
+        m = re.match(r"^\s+([\d\s]+):\s+([\d\s]+)$", l)
+        if m:
+            cur = ([int(v) for v in m.group(1).split()], [int(x) for x in m.group(2).split()], {})
+            samples.append(cur)
+        elif cur:
+            for k, v in re.findall(r"(\w+):\[([^\]]*)\]", l):
+                cur[2][k] = v
+    for l in lines[lines.index("Locations") + 1:]:
+        # "ID: 0xADDR [M=N] NAME FILE:LINE s=0", FILE empty for native frames
+        m = re.match(r"^\s+(\d+): 0x[0-9a-f]+ (?:M=\d+ )?(.*) \S*:\d+ s=\d+", l)
+        if m:
+            locs[int(m.group(1))] = m.group(2)
+    return types, [(v, [locs.get(x, "?") for x in ids], lab) for v, ids, lab in samples]
+
+
+def value_by_leaf(types, samples, vtype, fn):
+    i = types.index(vtype)
+    return sum(v[i] for v, fns, _ in samples if fns and fns[0] == fn)
+
+
+def within(got, want, tol):
+    return abs(got - want) <= tol * want
+
+
+def heap_line(stderr):
+    lines = [l for l in stderr.splitlines() if l.startswith("bpfprof: heap: ") and "calls" in l]
+    assert lines, stderr
+    return lines[-1]
+
+
+def test_default_rate_estimates(tmp_path):
+    """Leak in-use and churn allocated within 10% at the default rate; no churn in use."""
+    pb = tmp_path / "heap.pb.gz"
+    r = run(["--alloc", "-o", str(pb), "--", workload("alloc_known")])
+    assert r.returncode == 0, r.stderr
+    types, samples = pprof_samples(pb)
+    assert types == ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space"], types
+    leak = value_by_leaf(types, samples, "inuse_space", "leak_blocks")
+    assert within(leak, LEAK, 0.10), (leak, LEAK)
+    churn = value_by_leaf(types, samples, "alloc_space", "churn_blocks")
+    assert within(churn, CHURN, 0.10), (churn, CHURN)
+    assert value_by_leaf(types, samples, "inuse_space", "churn_blocks") == 0
+    assert value_by_leaf(types, samples, "inuse_space", "small_allocs") == 0
+    # ~54 MB in 400k small calls: about a hundred samples, so a loose bound
+    small = value_by_leaf(types, samples, "alloc_space", "small_allocs")
+    assert within(small, SMALL, 0.40), (small, SMALL)
+    assert "sampled (1 in 524288 bytes)" in heap_line(r.stderr)
+
+
+def test_every_call_is_exact(tmp_path):
+    """--alloc-rate 1: every value of every pattern is the truth, to the byte."""
+    pb = tmp_path / "heap.pb.gz"
+    r = run(["--alloc", "--alloc-rate", "1", "-o", str(pb), "--", workload("alloc_known")])
+    assert r.returncode == 0, r.stderr
+    types, s = pprof_samples(pb)
+    v = lambda t, fn: value_by_leaf(types, s, t, fn)
+    assert v("inuse_space", "leak_blocks") == LEAK
+    assert v("inuse_objects", "leak_blocks") == 200
+    assert v("alloc_space", "churn_blocks") == CHURN
+    assert v("alloc_objects", "churn_blocks") == 2000
+    assert v("inuse_space", "churn_blocks") == 0
+    assert v("alloc_objects", "small_allocs") == SMALL_N
+    assert v("alloc_space", "small_allocs") == SMALL
+    assert v("inuse_objects", "small_allocs") == 0
+    # realloc chain: every step allocated, only the last block (reallocarray, 2 MiB) held
+    assert v("alloc_space", "realloc_chain") == REALLOC_ALL
+    assert v("inuse_space", "realloc_chain") == 2 * MIB
+    assert v("inuse_objects", "realloc_chain") == 1
+    # posix_memalign + memalign kept, aligned_alloc freed
+    assert v("alloc_space", "aligned_allocs") == ALIGNED_ALL
+    assert v("inuse_space", "aligned_allocs") == ALIGNED_KEPT
+    assert v("inuse_space", "calloc_blocks") == CALLOC
+    # anonymous mmaps: 30 mapped, 10 kept
+    assert v("alloc_space", "mmap_regions") == MMAP_ALL
+    assert v("inuse_space", "mmap_regions") == MMAP_KEPT
+    assert v("inuse_objects", "mmap_regions") == 10
+
+
+def test_folded_metric_and_pprof_top(tmp_path):
+    """folded shows --alloc-metric; go tool pprof reads the same profile by type."""
+    out = tmp_path / "heap.folded"
+    r = run(["--alloc", "--alloc-rate", "1", "--alloc-metric", "alloc_objects", "-o", str(out),
+             "--", workload("alloc_known")])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    assert by_leaf(stacks, "small_allocs") == SMALL_N
+    assert by_leaf(stacks, "leak_blocks") == 200
+
+    out = tmp_path / "inuse.folded"
+    r = run(["--alloc", "--alloc-rate", "1", "-o", str(out), "--", workload("alloc_known")])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    assert by_leaf(stacks, "leak_blocks") == LEAK
+    assert by_leaf(stacks, "churn_blocks") == 0 and by_leaf(stacks, "small_allocs") == 0
+
+
+@pytest.mark.skipif(not have("go"), reason="go (golang-go) not installed")
+def test_pprof_oldest_age(tmp_path):
+    """A block held 2 s before the end is labelled with its age; pprof -top sorts by in-use."""
+    pb = tmp_path / "heap.pb.gz"
+    r = run(["--alloc", "-o", str(pb), "--", workload("alloc_known"), "2"])
+    assert r.returncode == 0, r.stderr
+    top = go_pprof("-sample_index=inuse_space", "-top", str(pb))
+    first = [l for l in top.splitlines() if re.match(r"^\s+[\d.]+\w*B\s", l)][0]
+    assert first.split()[-1] == "leak_blocks", top
+    types, samples = pprof_samples(pb)
+    ages = [int(lab["oldest_age"].split()[0]) for v, fns, lab in samples
+            if fns[0] == "leak_blocks" and "oldest_age" in lab]
+    assert ages and 2.0e9 <= max(ages) <= 30e9, (ages, samples[:3])
+    # nothing held, no age
+    assert all("oldest_age" not in lab for v, fns, lab in samples if fns[0] == "churn_blocks")
+
+
+def test_target_killed_mid_run(tmp_path):
+    """The target dies by SIGKILL: what it held is its leak, the output is complete."""
+    out = tmp_path / "heap.folded"
+    r = run(["--alloc", "--alloc-rate", "1", "-o", str(out), "--", workload("alloc_known"),
+             "0", "0", "--die"])
+    assert r.returncode == 0, r.stderr
+    assert "killed by signal 9" in r.stderr
+    stacks = parse_folded(out.read_text())
+    assert by_leaf(stacks, "leak_blocks") == LEAK
+    assert by_leaf(stacks, "churn_blocks") == 0
+
+
+def test_sigint_writes_valid_output(tmp_path):
+    """Ctrl-C while the command still runs: complete output, leak counted."""
+    out = tmp_path / "heap.folded"
+    p = subprocess.Popen([BPFPROF, "--alloc", "-o", str(out), "--", workload("alloc_known"), "30"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    assert line.strip() == "ready", line
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    stacks = parse_folded(out.read_text())
+    assert within(by_leaf(stacks, "leak_blocks"), LEAK, 0.10), stacks
+    assert by_leaf(stacks, "churn_blocks") == 0
+
+
+def test_running_process_by_pid(tmp_path):
+    """-p: probes go into a process already running, before it allocates."""
+    t = subprocess.Popen([workload("alloc_known"), "0", "4"], stdout=subprocess.PIPE, text=True)
+    try:
+        out = tmp_path / "heap.folded"
+        r = run(["--alloc", "--alloc-rate", "1", "-p", str(t.pid), "-d", "8", "-o", str(out)])
+        assert r.returncode == 0, r.stderr
+        assert t.wait(timeout=30) == 0
+    finally:
+        t.kill()
+    stacks = parse_folded(out.read_text())
+    assert by_leaf(stacks, "leak_blocks") == LEAK
+    assert by_leaf(stacks, "mmap_regions") == MMAP_KEPT
+
+
+def pythons():
+    found = pyenv_pythons()
+    # oldest, a frame-object and the newest interpreter layout
+    pick = [p for p in found if p[0] in ("3.8", "3.11", "3.13")] or found[-1:]
+    return [pytest.param(path, id=f"pyenv-{v}") for v, path in pick]
+
+
+@pytest.mark.skipif(not have("go"), reason="go (golang-go) not installed")
+@pytest.mark.parametrize("python", pythons())
+def test_python_function_attribution(tmp_path, python):
+    """bytearray(1 MiB) in keep_buffers / churn_buffers lands under those Python frames."""
+    pb = tmp_path / "py.pb.gz"
+    r = run(["--alloc", "-o", str(pb), "--", python, os.path.join(PYDIR, "alloc.py"), "128", "256"])
+    assert r.returncode == 0, r.stderr
+    types, samples = pprof_samples(pb)
+
+    def under(vtype, fn):
+        i = types.index(vtype)
+        return sum(v[i] for v, fns, _ in samples if any(f.startswith(fn + " (alloc.py:") for f in fns))
+
+    keep = under("inuse_space", "keep_buffers")
+    assert within(keep, 128 * MIB, 0.12), (keep, r.stderr)
+    churn = under("alloc_space", "churn_buffers")
+    assert within(churn, 256 * MIB, 0.12), (churn, r.stderr)
+    assert under("inuse_space", "churn_buffers") <= 2 * MIB  # at most the last, if sampled late
+    # the Python frame sits above the native allocation path, with its line
+    keep_frames = [fns for v, fns, _ in samples if any(f.startswith("keep_buffers") for f in fns)]
+    lines = {f for fns in keep_frames for f in fns if f.startswith("keep_buffers")}
+    want = [n for n, l in enumerate(open(os.path.join(PYDIR, "alloc.py")), 1) if "LINE:keep" in l]
+    assert lines == {f"keep_buffers (alloc.py:{want[0]})"}, lines
+
+
+def test_cpu_and_alloc_together(tmp_path):
+    pb = tmp_path / "both.pb.gz"
+    r = run(["--cpu", "--alloc", "-F", "999", "-o", str(pb), "--", workload("alloc_known")])
+    assert r.returncode == 0, r.stderr
+    types, samples = pprof_samples(pb)
+    assert types == ["samples", "cpu", "alloc_objects", "alloc_space", "inuse_objects",
+                     "inuse_space"], types
+    assert sum(v[0] for v, _, _ in samples) > 0
+    assert within(value_by_leaf(types, samples, "inuse_space", "leak_blocks"), LEAK, 0.10)
+    # folded shows the heap metric when both are on
+    out = tmp_path / "both.folded"
+    r = run(["--cpu", "--alloc", "--alloc-rate", "1", "-o", str(out), "--",
+             workload("alloc_known")])
+    assert r.returncode == 0, r.stderr
+    assert by_leaf(parse_folded(out.read_text()), "leak_blocks") == LEAK
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--alloc", "--alloc-rate", "0"], "invalid rate '0' for --alloc-rate"),
+    (["--alloc", "--alloc-rate", "12x"], "invalid rate '12x' for --alloc-rate"),
+    (["--alloc", "--alloc-rate", "-5"], "invalid rate '-5' for --alloc-rate"),
+    (["--alloc", "--alloc-metric", "rss"], "unknown metric 'rss' for --alloc-metric"),
+    (["--alloc-rate", "4096"], "--alloc-rate is a heap profiling option: add --alloc"),
+    (["--alloc-metric", "inuse_space"], "--alloc-metric is a heap profiling option"),
+])
+def test_cli_errors(args, msg):
+    r = run(args + ["-d", "1"])
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bpfprof: ") and msg in lines[0], r.stderr
+
+
+def test_help_mentions_alloc():
+    r = run(["--help"])
+    assert r.returncode == 0
+    for opt in ("--alloc ", "--alloc-rate BYTES", "--alloc-metric"):
+        assert opt in r.stdout

@@ -1,0 +1,800 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * --alloc: heap profiling. bpf/alloc.bpf.c samples malloc-family calls and
+ * anonymous mmaps by bytes and sends the sampled ones (SAMPLE_ALLOC) and the
+ * frees of sampled blocks (SAMPLE_FREE); this file turns them into four
+ * values per stack:
+ *
+ *   alloc_objects, alloc_space   everything allocated during the run
+ *   inuse_objects, inuse_space   what was still allocated at the end (or when
+ *                                its process exited: the leak view)
+ *
+ * each sample weighted by 1/P(sampled) = 1/(1 - exp(-size/rate)), so that
+ * the sums are unbiased estimates (exact with --alloc-rate 1). Weights are
+ * summed in doubles per stack and rounded once at the end.
+ *
+ * Which file is the allocator: every file a target maps whose dynamic symbol
+ * table defines malloc (glibc's libc.so.6; jemalloc, tcmalloc, mimalloc or
+ * any other allocator when preloaded or linked), and a static executable
+ * defining malloc in its symbol table. When a process maps two of them only
+ * the one its calls bind to is called; a wrapper that forwards to the next
+ * malloc is counted once because BPF ignores allocation calls nested in
+ * another one of the same thread.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "alloc.skel.h"
+#include "collect/recorder.h"
+#include "collect/uprobes.h"
+#include "proc/objfile.h"
+#include "proc/proc.h"
+#include "util/clock.h"
+#include "util/htab.h"
+#include "util/log.h"
+
+/* Same layout as struct alloc_key in bpf/alloc.bpf.c (the live table's key). */
+struct block_key {
+	uint32_t pid;
+	uint32_t pad;
+	uint64_t addr;
+};
+
+/* A sampled block not freed yet. */
+struct block {
+	struct block_key key;	/* the live htab borrows it */
+	uint64_t time_ns;
+	size_t stack;
+	double objs, bytes;	/* its weights */
+	uint32_t next_free;	/* free list, when not in use */
+};
+
+#define CHUNK_BITS 12
+#define CHUNK (1u << CHUNK_BITS)
+#define NO_BLOCK UINT32_MAX
+
+/* Per stack (indexed like the stack table) */
+struct stack_acc {
+	double a_objs, a_bytes;	/* everything sampled from it */
+	double i_objs, i_bytes;	/* of which still held */
+	uint64_t oldest_ns;	/* allocation time of the oldest block still held; 0: none */
+};
+
+struct exit_note {
+	uint32_t pid;
+	uint64_t time_ns;
+};
+
+struct alloc_stats {
+	uint64_t allocs, frees;		/* records */
+	uint64_t untracked;		/* blocks whose free BPF could not track */
+	uint64_t replaced;		/* an address sampled again before its free was seen */
+	uint64_t unmatched;		/* frees of addresses we did not know */
+	uint64_t no_key;		/* allocation records rec__key refused */
+	uint64_t exited_blocks;		/* blocks still held when their process exited */
+	double exited_bytes;
+};
+
+struct alloc {
+	struct alloc_bpf *skel;
+	struct uprobes *u;
+	struct uprobe_spec specs[24];
+	size_t nspecs;
+	int ix_aobj, ix_abytes, ix_iobj, ix_ibytes;
+
+	struct htab *live;		/* struct block_key -> block index */
+	struct block **chunks;
+	uint32_t nchunks, free_head;
+	struct htab *pid_blocks;	/* pid -> blocks in live */
+
+	struct stack_acc *acc;
+	size_t nacc;
+
+	struct exit_note *exits;	/* processes gone, handled after the ring buffer */
+	size_t nexits, cap_exits;
+
+	uint64_t end_ns;
+	struct alloc_stats st;
+	struct uprobes_stats ust;	/* kept when the probes are gone */
+	/* totals of the final values, for the summary */
+	int64_t inuse_objs, inuse_bytes, alloc_bytes;
+	uint64_t inuse_stacks, live_blocks, oldest_ns;
+};
+
+static bool wanted(void)
+{
+	return env.ev_alloc;
+}
+
+static struct block *block_at(struct alloc *a, uint32_t i)
+{
+	return &a->chunks[i >> CHUNK_BITS][i & (CHUNK - 1)];
+}
+
+static int block_new(struct alloc *a, uint32_t *out)
+{
+	if (a->free_head == NO_BLOCK) {
+		struct block **c = realloc(a->chunks, (a->nchunks + 1) * sizeof(*c));
+		uint32_t base = a->nchunks << CHUNK_BITS;
+
+		if (!c)
+			return -ENOMEM;
+		a->chunks = c;
+		c[a->nchunks] = calloc(CHUNK, sizeof(struct block));
+		if (!c[a->nchunks])
+			return -ENOMEM;
+		for (uint32_t i = 0; i < CHUNK; i++)
+			c[a->nchunks][i].next_free = i + 1 < CHUNK ? base + i + 1 : NO_BLOCK;
+		a->free_head = base;
+		a->nchunks++;
+	}
+	*out = a->free_head;
+	a->free_head = block_at(a, *out)->next_free;
+	return 0;
+}
+
+static struct stack_acc *acc_at(struct alloc *a, size_t stack)
+{
+	if (stack >= a->nacc) {
+		size_t n = a->nacc ? a->nacc : 1024;
+		struct stack_acc *p;
+
+		while (n <= stack)
+			n *= 2;
+		p = realloc(a->acc, n * sizeof(*p));
+		if (!p)
+			return NULL;
+		memset(p + a->nacc, 0, (n - a->nacc) * sizeof(*p));
+		a->acc = p;
+		a->nacc = n;
+	}
+	return &a->acc[stack];
+}
+
+static void pid_count(struct alloc *a, uint32_t pid, int delta)
+{
+	struct htab_entry *e;
+
+	if (htab__upsert(a->pid_blocks, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)), &e) >= 0)
+		e->val += delta;
+}
+
+/*
+ * Drop a block from the live table. freed: its memory was given back
+ * (subtract it from in-use); else its process ended with it (it stays in
+ * in-use as leaked, and counts for the stack's oldest block).
+ */
+static void block_drop(struct alloc *a, uint32_t i, bool freed)
+{
+	struct block *b = block_at(a, i);
+	struct stack_acc *s = acc_at(a, b->stack);
+
+	if (s && freed) {
+		s->i_objs -= b->objs;
+		s->i_bytes -= b->bytes;
+	} else if (s) {
+		if (!s->oldest_ns || b->time_ns < s->oldest_ns)
+			s->oldest_ns = b->time_ns;
+		a->st.exited_blocks++;
+		a->st.exited_bytes += b->bytes;
+	}
+	htab__delete(a->live, &b->key, sizeof(b->key), htab__hash(&b->key, sizeof(b->key)));
+	pid_count(a, b->key.pid, -1);
+	b->next_free = a->free_head;
+	a->free_head = i;
+}
+
+static struct htab_entry *live_find(struct alloc *a, uint32_t pid, uint64_t addr)
+{
+	struct block_key k = { .pid = pid, .addr = addr };
+
+	return htab__find(a->live, &k, sizeof(k), htab__hash(&k, sizeof(k)));
+}
+
+/* The unbiased weights of a sampled allocation of size bytes. */
+static void weights(uint64_t size, double *objs, double *bytes)
+{
+	double s = size ? (double)size : 1.0, p;
+
+	if (env.alloc_rate <= 1) {
+		*objs = 1.0;
+		*bytes = (double)size;
+		return;
+	}
+	/* P(an allocation of s bytes holds a sample point) */
+	p = -expm1(-s / (double)env.alloc_rate);
+	*objs = 1.0 / p;
+	*bytes = (double)size / p;
+}
+
+static void on_alloc(struct recorder *r, struct alloc *a, const struct prof_sample_hdr *h,
+		     const void *data, size_t size)
+{
+	uint64_t bytes = h->aux1 & ALLOC_SIZE_MASK;
+	struct stack_key *k = rec__key(r, data, size);
+	struct htab_entry *e;
+	struct stack_acc *s;
+	struct block *b;
+	double wo, wb;
+	size_t stack;
+	uint32_t i;
+
+	a->st.allocs++;
+	/* rec__key may read the side band, which may note exits: nothing is held across it */
+	if (!k) {
+		a->st.no_key++;
+		return;
+	}
+	if (stacks__intern(r->stacks, k, &stack) || !(s = acc_at(a, stack))) {
+		r->st.agg_failed++;
+		return;
+	}
+	weights(bytes, &wo, &wb);
+	s->a_objs += wo;
+	s->a_bytes += wb;
+	if (h->aux1 & ALLOC_F_UNTRACKED) {
+		a->st.untracked++;	/* counted as allocated, never as in use */
+		return;
+	}
+	e = live_find(a, h->pid, h->aux0);
+	if (e) {
+		/* its free went unseen (a path we do not probe, or the process exec'd) */
+		a->st.replaced++;
+		block_drop(a, (uint32_t)e->val, true);
+	}
+	if (block_new(a, &i)) {
+		r->st.agg_failed++;
+		return;
+	}
+	b = block_at(a, i);
+	*b = (struct block){ .key = { .pid = h->pid, .addr = h->aux0 }, .time_ns = h->time_ns,
+			     .stack = stack, .objs = wo, .bytes = wb };
+	if (htab__upsert(a->live, &b->key, sizeof(b->key), htab__hash(&b->key, sizeof(b->key)),
+			 &e) < 0) {
+		b->next_free = a->free_head;
+		a->free_head = i;
+		r->st.agg_failed++;
+		return;
+	}
+	e->val = i;
+	pid_count(a, h->pid, 1);
+	s->i_objs += wo;
+	s->i_bytes += wb;
+}
+
+static void on_free(struct alloc *a, const struct prof_sample_hdr *h)
+{
+	struct htab_entry *e = live_find(a, h->pid, h->aux0);
+
+	a->st.frees++;
+	if (!e) {
+		a->st.unmatched++;	/* e.g. its allocation record was refused or lost */
+		return;
+	}
+	block_drop(a, (uint32_t)e->val, true);
+}
+
+static void on_record(struct recorder *r, void *priv, const struct prof_sample_hdr *h,
+		      const void *data, size_t size)
+{
+	struct alloc *a = priv;
+
+	if (h->kind == SAMPLE_ALLOC)
+		on_alloc(r, a, h, data, size);
+	else
+		on_free(a, h);
+}
+
+/*
+ * Processes that exited or exec'd: their blocks were never freed, so they
+ * stay in in-use (what the process leaked), leave the live tables, and their
+ * addresses may be reused by the pid's next image. Run after the ring
+ * buffer was drained, so that frees made before the exit are in.
+ */
+static void handle_exits(struct recorder *r, struct alloc *a)
+{
+	struct htab *gone;
+	struct htab_entry *e;
+	uint32_t *drop = NULL;
+	size_t n = 0, cap = 0, it = 0;
+	int fd = bpf_map__fd(a->skel->maps.alloc_live);
+	bool any = false;
+
+	(void)r;
+	if (!a->nexits)
+		return;
+	gone = htab__new(a->nexits, HTAB_COPY_KEYS);
+	for (size_t i = 0; gone && i < a->nexits; i++) {
+		uint32_t pid = a->exits[i].pid;
+		struct htab_entry *c = htab__find(a->pid_blocks, &pid, sizeof(pid),
+						  htab__hash(&pid, sizeof(pid)));
+
+		if (!c || !c->val)
+			continue;
+		if (htab__upsert(gone, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)), &e) >= 0) {
+			e->val = a->exits[i].time_ns;
+			any = true;
+		}
+	}
+	a->nexits = 0;
+	if (!any) {
+		htab__free(gone);
+		return;
+	}
+	while ((e = htab__next(a->live, &it))) {
+		const struct block_key *k = e->key;
+		struct block *b = block_at(a, (uint32_t)e->val);
+		struct htab_entry *g = htab__find(gone, &k->pid, sizeof(k->pid),
+						  htab__hash(&k->pid, sizeof(k->pid)));
+
+		if (!g || b->time_ns > g->val)
+			continue;	/* allocated by the pid's next image */
+		if (n == cap) {
+			uint32_t *d = realloc(drop, (cap = cap ? cap * 2 : 256) * sizeof(*d));
+
+			if (!d)
+				break;
+			drop = d;
+		}
+		drop[n++] = (uint32_t)e->val;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct block *b = block_at(a, drop[i]);
+
+		bpf_map_delete_elem(fd, &b->key);
+		block_drop(a, drop[i], false);
+	}
+	free(drop);
+	htab__free(gone);
+}
+
+static void note_exit(struct alloc *a, uint32_t pid, uint64_t time_ns)
+{
+	if (a->nexits == a->cap_exits) {
+		size_t cap = a->cap_exits ? a->cap_exits * 2 : 64;
+		struct exit_note *p = realloc(a->exits, cap * sizeof(*p));
+
+		if (!p)
+			return;
+		a->exits = p;
+		a->cap_exits = cap;
+	}
+	a->exits[a->nexits++] = (struct exit_note){ .pid = pid, .time_ns = time_ns };
+}
+
+static void on_proc(struct recorder *r, void *priv, uint32_t pid, int change)
+{
+	struct alloc *a = priv;
+	struct proc *p;
+
+	if (change == PROC_EXITED) {
+		note_exit(a, pid, mono_ns());
+		if (a->u)
+			uprobes__forget(a->u, pid);
+		return;
+	}
+	if (change == PROC_EXECED && (p = proctab__lookup(r->procs, pid, 0)))
+		note_exit(a, pid, p->start_ns ? p->start_ns : mono_ns());	/* the old image's end */
+	if (!a->u || !rec__is_target(r, pid))
+		return;
+	uprobes__scan(a->u, proctab__lookup(r->procs, pid, 0));
+}
+
+static void poll_hook(struct recorder *r, void *priv)
+{
+	handle_exits(r, priv);
+}
+
+/* Whether sym is a defined function in the ELF symbol table of section type want. */
+static bool defines(Elf *e, uint32_t want, const char *sym)
+{
+	size_t len = strlen(sym);
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(e, scn))) {
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != want || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *name;
+
+			if (!gelf_getsym(d, i, &s) || s.st_shndx == SHN_UNDEF ||
+			    GELF_ST_TYPE(s.st_info) != STT_FUNC)
+				continue;
+			name = elf_strptr(e, sh.sh_link, s.st_name);
+			if (name && !strncmp(name, sym, len) && (!name[len] || name[len] == '@'))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* The allocator rule (top of file): exports malloc, or is static and defines it. */
+static bool is_allocator(struct objfile *o, void *arg)
+{
+	bool dynamic = false, yes;
+	size_t phnum;
+	Elf *e;
+
+	(void)arg;
+	if (o->fd < 0 || elf_version(EV_CURRENT) == EV_NONE)
+		return false;
+	e = elf_begin(o->fd, ELF_C_READ, NULL);
+	if (!e)
+		return false;
+	if (elf_kind(e) != ELF_K_ELF || elf_getphdrnum(e, &phnum)) {
+		elf_end(e);
+		return false;
+	}
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(e, i, &ph) && ph.p_type == PT_DYNAMIC)
+			dynamic = true;
+	}
+	yes = dynamic ? defines(e, SHT_DYNSYM, "malloc") : defines(e, SHT_SYMTAB, "malloc");
+	elf_end(e);
+	if (yes)
+		pr_debug("heap: %s provides malloc", o->path);
+	return yes;
+}
+
+/*
+ * Where to put free's probe. The kernel emulates a probed push, jump, call
+ * or nop, but single-steps anything else out of line, which costs two more
+ * traps: measured on a VM, 27 us per call against 1.2 us for malloc's
+ * emulated push. glibc's free begins with `test %rdi,%rdi; je` (free(NULL)):
+ * the probe goes on the conditional jump, which is emulated, where the
+ * pointer argument and the stack are still untouched. Anything else stays
+ * at the entry. An optional endbr64 before the test is skipped as well.
+ */
+static int place_free(int fd, uint64_t *off)
+{
+	uint8_t c[16];
+	size_t i = 0;
+
+	if (pread(fd, c, sizeof(c), *off) != sizeof(c))
+		return -EIO;
+	if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa)
+		i = 4;
+	if ((c[i] & 0xf8) == 0x48)	/* REX.W (+B/R for r8-r15) */
+		i++;
+	/* test reg,reg: 85 /r with mod 3 and the same register twice */
+	if (c[i] != 0x85 || (c[i + 1] >> 6) != 3 || ((c[i + 1] >> 3) & 7) != (c[i + 1] & 7))
+		return -ENOENT;
+	i += 2;
+	/* jcc rel8 (7x) or jcc rel32 (0f 8x) */
+	if ((c[i] & 0xf0) != 0x70 && !(c[i] == 0x0f && (c[i + 1] & 0xf0) == 0x80))
+		return -ENOENT;
+	*off += i;
+	return 0;
+}
+
+static void add_spec(struct alloc *a, const char *func, struct bpf_program *entry, bool ret,
+		     bool optional)
+{
+	a->specs[a->nspecs++] = (struct uprobe_spec){ .func = func, .prog = entry,
+						      .optional = optional,
+						      .place = entry == a->skel->progs.alloc_free
+								       ? place_free
+								       : NULL };
+	if (ret)
+		a->specs[a->nspecs++] = (struct uprobe_spec){ .func = func,
+							      .prog = a->skel->progs.alloc_ret,
+							      .retprobe = true,
+							      .optional = optional };
+}
+
+static const char *const metric_type[] = {
+	[ALLOC_INUSE_SPACE] = "inuse_space",
+	[ALLOC_INUSE_OBJECTS] = "inuse_objects",
+	[ALLOC_ALLOC_SPACE] = "alloc_space",
+	[ALLOC_ALLOC_OBJECTS] = "alloc_objects",
+};
+
+static int setup(struct recorder *r, void **priv)
+{
+	struct alloc *a = calloc(1, sizeof(*a));
+	struct alloc_bpf *s;
+	int err;
+
+	if (!a)
+		return -ENOMEM;
+	*priv = a;
+	a->free_head = NO_BLOCK;
+	a->live = htab__new(1024, 0);	/* keys borrowed from the blocks */
+	a->pid_blocks = htab__new(256, HTAB_COPY_KEYS);
+	if (!a->live || !a->pid_blocks)
+		return -ENOMEM;
+	s = a->skel = alloc_bpf__open();
+	if (!s) {
+		err = -errno;
+		pr_err("cannot open the heap BPF object: %s", strerror(-err));
+		return err;
+	}
+	REC_SET_COMMON_RODATA(s->rodata);
+	s->rodata->alloc_rate = env.alloc_rate;
+	s->rodata->alloc_want_user = !env.no_user;
+	s->rodata->self_tgid = getpid();
+	bpf_map__set_max_entries(s->maps.alloc_live, env.alloc_max_live);
+	err = rec__share_maps(r, s->obj);
+	if (err)
+		return err;
+	err = alloc_bpf__load(s);
+	if (err) {
+		pr_err("cannot load the heap BPF programs: %s", strerror(-err));
+		return err;
+	}
+	add_spec(a, "malloc", s->progs.alloc_malloc, true, false);
+	add_spec(a, "calloc", s->progs.alloc_calloc, true, false);
+	add_spec(a, "realloc", s->progs.alloc_realloc, true, false);
+	add_spec(a, "free", s->progs.alloc_free, false, false);
+	add_spec(a, "reallocarray", s->progs.alloc_reallocarray, true, true);
+	add_spec(a, "posix_memalign", s->progs.alloc_posix_memalign, true, true);
+	add_spec(a, "aligned_alloc", s->progs.alloc_memalign, true, true);
+	add_spec(a, "memalign", s->progs.alloc_memalign, true, true);
+	add_spec(a, "valloc", s->progs.alloc_malloc, true, true);
+	add_spec(a, "pvalloc", s->progs.alloc_pvalloc, true, true);
+	add_spec(a, "mmap", s->progs.alloc_mmap, true, true);
+	add_spec(a, "munmap", s->progs.alloc_free, false, true);
+	err = uprobes__new(&a->u, "heap", r->objs, env.all, is_allocator, NULL, a->specs,
+			   a->nspecs);
+	if (err)
+		return err;
+
+	a->ix_aobj = rec__value(r, "alloc_objects", "count");
+	a->ix_abytes = rec__value(r, "alloc_space", "bytes");
+	a->ix_iobj = rec__value(r, "inuse_objects", "count");
+	a->ix_ibytes = rec__value(r, "inuse_space", "bytes");
+	if (a->ix_aobj < 0 || a->ix_abytes < 0 || a->ix_iobj < 0 || a->ix_ibytes < 0) {
+		pr_err("too many value types for the heap values");
+		return -ENOSPC;
+	}
+	/* folded carries one value: with --alloc it is --alloc-metric, --cpu or not */
+	rec__default_value(r, rec__value(r, metric_type[env.alloc_metric],
+					 env.alloc_metric == ALLOC_INUSE_SPACE ||
+							 env.alloc_metric == ALLOC_ALLOC_SPACE
+						 ? "bytes"
+						 : "count"));
+	return 0;
+}
+
+static void scan_pid(struct recorder *r, struct alloc *a, uint32_t pid)
+{
+	uprobes__scan(a->u, proctab__lookup(r->procs, pid, 0));
+}
+
+static int start(struct recorder *r, void *priv)
+{
+	struct alloc *a = priv;
+	const struct uprobes_stats *us;
+
+	if (env.all) {
+		DIR *d = opendir("/proc");
+		struct dirent *de;
+
+		if (!d) {
+			pr_err("cannot read /proc: %s", strerror(errno));
+			return -errno;
+		}
+		while ((de = readdir(d))) {
+			char *end;
+			unsigned long pid = strtoul(de->d_name, &end, 10);
+
+			if (*end || !pid || pid == (unsigned long)getpid())
+				continue;
+			scan_pid(r, a, pid);
+		}
+		closedir(d);
+	}
+	for (size_t i = 0; i < env.npids; i++)
+		scan_pid(r, a, env.pids[i]);
+	if (r->child > 0)
+		scan_pid(r, a, r->child);	/* held before exec: the probes follow it through exec */
+	us = uprobes__stats(a->u);
+	if (!us->probes) {
+		pr_err("--alloc: no allocator found to probe in the %s (no mapped file defines malloc)",
+		       env.all ? "running processes" : "target processes");
+		return -ENOENT;
+	}
+	pr_verbose("heap: %llu probes in %llu files", (unsigned long long)us->probes,
+		   (unsigned long long)us->files);
+	return 0;
+}
+
+static void stop(struct recorder *r, void *priv)
+{
+	struct alloc *a = priv;
+
+	(void)r;
+	/* detach: no more calls, but the records already out are still read */
+	a->ust = *uprobes__stats(a->u);
+	uprobes__free(a->u);
+	a->u = NULL;
+}
+
+/* In-use values are final: round each stack's sums into the stack table. */
+static void finish(struct recorder *r, void *priv)
+{
+	struct alloc *a = priv;
+	struct htab_entry *e;
+	size_t it = 0;
+
+	handle_exits(r, a);
+	a->end_ns = (uint64_t)r->t_stop.tv_sec * 1000000000ULL + r->t_stop.tv_nsec;
+	while ((e = htab__next(a->live, &it))) {
+		struct block *b = block_at(a, (uint32_t)e->val);
+		struct stack_acc *s = acc_at(a, b->stack);
+
+		if (s && (!s->oldest_ns || b->time_ns < s->oldest_ns))
+			s->oldest_ns = b->time_ns;
+		a->live_blocks++;
+	}
+	for (size_t i = 0; i < a->nacc && i < stacks__count(r->stacks); i++) {
+		struct stack_acc *s = &a->acc[i];
+		struct stack_vals *v = stacks__vals(r->stacks, i);
+
+		if (!v || (!s->a_objs && !s->i_objs))
+			continue;
+		v->v[a->ix_aobj] = llround(s->a_objs);
+		v->v[a->ix_abytes] = llround(s->a_bytes);
+		/* sums of doubles: a stack with nothing left may be a rounding error off zero */
+		v->v[a->ix_iobj] = s->i_objs > 0.5 ? llround(s->i_objs) : 0;
+		v->v[a->ix_ibytes] = s->i_bytes > 0.5 ? llround(s->i_bytes) : 0;
+		a->inuse_objs += v->v[a->ix_iobj];
+		a->inuse_bytes += v->v[a->ix_ibytes];
+		a->alloc_bytes += v->v[a->ix_abytes];
+		if (v->v[a->ix_ibytes]) {
+			a->inuse_stacks++;
+			if (s->oldest_ns && (!a->oldest_ns || s->oldest_ns < a->oldest_ns))
+				a->oldest_ns = s->oldest_ns;
+		}
+	}
+}
+
+/* pprof label oldest_age: how long the stack's oldest block still held had been held */
+static uint32_t labels(struct recorder *r, void *priv, size_t stack, struct plabel *out,
+		       uint32_t max)
+{
+	struct alloc *a = priv;
+	const struct stack_vals *v = stacks__vals(r->stacks, stack);
+	const struct stack_acc *s;
+
+	if (!max || stack >= a->nacc || !v || !v->v[a->ix_ibytes])
+		return 0;
+	s = &a->acc[stack];
+	if (!s->oldest_ns || s->oldest_ns > a->end_ns)
+		return 0;
+	out[0] = (struct plabel){ .key = "oldest_age", .num = (int64_t)(a->end_ns - s->oldest_ns),
+				  .unit = "nanoseconds" };
+	return 1;
+}
+
+static struct alloc_counters bpf_counters(struct alloc *a)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	struct alloc_counters sum = { 0 }, *v;
+	uint32_t zero = 0;
+
+	if (ncpus <= 0 || !(v = calloc(ncpus, sizeof(*v))))
+		return sum;
+	if (!bpf_map_lookup_elem(bpf_map__fd(a->skel->maps.alloc_cnt), &zero, v)) {
+		for (int i = 0; i < ncpus; i++) {
+			sum.calls += v[i].calls;
+			sum.bytes += v[i].bytes;
+			sum.sampled += v[i].sampled;
+			sum.nested += v[i].nested;
+			sum.failed += v[i].failed;
+			sum.live_full += v[i].live_full;
+			sum.frees += v[i].frees;
+			sum.lost_alloc += v[i].lost_alloc;
+			sum.lost_free += v[i].lost_free;
+			sum.no_tls += v[i].no_tls;
+		}
+	}
+	free(v);
+	return sum;
+}
+
+static void prog_cost(FILE *f, const char *what, struct bpf_program *p)
+{
+	struct bpf_prog_info info = { 0 };
+	uint32_t len = sizeof(info);
+
+	if (!bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) && info.run_cnt)
+		fprintf(f, " %s %.0f ns (%llu runs)", what, (double)info.run_time_ns / info.run_cnt,
+			(unsigned long long)info.run_cnt);
+}
+
+static void summary(struct recorder *r, void *priv, FILE *f)
+{
+	struct alloc *a = priv;
+	struct alloc_counters c = bpf_counters(a);
+	uint64_t lost = c.lost_alloc + c.lost_free + c.live_full + c.no_tls + a->st.no_key +
+			a->st.unmatched;
+	double age = a->oldest_ns && a->end_ns > a->oldest_ns ? (a->end_ns - a->oldest_ns) / 1e9 : 0;
+
+	if (log_level < 1)
+		return;
+	fprintf(f, "bpfprof: heap: %llu allocation calls, %.1f MiB asked for; %llu sampled (1 in "
+		"%llu bytes), %llu frees of sampled blocks; estimated %.1f MiB allocated, %.1f MiB "
+		"in %lld blocks still held in %llu stacks (oldest %.1f s)\n",
+		(unsigned long long)c.calls, c.bytes / 1048576.0, (unsigned long long)c.sampled,
+		(unsigned long long)env.alloc_rate, (unsigned long long)c.frees,
+		a->alloc_bytes / 1048576.0, a->inuse_bytes / 1048576.0, (long long)a->inuse_objs,
+		(unsigned long long)a->inuse_stacks, age);
+	if (lost || a->st.replaced || a->st.untracked || a->ust.attach_failed)
+		fprintf(f, "bpfprof: heap: lost: %llu probes not attached, %llu allocations and %llu "
+			"frees (ring buffer full), "
+			"%llu blocks untracked (live table of %u full), %llu calls without thread "
+			"state, %llu frees of unknown blocks, %llu records refused; %llu blocks "
+			"sampled again before their free was seen\n",
+			(unsigned long long)a->ust.attach_failed,
+			(unsigned long long)c.lost_alloc, (unsigned long long)c.lost_free,
+			(unsigned long long)c.live_full, env.alloc_max_live,
+			(unsigned long long)c.no_tls, (unsigned long long)a->st.unmatched,
+			(unsigned long long)a->st.no_key, (unsigned long long)a->st.replaced);
+	if (log_level >= 2) {
+		fprintf(f, "bpfprof: heap: %llu nested calls ignored, %llu sampled calls failed, "
+			"%llu blocks held when their process exited; probes: %llu in %llu files, "
+			"%llu attach failures\n",
+			(unsigned long long)c.nested, (unsigned long long)c.failed,
+			(unsigned long long)a->st.exited_blocks, (unsigned long long)a->ust.probes,
+			(unsigned long long)a->ust.files, (unsigned long long)a->ust.attach_failed);
+		if (r->stats_fd >= 0) {
+			fprintf(f, "bpfprof: heap: BPF per run:");
+			prog_cost(f, "malloc entry", a->skel->progs.alloc_malloc);
+			prog_cost(f, "return", a->skel->progs.alloc_ret);
+			prog_cost(f, "free", a->skel->progs.alloc_free);
+			fputc('\n', f);
+		}
+	}
+}
+
+static void destroy(struct recorder *r, void *priv)
+{
+	struct alloc *a = priv;
+
+	(void)r;
+	if (!a)
+		return;
+	uprobes__free(a->u);
+	alloc_bpf__destroy(a->skel);
+	htab__free(a->live);
+	htab__free(a->pid_blocks);
+	for (uint32_t i = 0; i < a->nchunks; i++)
+		free(a->chunks[i]);
+	free(a->chunks);
+	free(a->acc);
+	free(a->exits);
+	free(a);
+}
+
+const struct rec_feature alloc_feature = {
+	.name = "alloc",
+	.wanted = wanted,
+	.setup = setup,
+	.start = start,
+	.on_record = on_record,
+	.on_proc = on_proc,
+	.poll = poll_hook,
+	.stop = stop,
+	.finish = finish,
+	.summary = summary,
+	.destroy = destroy,
+	.labels = labels,
+	.kinds = { SAMPLE_ALLOC, SAMPLE_FREE, 0 },
+};
