@@ -30,10 +30,12 @@ struct env env = {
 
 static const char usage_text[] =
 "Usage: bpfprof [record] [TARGET] [OPTIONS] [-- CMD [ARG...]]\n"
+"       bpfprof flamegraph [IN.folded] [-o OUT.svg] [--inverted] [--title T]\n"
 "\n"
 "Sample on-CPU stacks (kernel, native and CPython frames in one stack) of the\n"
-"whole machine, some processes or a command, and write them as folded stacks or\n"
-"pprof.\n"
+"whole machine, some processes or a command, and write them as folded stacks,\n"
+"pprof or an interactive SVG flame graph. 'flamegraph' renders folded stacks\n"
+"(any tool's, stdin without IN or with '-') as that SVG.\n"
 "\n"
 "TARGET (default: whole machine)\n"
 "  -a, --all                 every process on every CPU (the default)\n"
@@ -48,9 +50,11 @@ static const char usage_text[] =
 "                            frame pointers until a process's tables are ready),\n"
 "                            dwarf (tables only), fp (frame pointers only)\n"
 "  -o, --output PATH         where to write ('-' = stdout, the default)\n"
-"  -f, --format FMT          folded | pprof; default from the extension of -o:\n"
-"                            .pb.gz/.pprof -> pprof, anything else -> folded;\n"
-"                            stdout -> folded\n"
+"  -f, --format FMT          folded | pprof | svg; default from the extension of\n"
+"                            -o: .pb.gz/.pprof -> pprof, .svg -> svg, anything\n"
+"                            else -> folded; stdout -> folded\n"
+"      --inverted            svg: icicle graph, stacks merged leaf first (callers)\n"
+"      --title TEXT          svg: the title (default 'Flame Graph')\n"
 "      --per-pid             root frame 'comm [pid]' instead of 'comm'\n"
 "      --per-thread          a 'thread-name [tid]' frame under the process\n"
 "      --no-kernel           leave out kernel frames\n"
@@ -78,7 +82,8 @@ static const char usage_text[] =
 "  bpfprof -a -d 5 > machine.folded           whole machine for 5 s, folded to stdout\n"
 "  bpfprof -p 1234 -F 499 -o app.pb.gz        one process at 499 Hz, pprof\n"
 "  bpfprof -o run.folded -- ./my_program arg  launch and profile a command and its children\n"
-"  bpfprof -a --per-pid -d 10 | flamegraph.pl > cpu.svg\n"
+"  bpfprof -a -d 10 -o cpu.svg                interactive flame graph (click, search)\n"
+"  bpfprof flamegraph perf.folded -o perf.svg render another tool's folded stacks\n"
 "  go tool pprof -http :8080 app.pb.gz        browse a pprof profile\n"
 "\n"
 "Exit status: 0 success, 1 runtime failure, 2 bad usage.\n";
@@ -96,6 +101,8 @@ enum {
 	OPT_UNWIND,
 	OPT_NO_PYTHON,
 	OPT_GIL,
+	OPT_INVERTED,
+	OPT_TITLE,
 };
 
 static const struct option long_opts[] = {
@@ -112,6 +119,8 @@ static const struct option long_opts[] = {
 	{ "unwind", required_argument, NULL, OPT_UNWIND },
 	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 	{ "gil", no_argument, NULL, OPT_GIL },
+	{ "inverted", no_argument, NULL, OPT_INVERTED },
+	{ "title", required_argument, NULL, OPT_TITLE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -223,11 +232,14 @@ static int parse_format(const char *s)
 		env.format = FMT_FOLDED;
 	else if (!strcmp(s, "pprof"))
 		env.format = FMT_PPROF;
-	else if (!strcmp(s, "chrome") || !strcmp(s, "svg")) {
-		pr_err("format '%s' for -f is not available in this version: expected folded or pprof", s);
+	else if (!strcmp(s, "svg"))
+		env.format = FMT_SVG;
+	else if (!strcmp(s, "chrome")) {
+		pr_err("format '%s' for -f is not available in this version: "
+		       "expected folded, pprof or svg", s);
 		return -EINVAL;
 	} else {
-		pr_err("unknown format '%s' for -f: expected folded or pprof", s);
+		pr_err("unknown format '%s' for -f: expected folded, pprof or svg", s);
 		return -EINVAL;
 	}
 	return 0;
@@ -252,9 +264,11 @@ static int format_from_output(void)
 	}
 	if (ends_with(o, ".pb.gz") || ends_with(o, ".pprof") || ends_with(o, ".pb")) {
 		env.format = FMT_PPROF;
-	} else if (ends_with(o, ".json") || ends_with(o, ".svg")) {
-		pr_err("output '%s': chrome and svg formats are not available in this version; "
-		       "use .folded or .pb.gz, or -f", o);
+	} else if (ends_with(o, ".svg")) {
+		env.format = FMT_SVG;
+	} else if (ends_with(o, ".json")) {
+		pr_err("output '%s': the chrome format is not available in this version; "
+		       "use .folded, .pb.gz or .svg, or -f", o);
 		return -EINVAL;
 	} else {
 		env.format = FMT_FOLDED;
@@ -309,6 +323,12 @@ int cli__parse(int argc, char **argv)
 			break;
 		case OPT_GIL:
 			env.gil = true;
+			break;
+		case OPT_INVERTED:
+			env.inverted = true;
+			break;
+		case OPT_TITLE:
+			env.title = optarg;
 			break;
 		case OPT_UNWIND:
 			if (!strcmp(optarg, "auto")) {
@@ -378,6 +398,11 @@ int cli__parse(int argc, char **argv)
 	}
 	if (format_from_output())
 		return EXIT_USAGE;
+	if ((env.inverted || env.title) && env.format != FMT_SVG) {
+		pr_err("%s applies to the svg format only (-f svg or -o FILE.svg)",
+		       env.inverted ? "--inverted" : "--title");
+		return EXIT_USAGE;
+	}
 	return -1;
 }
 

@@ -11,6 +11,7 @@
 enum out_format {
 	FMT_FOLDED = 1,
 	FMT_PPROF,
+	FMT_SVG,
 };
 
 struct env {
@@ -31,6 +32,8 @@ struct env {
 	bool no_python;
 	bool gil;		/* only Python samples whose thread held the GIL */
 	int unwind;		/* enum unwind_mode (include/bpfprof.h) */
+	bool inverted;		/* svg: icicle (callers) view */
+	const char *title;	/* svg: title, NULL for the default */
 	/* sizing (not on the CLI yet: sane defaults, see record.c) */
 	uint32_t ringbuf_bytes;
 	uint32_t max_targets;

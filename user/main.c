@@ -9,18 +9,21 @@
 
 #include "cli.h"
 #include "collect/record.h"
+#include "flamegraph.h"
 #include "util/log.h"
 
 struct command {
 	const char *name;
-	int (*run)(void);
+	int (*run)(void);			/* after cli__parse */
+	int (*main)(int argc, char **argv);	/* parses its own arguments */
 };
 
 static const struct command commands[] = {
-	{ "record", record__run },
+	{ "record", record__run, NULL },
+	{ "flamegraph", NULL, flamegraph__main },
 };
 
-static const char *const planned[] = { "top", "dump", "flamegraph" };
+static const char *const planned[] = { "top", "dump" };
 
 int main(int argc, char **argv)
 {
@@ -40,11 +43,16 @@ int main(int argc, char **argv)
 					return EXIT_USAGE;
 				}
 			}
-			pr_err("unknown command '%s': expected record, or options (see --help)",
+			pr_err("unknown command '%s': expected record, flamegraph, or options (see --help)",
 			       argv[1]);
 			return EXIT_USAGE;
 		}
 		cmd = &commands[i];
+		if (cmd->main) {
+			status = cmd->main(argc - 1, argv + 1);
+			cli__free();
+			return status;
+		}
 		argv[1] = argv[0];
 		argc--;
 		argv++;
