@@ -14,6 +14,8 @@ PACKAGES=(
 	golang-go golang-github-google-pprof-dev
 	# tests
 	libcmocka-dev python3-pytest xz-utils
+	# tests: headless browser that loads the SVG flame graph (render, click, search)
+	chromium
 	# benchmark: the peer profiler and /usr/bin/time
 	linux-perf time
 )
