@@ -79,11 +79,11 @@ static int parse(int argc, char **argv, const char **in)
 			return EXIT_USAGE;
 		default:
 			if (optopt)
-				pr_err("unknown option '-%c' for flamegraph (see bpfprof flamegraph --help)",
-				       optopt);
+				pr_err("unknown option '-%c' for flamegraph "
+				       "(see bpfprof flamegraph --help)", optopt);
 			else
-				pr_err("unknown option '%s' for flamegraph (see bpfprof flamegraph --help)",
-				       argv[optind - 1]);
+				pr_err("unknown option '%s' for flamegraph "
+				       "(see bpfprof flamegraph --help)", argv[optind - 1]);
 			return EXIT_USAGE;
 		}
 	}
@@ -125,8 +125,9 @@ int flamegraph__main(int argc, char **argv)
 	err = folded__read(f, &p, &st);
 	if (err == -ENODATA) {
 		if (st.bad)
-			pr_err("no stacks in %s: none of its %llu lines reads 'frame;frame;... COUNT' "
-			       "(line %llu does not)", name, (unsigned long long)st.lines,
+			pr_err("no stacks in %s: none of its %llu lines reads "
+			       "'frame;frame;... COUNT' (line %llu does not)", name,
+			       (unsigned long long)st.lines,
 			       (unsigned long long)st.first_bad);
 		else
 			pr_err("no stacks in %s: it is empty", name);
@@ -141,8 +142,8 @@ int flamegraph__main(int argc, char **argv)
 			st.bad == 1 ? "" : "s", (unsigned long long)st.lines, name,
 			(unsigned long long)st.first_bad);
 	}
-	snprintf(comment, sizeof(comment), "Folded stacks from %s: %llu lines%s", name,
-		 (unsigned long long)st.stacks, st.bad ? "" : "");
+	snprintf(comment, sizeof(comment), "Folded stacks from %s: %llu lines", name,
+		 (unsigned long long)st.stacks);
 	if (st.bad)
 		snprintf(comment + strlen(comment), sizeof(comment) - strlen(comment),
 			 ", %llu malformed skipped", (unsigned long long)st.bad);

@@ -43,8 +43,8 @@ int main(int argc, char **argv)
 					return EXIT_USAGE;
 				}
 			}
-			pr_err("unknown command '%s': expected record, flamegraph, or options (see --help)",
-			       argv[1]);
+			pr_err("unknown command '%s': expected record, flamegraph, or options "
+			       "(see --help)", argv[1]);
 			return EXIT_USAGE;
 		}
 		cmd = &commands[i];

@@ -60,7 +60,8 @@ uint32_t folded__guess_kind(const char *s, size_t len, uint32_t depth)
 	/* "comm [pid]", "thread [tid]" */
 	if (len > 4 && s[len - 1] == ']') {
 		br = memrchr(s, '[', len);
-		if (br && br > s + 1 && br[-1] == ' ' && all_digits(br + 1, (size_t)(s + len - 2 - br)))
+		if (br && br > s + 1 && br[-1] == ' ' &&
+		    all_digits(br + 1, (size_t)(s + len - 2 - br)))
 			return FRAME_ROOT;
 	}
 	return FRAME_NATIVE;

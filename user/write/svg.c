@@ -137,7 +137,9 @@ static int build_tree(struct svg_ctx *c)
 	int err;
 
 	c->name_ids = htab__new(p->nframes + 2, HTAB_COPY_KEYS);
-	c->edges = htab__new(p->nsamples * 4 + 16, HTAB_COPY_KEYS);
+	/* a few new nodes per distinct stack; the table grows past the hint */
+	c->edges = htab__new(p->nsamples < (1u << 18) ? p->nsamples * 4 + 16 : 1u << 20,
+			     HTAB_COPY_KEYS);
 	c->frame_name = malloc((p->nframes + 1) * sizeof(*c->frame_name));
 	if (!c->name_ids || !c->edges || !c->frame_name)
 		return -ENOMEM;
@@ -442,19 +444,23 @@ static void frame_colour(const struct sname *n, uint32_t depth, int rgb[3])
 	b = (double)((h >> 8) & 0xff) / 255.0;
 	switch (depth ? n->kind : FRAME_ROOT) {
 	case FRAME_KERNEL:	/* orange */
-		rgb[0] = 230 + (int)(25 * a), rgb[1] = 140 + (int)(50 * b), rgb[2] = (int)(40 * a);
+		rgb[0] = 230 + (int)(25 * a), rgb[1] = 140 + (int)(50 * b);
+		rgb[2] = (int)(40 * a);
 		break;
 	case FRAME_PYTHON:	/* green */
-		rgb[0] = 50 + (int)(60 * a), rgb[1] = 170 + (int)(60 * b), rgb[2] = 50 + (int)(50 * a);
+		rgb[0] = 50 + (int)(60 * a), rgb[1] = 170 + (int)(60 * b);
+		rgb[2] = 50 + (int)(50 * a);
 		break;
 	case FRAME_CUDA:	/* blue-violet */
-		rgb[0] = 110 + (int)(40 * a), rgb[1] = 90 + (int)(40 * b), rgb[2] = 220 + (int)(35 * a);
+		rgb[0] = 110 + (int)(40 * a), rgb[1] = 90 + (int)(40 * b);
+		rgb[2] = 220 + (int)(35 * a);
 		break;
 	case FRAME_ROOT:	/* grey */
 		rgb[0] = 180 + (int)(30 * a), rgb[1] = rgb[0], rgb[2] = rgb[0] + 15;
 		break;
 	default:		/* native: red */
-		rgb[0] = 205 + (int)(50 * a), rgb[1] = 40 + (int)(50 * b), rgb[2] = 40 + (int)(30 * a);
+		rgb[0] = 205 + (int)(50 * a), rgb[1] = 40 + (int)(50 * b);
+		rgb[2] = 40 + (int)(30 * a);
 		break;
 	}
 }
@@ -570,8 +576,8 @@ static void header_lines(struct svg_ctx *c, struct header *h)
 	    ns_per_unit(p->period_type.unit) > 0) {
 		char t[64];
 
-		fmt_duration(t, sizeof(t),
-			     (double)c->total * (double)p->period * ns_per_unit(p->period_type.unit));
+		fmt_duration(t, sizeof(t), (double)c->total * (double)p->period *
+						   ns_per_unit(p->period_type.unit));
 		snprintf(extra, sizeof(extra), " (\xe2\x89\x88 %s %s)", t,
 			 p->period_type.type ? p->period_type.type : "");
 	}
@@ -625,7 +631,8 @@ static void emit_frame(struct svg_ctx *c, uint32_t i, double top, double scale)
 	fmt_value(val, sizeof(val), vt, n->value, false);
 	fprintf(c->out, "<g class=\"%s\" data-o=\"%" PRIu64 "\" data-v=\"%" PRIu64
 		"\" data-d=\"%u\"><title>",
-		n->depth && nm->kind < sizeof(kind_class) / sizeof(kind_class[0]) ? kind_class[nm->kind] : "r",
+		n->depth && nm->kind < sizeof(kind_class) / sizeof(kind_class[0])
+			? kind_class[nm->kind] : "r",
 		n->offset, n->value, n->depth);
 	put_text(c->out, nm->s, SIZE_MAX);
 	fprintf(c->out, "\n%s (%.2f%%)</title><rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" "
