@@ -18,6 +18,8 @@ PACKAGES=(
 	libcmocka-dev python3-pytest xz-utils
 	# tests: glibc's separate debug files (symbols found through build-id links)
 	libc6-dbg
+	# tests: headless browser that loads the SVG flame graph (render, click, search)
+	chromium
 	# benchmark: the peer profiler and /usr/bin/time
 	linux-perf time
 	# CUDA: <sys/sdt.h> for the CUPTI injection library's USDT probes

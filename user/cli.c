@@ -44,10 +44,12 @@ static const char usage_text[] =
 "                                        second (keys: s self, t total, p pause,\n"
 "                                        q quit; plain text when not a terminal)\n"
 "       bpfprof dump -p PID [--json]     every thread's stack now (see dump --help)\n"
+"       bpfprof flamegraph [IN.folded] [-o OUT.svg] [--inverted] [--title T]\n"
 "\n"
 "Sample on-CPU stacks (kernel, native and CPython frames in one stack) of the\n"
-"whole machine, some processes or a command, and write them as folded stacks or\n"
-"pprof.\n"
+"whole machine, some processes or a command, and write them as folded stacks,\n"
+"pprof or an interactive SVG flame graph. 'flamegraph' renders folded stacks\n"
+"(any tool's, stdin without IN or with '-') as that SVG.\n"
 "\n"
 "TARGET (default: whole machine)\n"
 "  -a, --all                 every process on every CPU (the default)\n"
@@ -85,10 +87,12 @@ static const char usage_text[] =
 "                            frame pointers until a process's tables are ready),\n"
 "                            dwarf (tables only), fp (frame pointers only)\n"
 "  -o, --output PATH         where to write ('-' = stdout, the default)\n"
-"  -f, --format FMT          folded | pprof | chrome; default from the extension of -o:\n"
-"                            .pb.gz/.pprof -> pprof, .json -> chrome (Perfetto,\n"
-"                            chrome://tracing), anything else -> folded;\n"
-"                            stdout -> folded\n"
+"  -f, --format FMT          folded | pprof | chrome | svg; default from the\n"
+"                            extension of -o: .pb.gz/.pprof -> pprof, .json ->\n"
+"                            chrome (Perfetto, chrome://tracing), .svg -> svg,\n"
+"                            anything else -> folded; stdout -> folded\n"
+"      --inverted            svg: icicle graph, stacks merged leaf first (callers)\n"
+"      --title TEXT          svg: the title (default 'Flame Graph')\n"
 "      --cuda-lib PATH       libcuda to probe (default: found in each process's maps)\n"
 "      --cuda-weight W       launches (default) | gpu-time: what a [cuda] kernel\n"
 "                            leaf counts in folded output\n"
@@ -152,6 +156,8 @@ static const char usage_text[] =
 "  bpfprof --alloc -o leaks.folded -- ./my_program   what it still held at exit\n"
 "  bpfprof --alloc -p 1234 -d 30 -o heap.pb.gz       then: go tool pprof\n"
 "                                             -sample_index=alloc_space heap.pb.gz\n"
+"  bpfprof -a -d 10 -o cpu.svg                interactive flame graph (click, search)\n"
+"  bpfprof flamegraph perf.folded -o perf.svg render another tool's folded stacks\n"
 "  go tool pprof -http :8080 app.pb.gz        browse a pprof profile\n"
 "  bpfprof --container 3f2a9c1b -d 10 -o c.pb.gz   one container (id prefix)\n"
 "  bpfprof -a --per-container -d 10 > by-container.folded\n"
@@ -190,6 +196,8 @@ enum {
 	OPT_ALLOC,
 	OPT_ALLOC_RATE,
 	OPT_ALLOC_METRIC,
+	OPT_INVERTED,
+	OPT_TITLE,
 };
 
 static const struct option long_opts[] = {
@@ -224,6 +232,8 @@ static const struct option long_opts[] = {
 	{ "alloc", no_argument, NULL, OPT_ALLOC },
 	{ "alloc-rate", required_argument, NULL, OPT_ALLOC_RATE },
 	{ "alloc-metric", required_argument, NULL, OPT_ALLOC_METRIC },
+	{ "inverted", no_argument, NULL, OPT_INVERTED },
+	{ "title", required_argument, NULL, OPT_TITLE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -485,11 +495,10 @@ static int parse_format(const char *s)
 		env.format = FMT_PPROF;
 	else if (!strcmp(s, "chrome"))
 		env.format = FMT_CHROME;
-	else if (!strcmp(s, "svg")) {
-		pr_err("format '%s' for -f is not available in this version: expected folded or pprof", s);
-		return -EINVAL;
-	} else {
-		pr_err("unknown format '%s' for -f: expected folded, pprof or chrome", s);
+	else if (!strcmp(s, "svg"))
+		env.format = FMT_SVG;
+	else {
+		pr_err("unknown format '%s' for -f: expected folded, pprof, chrome or svg", s);
 		return -EINVAL;
 	}
 	return 0;
@@ -517,9 +526,7 @@ static int format_from_output(void)
 	} else if (ends_with(o, ".json")) {
 		env.format = FMT_CHROME;
 	} else if (ends_with(o, ".svg")) {
-		pr_err("output '%s': the svg format is not available in this version; "
-		       "use .folded, .pb.gz or .json, or -f", o);
-		return -EINVAL;
+		env.format = FMT_SVG;
 	} else {
 		env.format = FMT_FOLDED;
 	}
@@ -680,6 +687,12 @@ int cli__parse(int argc, char **argv)
 		case OPT_ALLOC_METRIC:
 			err = parse_alloc_metric(optarg);
 			break;
+		case OPT_INVERTED:
+			env.inverted = true;
+			break;
+		case OPT_TITLE:
+			env.title = optarg;
+			break;
 		case OPT_UNWIND:
 			if (!strcmp(optarg, "auto")) {
 				env.unwind = UNWIND_AUTO;
@@ -762,6 +775,11 @@ int cli__parse(int argc, char **argv)
 	if (resolve_cgroup())
 		return EXIT_USAGE;
 	env.want_cgroup = env.per_container || env.format == FMT_PPROF;
+	if ((env.inverted || env.title) && env.format != FMT_SVG) {
+		pr_err("%s applies to the svg format only (-f svg or -o FILE.svg)",
+		       env.inverted ? "--inverted" : "--title");
+		return EXIT_USAGE;
+	}
 	return -1;
 }
 

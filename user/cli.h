@@ -12,6 +12,7 @@ enum out_format {
 	FMT_FOLDED = 1,
 	FMT_PPROF,
 	FMT_CHROME,	/* Trace Event Format JSON (write/chrome.c) */
+	FMT_SVG,	/* interactive flame graph (write/svg.c) */
 };
 
 /* --cuda-weight */
@@ -75,6 +76,8 @@ struct env {
 	uint64_t alloc_rate;	/* mean bytes between allocation samples; 1 = every call */
 	int alloc_metric;	/* enum alloc_metric: the value folded shows */
 	bool alloc_metric_set;
+	bool inverted;		/* svg: icicle (callers) view */
+	const char *title;	/* svg: title, NULL for the default */
 	/* sizing (not on the CLI yet: sane defaults, see record.c) */
 	uint32_t ringbuf_bytes;
 	uint32_t max_targets;

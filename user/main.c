@@ -10,28 +10,28 @@
 #include "cli.h"
 #include "collect/record.h"
 #include "dump/dump.h"
+#include "flamegraph.h"
 #include "top/top.h"
 #include "util/log.h"
 
 struct command {
 	const char *name;
-	int (*run)(void);
+	int (*run)(void);			/* after cli__parse */
+	int (*main)(int argc, char **argv);	/* parses its own arguments */
 };
 
 static const struct command commands[] = {
-	{ "record", record__run },
-	{ "top", top__run },
+	{ "record", record__run, NULL },
+	{ "top", top__run, NULL },
+	{ "dump", NULL, dump__main },
+	{ "flamegraph", NULL, flamegraph__main },
 };
-
-static const char *const planned[] = { "flamegraph" };
 
 int main(int argc, char **argv)
 {
 	const struct command *cmd = &commands[0];
 	int status;
 
-	if (argc > 1 && !strcmp(argv[1], "dump"))	/* options of its own */
-		return dump__main(argc - 1, argv + 1);
 	if (argc > 1 && argv[1][0] != '-') {
 		size_t i;
 
@@ -39,17 +39,16 @@ int main(int argc, char **argv)
 			if (!strcmp(argv[1], commands[i].name))
 				break;
 		if (i == sizeof(commands) / sizeof(commands[0])) {
-			for (size_t j = 0; j < sizeof(planned) / sizeof(planned[0]); j++) {
-				if (!strcmp(argv[1], planned[j])) {
-					pr_err("command '%s' is not available in this version", argv[1]);
-					return EXIT_USAGE;
-				}
-			}
-			pr_err("unknown command '%s': expected record, or options (see --help)",
-			       argv[1]);
+			pr_err("unknown command '%s': expected record, top, dump, flamegraph, or "
+			       "options (see --help)", argv[1]);
 			return EXIT_USAGE;
 		}
 		cmd = &commands[i];
+		if (cmd->main) {
+			status = cmd->main(argc - 1, argv + 1);
+			cli__free();
+			return status;
+		}
 		argv[1] = argv[0];
 		argc--;
 		argv++;

@@ -941,10 +941,7 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 		return err;
 	}
 	*nprocs = count_processes(r->stacks);
-	if (env.format == FMT_PPROF)
-		err = pprof__write(p, r->out.f);
-	else
-		err = folded__write(p, p->default_value, r->out.f);
+	err = output__write_profile(&r->out, p);
 	profile__free(p);
 	if (err) {
 		pr_err("cannot write the profile: %s", strerror(-err));

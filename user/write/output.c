@@ -7,8 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "util/log.h"
 #include "write/output.h"
+#include "write/writers.h"
 
 int output__open(struct output *o, const char *path)
 {
@@ -79,6 +81,21 @@ fail:
 	free(o->tmp);
 	memset(o, 0, sizeof(*o));
 	return err;
+}
+
+int output__write_profile(struct output *o, const struct profile *p)
+{
+	struct svg_opts so = { .title = env.title, .inverted = env.inverted };
+
+	switch (env.format) {
+	case FMT_PPROF:
+		return pprof__write(p, o->f);
+	case FMT_SVG:
+		return svg__write(p, &so, o->f);
+	case FMT_FOLDED:
+	default:
+		return folded__write(p, p->default_value < p->nvalues ? p->default_value : 0, o->f);
+	}
 }
 
 int output__commit(struct output *o)

@@ -20,6 +20,13 @@ struct output {
 int output__open(struct output *o, const char *path);
 /* Flush and move into place. Returns 0 or -errno (printed). */
 int output__commit(struct output *o);
+struct profile;
+/*
+ * Write p in the format the command line chose (env.format; svg with
+ * env.title and env.inverted), its default value where the format shows one.
+ * Returns 0 or -errno (not printed).
+ */
+int output__write_profile(struct output *o, const struct profile *p);
 /* Remove the temporary file (no-op after commit or for stdout). */
 void output__abort(struct output *o);
 

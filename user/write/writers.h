@@ -6,6 +6,7 @@
 #ifndef BPFPROF_WRITERS_H
 #define BPFPROF_WRITERS_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include "aggregate/profile.h"
 #include "aggregate/timeline.h"
@@ -28,5 +29,20 @@ int pprof__write(const struct profile *p, FILE *out);
  * -errno.
  */
 int chrome__write(const struct timeline *tl, FILE *out);
+struct svg_opts {
+	const char *title;	/* NULL: "Flame Graph" or "Icicle Graph" */
+	bool inverted;		/* icicle: stacks merged leaf first, drawn top down */
+	double min_frac;	/* frames narrower than this share of the total are
+				 * merged into their parent; 0: 0.001 (1.2 px of 1200) */
+};
+
+/*
+ * A self-contained interactive flame graph (click to zoom, search, tooltips)
+ * of the profile's default value, frames coloured by kind. o may be NULL.
+ * Returns 0 or -errno.
+ */
+int svg__write(const struct profile *p, const struct svg_opts *o, FILE *out);
+/* Write s as XML character data (escaped, made valid UTF-8). */
+void svg__escape(FILE *f, const char *s);
 
 #endif
