@@ -5,6 +5,7 @@ and py/lock_wait.py (a thread blocked on a threading.Lock)."""
 import json
 import os
 import re
+import select
 import subprocess
 import time
 
@@ -18,6 +19,10 @@ LOCK_WAIT = os.path.join(HERE, "../workloads/py/lock_wait.py")
 
 def start(cmd, ready_re):
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    if not select.select([p.stdout], [], [], 60)[0]:  # a workload that never gets ready
+        p.kill()
+        p.wait()
+        pytest.fail(f"{cmd[0]} printed nothing in 60 s")
     line = p.stdout.readline()
     m = re.search(ready_re, line)
     assert m, f"workload printed {line!r}"

@@ -23,10 +23,10 @@ def spin_forever(started):
 
 
 def hold_and_sleep(lock):
-    with lock:
-        print("ready %d" % os.getpid(), flush=True)
-        while True:
-            time.sleep(100)  # LINE:hold_and_sleep
+    assert lock.locked()  # held since main() began: the waiter cannot get it
+    print("ready %d" % os.getpid(), flush=True)
+    while True:
+        time.sleep(100)  # LINE:hold_and_sleep
 
 
 def main():
@@ -38,7 +38,8 @@ def main():
     a.wait()
     b.wait()
     time.sleep(0.2)  # the waiter reaches acquire()
-    lock.release()
+    # Never released: releasing and re-taking it (as this once did) let the
+    # waiter win the lock now and then, and main then blocked before "ready".
     hold_and_sleep(lock)
 
 
