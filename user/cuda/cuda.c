@@ -733,12 +733,16 @@ static int cuda_setup(struct recorder *r, void **priv)
 	for (size_t i = 0; i < NPROBES; i++) {
 		bool name = probe_list[i].prog >= FIRST_NAME_PROG;
 
-		specs[2 * i] = (struct uprobe_spec){ probe_list[i].func,
-						     entry_prog(c->skel, probe_list[i].prog), false,
-						     true };
+		specs[2 * i] = (struct uprobe_spec){
+			.func = probe_list[i].func,
+			.prog = entry_prog(c->skel, probe_list[i].prog),
+			.optional = true,
+		};
 		specs[2 * i + 1] = (struct uprobe_spec){
-			probe_list[i].func,
-			name ? c->skel->progs.on_name_ret : c->skel->progs.on_call_ret, true, true
+			.func = probe_list[i].func,
+			.prog = name ? c->skel->progs.on_name_ret : c->skel->progs.on_call_ret,
+			.retprobe = true,
+			.optional = true,
 		};
 	}
 	/*
