@@ -85,10 +85,11 @@ def test_help_and_version():
     assert r.returncode == 0 and r.stdout.startswith("bpfprof ")
 
 
-def test_unavailable_command():
-    r = run(["flamegraph"])
+def test_unknown_command():
+    r = run(["flamgraph"])  # a typo is not taken for record's arguments
     assert r.returncode == 2
-    assert r.stderr.startswith("bpfprof: ") and len(r.stderr.splitlines()) == 1
+    assert r.stderr.startswith("bpfprof: unknown command 'flamgraph'")
+    assert len(r.stderr.splitlines()) == 1
 
 
 def test_sigint_writes_complete_output(tmp_path):

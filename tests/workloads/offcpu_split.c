@@ -44,10 +44,17 @@ static NOINLINE double compute_phase(double secs)
 
 static NOINLINE void run(double secs, double used[2])
 {
-	const double share[2] = { 0.70, 0.30 }, round = 0.010;
+	const double share[2] = { 0.70, 0.30 };
 	double owed[2] = { 0, 0 }, end = wall_now() + secs;
+	unsigned int seed = 1;
 
 	while (wall_now() < end) {
+		/*
+		 * Rounds of 5-15 ms: a fixed round beats against the sampler's
+		 * fixed period and moves the sampled CPU time by +-30% per run.
+		 */
+		double round = 0.005 + 0.010 * (rand_r(&seed) / (double)RAND_MAX);
+
 		owed[0] += share[0] * round;
 		owed[1] += share[1] * round;
 		if (owed[0] > used[0])

@@ -147,6 +147,12 @@ static void on_proc_change(void *ctx, uint32_t pid, int change)
 {
 	struct recorder *r = ctx;
 
+	if (change == PROC_EXECED && r->child > 0 && pid == (uint32_t)r->child &&
+	    !r->child_exec_ns) {
+		struct proc *p = proctab__lookup(r->procs, pid, 0);
+
+		r->child_exec_ns = p && p->start_ns ? p->start_ns : 1;
+	}
 	for (uint32_t i = 0; i < r->nfeat; i++)
 		if (r->feat[i]->on_proc)
 			r->feat[i]->on_proc(r, r->feat_priv[i], pid, change);
@@ -333,6 +339,18 @@ static int handle_record(void *ctx, void *data, size_t size)
 	if (size < sizeof(*h)) {
 		r->st.bad++;
 		return 0;
+	}
+	if (r->child > 0 && h->pid == (uint32_t)r->child) {
+		/* -- CMD: between fork and exec the child is still bpfprof's code */
+		if (!r->child_exec_ns)
+			sideband__consume(r->sb);
+		/* no exec seen (side band lost it?): judge by the process name */
+		if (r->child_exec_ns ? h->time_ns < r->child_exec_ns
+				     : !strncmp(h->pcomm, program_invocation_short_name,
+						sizeof(h->pcomm) - 1)) {
+			r->st.before_exec++;
+			return 0;
+		}
 	}
 	if (h->kind == SAMPLE_CPU) {
 		cpu_sample(r, data, size);
@@ -831,12 +849,13 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 
 		getrusage(RUSAGE_SELF, &ru);
 		pr_verbose("event %s on %d CPUs at %u Hz; idle %llu, filtered out %llu, children "
-			   "followed %llu",
+			   "followed %llu, command's records before its exec %llu",
 			   r->sampler ? sampler__event_name(r->sampler) : "none",
 			   r->sampler ? sampler__ncpus(r->sampler) : 0, env.freq,
 			   (unsigned long long)rec__counter(r, CNT_IDLE),
 			   (unsigned long long)rec__counter(r, CNT_FILTERED),
-			   (unsigned long long)rec__counter(r, CNT_FORK_FOLLOWED));
+			   (unsigned long long)rec__counter(r, CNT_FORK_FOLLOWED),
+			   (unsigned long long)r->st.before_exec);
 		pr_verbose("%zu distinct stacks, %llu distinct frames, %u files (%llu without "
 			   "symbols), %llu user frames outside known mappings",
 			   stacks__count(r->stacks), (unsigned long long)bs->distinct_frames,

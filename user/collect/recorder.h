@@ -37,6 +37,7 @@ struct rec_stats {
 	uint64_t bytes;		/* ring buffer bytes they took */
 	uint64_t bad;		/* malformed ring buffer records */
 	uint64_t unknown_kind;	/* records of a kind no enabled feature handles */
+	uint64_t before_exec;	/* -- CMD: the child's records before its exec (our code) */
 	uint64_t agg_failed;	/* could not be added to the stack table */
 	uint64_t user_frames;
 	uint64_t user_unmapped;	/* user addresses in no known mapping */
@@ -113,6 +114,7 @@ struct recorder {
 	int go_fd, err_fd;
 	int child_status;
 	bool child_done;
+	uint64_t child_exec_ns;	/* when the command's exec happened (CLOCK_MONOTONIC), 0: not yet */
 	struct stack_key *key;	/* scratch for the sample being aggregated */
 	struct rec_stats st;
 	struct timespec t_start, t_stop;
