@@ -40,9 +40,12 @@ static bool freq_given;
 
 static const char usage_text[] =
 "Usage: bpfprof [record] [TARGET] [EVENTS] [OPTIONS] [-- CMD [ARG...]]\n"
-"       bpfprof top [TARGET] [OPTIONS]   live view of the hottest functions, every\n"
+"       bpfprof top [TARGET] [--thread T] [OPTIONS]\n"
+"                                        live view of the hottest functions, every\n"
 "                                        second (keys: s self, t total, p pause,\n"
-"                                        q quit; plain text when not a terminal)\n"
+"                                        q quit; plain text when not a terminal);\n"
+"                                        --thread T: only threads whose name or\n"
+"                                        tid contains T\n"
 "       bpfprof dump -p PID [--json]     every thread's stack now (see dump --help)\n"
 "       bpfprof flamegraph [IN.folded] [-o OUT.svg] [--inverted] [--title T]\n"
 "\n"
@@ -199,6 +202,7 @@ enum {
 	OPT_ALLOC_METRIC,
 	OPT_INVERTED,
 	OPT_TITLE,
+	OPT_THREAD,
 };
 
 static const struct option long_opts[] = {
@@ -235,6 +239,7 @@ static const struct option long_opts[] = {
 	{ "alloc-metric", required_argument, NULL, OPT_ALLOC_METRIC },
 	{ "inverted", no_argument, NULL, OPT_INVERTED },
 	{ "title", required_argument, NULL, OPT_TITLE },
+	{ "thread", required_argument, NULL, OPT_THREAD },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -690,6 +695,13 @@ int cli__parse(int argc, char **argv)
 			break;
 		case OPT_INVERTED:
 			env.inverted = true;
+			break;
+		case OPT_THREAD:
+			if (!*optarg) {
+				pr_err("empty filter for --thread");
+				err = -EINVAL;
+			}
+			env.thread_filter = optarg;
 			break;
 		case OPT_TITLE:
 			env.title = optarg;

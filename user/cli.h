@@ -72,6 +72,7 @@ struct env {
 	/* off-CPU (--off-cpu, --wall) */
 	uint64_t min_block_ns;	/* shorter blocks are sampled, not all recorded */
 	bool no_output;		/* a feature shows the result itself (top, dump): no file */
+	const char *thread_filter;	/* top --thread: only threads whose "name [tid]" has it */
 	/* --alloc */
 	uint64_t alloc_rate;	/* mean bytes between allocation samples; 1 = every call */
 	int alloc_metric;	/* enum alloc_metric: the value folded shows */

@@ -977,6 +977,10 @@ int record__run(void)
 	size_t nprocs = 0;
 	int err, status = EXIT_RUNTIME;
 
+	if (env.thread_filter && !env.no_output) {
+		pr_err("--thread filters the live view: it is an option of 'bpfprof top'");
+		return EXIT_USAGE;
+	}
 	if (!env.no_output && output__open(&r.out, env.output))
 		return EXIT_USAGE;
 	raise_nofile();

@@ -191,6 +191,19 @@ static void tally(struct top *t, const struct profile *p)
 		int64_t n = s->values[p->default_value];
 		bool leaf = true;
 
+		if (env.thread_filter) {	/* --thread: its "name [tid]" frame must match */
+			bool match = false;
+
+			for (uint32_t j = 0; j < s->nframes && !match; j++) {
+				const struct pframe *f = &p->frames[s->frames[j]];
+
+				if (f->kind != FRAME_ROOT)
+					break;
+				match = j > 0 && strstr(f->name, env.thread_filter);
+			}
+			if (!match)
+				continue;
+		}
 		t->samples += n;
 		seen = htab__new(64, HTAB_COPY_KEYS);
 		for (uint32_t j = s->nframes; j-- > 0;) {
@@ -239,9 +252,9 @@ static void draw(struct top *t, uint64_t now)
 		printf("\033[H\033[2J");
 	else
 		printf("\n");
-	printf("bpfprof top: %s%s, %.0f s, %lld samples in the last second%s\n", target,
-	       env.npids == 1 ? "" : "", secs, (long long)t->samples,
-	       t->paused ? " [paused]" : "");
+	printf("bpfprof top: %s%s%s, %.0f s, %lld samples in the last second%s\n", target,
+	       env.thread_filter ? ", threads ~ " : "", env.thread_filter ? env.thread_filter : "",
+	       secs, (long long)t->samples, t->paused ? " [paused]" : "");
 	if (t->tty)
 		printf("keys: s self  t total  p pause  q quit        sorted by %s\n",
 		       t->by_total ? "total" : "self");
@@ -259,7 +272,7 @@ static void top_poll(struct recorder *r, void *priv)
 {
 	struct top *t = priv;
 	uint64_t now = mono_ns();
-	struct build_opts bo = { .per_thread = env.per_thread, .py = r->py };
+	struct build_opts bo = { .per_thread = env.per_thread || env.thread_filter, .py = r->py };
 	struct build_stats bs;
 	struct profile *p = NULL;
 
@@ -327,6 +340,8 @@ int top__run(void)
 		return EXIT_USAGE;
 	}
 	top_mode = true;
+	if (env.thread_filter)
+		env.per_thread = true;	/* samples keep their thread */
 	env.ev_cpu = true;
 	env.no_output = true;
 	return record__run();
