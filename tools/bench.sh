@@ -559,6 +559,25 @@ if ((have_bpfprof)) && [[ -x $WORKLOADS/pingpong ]]; then
 	printf '%-34s %12s %12s\n' "stacks walked (last run)" "" "$off_walks"
 fi
 
+# record_row HEADING: the row on stdin goes at the end of the table under
+# "## HEADING" in $results (appending at the end of the file put every
+# section's rows under the last section's header)
+record_row() {
+	python3 - "$results" "$1" "$(cat)" <<'PY'
+import sys
+path, head, row = sys.argv[1:]
+lines = open(path).read().rstrip("\n").split("\n")
+i = next(i for i, l in enumerate(lines) if l.startswith("## " + head))
+j = i + 1
+while j < len(lines) and not lines[j].startswith("|"):
+    j += 1
+while j < len(lines) and lines[j].startswith("|"):
+    j += 1
+lines.insert(j, row)
+open(path, "w").write("\n".join(lines) + "\n")
+PY
+}
+
 if [[ $BENCH_RECORD == 1 ]]; then
 	results=$root/bench/RESULTS.md
 	mkdir -p "$(dirname "$results")"
@@ -584,6 +603,8 @@ Method:
   same way; since perf symbolizes later, `perf script` on its output is timed
   too and shown added to it.
 
+## Whole machine: slowdown and agent cost
+
 | date | kernel | CPU | CPUs | rounds | alone (s) | bpfprof | perf | bpfprof µs/sample | bpfprof RSS MB | bpfprof lost @999 | perf record µs/sample | + perf script µs/sample | perf record RSS MB |
 |---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 HEADER
@@ -591,7 +612,7 @@ HEADER
 	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s/%s | %s | %s | %s |\n' \
 		"$(date -u +%Y-%m-%dT%H:%MZ)" "$kernel" "$cpu_model" "$ncpu" "$ROUNDS" \
 		"$med_alone" "$slow_bpfprof" "$slow_perf" "$b_us" "$b_rss" "$b_lost" \
-		"$b_samples" "$p_us" "$ps_us" "$p_rss" >>"$results"
+		"$b_samples" "$p_us" "$ps_us" "$p_rss" | record_row "Whole machine"
 	if ! grep -q '^## Native unwinding' "$results"; then
 		cat >>"$results" <<'HEADER2'
 
@@ -609,7 +630,7 @@ HEADER2
 	fi
 	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
 		"$(date -u +%Y-%m-%dT%H:%MZ)" "$u_run" "$u_sample" "$u_bytes" "$pd_per" "$u_rate" \
-		"$pd_rate" "$pr_us" "$u_tables" "$d_slow_b" "$d_slow_p" >>"$results"
+		"$pd_rate" "$pr_us" "$u_tables" "$d_slow_b" "$d_slow_p" | record_row "Native unwinding"
 	if [[ $py_bpf != n/a ]]; then
 		if ! grep -q '^## Python' "$results"; then
 			cat >>"$results" <<'HEADER3'
@@ -628,7 +649,7 @@ walk + kernel stack), then its slowdown under `bpfprof -a` and under
 HEADER3
 		fi
 		printf '| %s | %s | %s | %s | %s | %s |\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$py_bpf" \
-			"${pyslow[b99]}" "${pyslow[p99]}" "${pyslow[b999]}" "${pyslow[p999]}" >>"$results"
+			"${pyslow[b99]}" "${pyslow[p99]}" "${pyslow[b999]}" "${pyslow[p999]}" | record_row "Python"
 	fi
 	if ! grep -q '^## Continuous mode' "$results"; then
 		cat >>"$results" <<'HEADER4'
@@ -645,7 +666,7 @@ report at the first and last interval.
 HEADER4
 	fi
 	printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$CONT_SECS" \
-		"$CONT_INTERVAL" "$cont_cpu" "$cont_rss_first" "$cont_rss_last" "$cont_files" >>"$results"
+		"$CONT_INTERVAL" "$cont_cpu" "$cont_rss_first" "$cont_rss_last" "$cont_files" | record_row "Continuous mode"
 	if [[ $off_ns != n/a ]]; then
 		if ! grep -q '^## Off-CPU' "$results"; then
 			cat >>"$results" <<'HEADER5'
@@ -662,7 +683,7 @@ machine, stack walks included), switches per second of the whole machine.
 HEADER5
 		fi
 		printf '| %s | %s | %s | %s | %s |\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$off_slow" \
-			"$off_sw" "$off_ns" "$off_walks" >>"$results"
+			"$off_sw" "$off_ns" "$off_walks" | record_row "Off-CPU"
 	fi
 	if [[ $heap_ratio != n/a || ${hslow[b]} != n/a ]]; then
 		if ! grep -q '^## Heap' "$results"; then
@@ -681,7 +702,7 @@ HEADER6
 		fi
 		printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(date -u +%Y-%m-%dT%H:%MZ)" \
 			"$HEAP_PAIRS" "$ha" "${hslow[b]}" "${hslow[b1]}" "${hslow[m]}" "$heap_ratio" \
-			"$heap_call_us" >>"$results"
+			"$heap_call_us" | record_row "Heap"
 	fi
 	echo "bench: appended to $results"
 fi
