@@ -561,6 +561,16 @@ static int check_continuous(bool interval_given, bool keep_given, bool app_given
 		pr_err("--continuous writes pprof: drop -f");
 		return -EINVAL;
 	}
+	/*
+	 * These keep per-stack state across the run (live heap blocks, launches
+	 * waiting for their GPU record, wall = cpu + off-cpu at the end) that
+	 * the per-interval reset of the stack table would cut.
+	 */
+	if (env.ev_alloc || env.ev_cuda || env.ev_wall) {
+		pr_err("%s is not available with --continuous (use --cpu and/or --off-cpu)",
+		       env.ev_alloc ? "--alloc" : env.ev_cuda ? "--cuda" : "--wall");
+		return -EINVAL;
+	}
 	if (stat(env.continuous_dir, &st) || !S_ISDIR(st.st_mode) ||
 	    access(env.continuous_dir, W_OK | X_OK)) {
 		pr_err("--continuous '%s': not a writable directory", env.continuous_dir);

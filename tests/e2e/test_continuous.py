@@ -143,7 +143,10 @@ def test_continuous_usage_errors(tmp_path):
                        (["--continuous", str(tmp_path), "-o", "x.pb.gz"], "drop -o"),
                        (["--continuous", str(tmp_path), "--interval", "0"], "--interval"),
                        (["--continuous", str(tmp_path), "--keep", "-1"], "--keep"),
-                       (["--continuous", str(tmp_path), "--upload", "ftp://x"], "--upload")]:
+                       (["--continuous", str(tmp_path), "--upload", "ftp://x"], "--upload"),
+                       (["--continuous", str(tmp_path), "--alloc"], "--alloc"),
+                       (["--continuous", str(tmp_path), "--cuda"], "--cuda"),
+                       (["--continuous", str(tmp_path), "--wall"], "--wall")]:
         r = subprocess.run([BPFPROF] + args, capture_output=True, text=True, timeout=30)
         assert r.returncode == 2, (args, r.stderr)
         assert r.stderr.startswith("bpfprof: ") and len(r.stderr.splitlines()) == 1, r.stderr
