@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "aggregate/profile.h"
+#include "util/array.h"
 #include "util/htab.h"
 
 struct profile_priv {
@@ -74,20 +75,7 @@ void profile__free(struct profile *p)
 /* Grow *arr (of elem-sized items, *cap of them) so that it holds at least n + 1. */
 static int grow_array(void **arr, size_t *cap, size_t n, size_t elem)
 {
-	size_t ncap;
-	void *tmp;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	if (ncap > SIZE_MAX / elem)
-		return -ENOMEM;
-	tmp = realloc(*arr, ncap * elem);
-	if (!tmp)
-		return -ENOMEM;
-	*arr = tmp;
-	*cap = ncap;
-	return 0;
+	return array_grow(arr, cap, n, elem, 64);
 }
 
 const char *profile__intern(struct profile *p, const char *s)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "aggregate/timeline.h"
+#include "util/array.h"
 #include "util/htab.h"
 
 struct gpu_key {
@@ -75,18 +76,7 @@ const char *timeline__intern(struct timeline *tl, const char *s)
 
 static int grow(void **arr, size_t *cap, size_t n, size_t elem)
 {
-	size_t ncap;
-	void *p;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	p = realloc(*arr, ncap * elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
+	return array_grow(arr, cap, n, elem, 64);
 }
 
 static int set_track(struct timeline *tl, struct tl_track **arr, size_t *n, size_t *cap,

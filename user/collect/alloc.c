@@ -38,6 +38,7 @@
 #include "collect/uprobes.h"
 #include "proc/objfile.h"
 #include "proc/proc.h"
+#include "util/bpfmap.h"
 #include "util/clock.h"
 #include "util/htab.h"
 #include "util/log.h"
@@ -685,27 +686,11 @@ static uint32_t labels(struct recorder *r, void *priv, size_t stack, struct plab
 
 static struct alloc_counters bpf_counters(struct alloc *a)
 {
-	int ncpus = libbpf_num_possible_cpus();
-	struct alloc_counters sum = { 0 }, *v;
-	uint32_t zero = 0;
+	struct alloc_counters sum;
 
-	if (ncpus <= 0 || !(v = calloc(ncpus, sizeof(*v))))
-		return sum;
-	if (!bpf_map_lookup_elem(bpf_map__fd(a->skel->maps.alloc_cnt), &zero, v)) {
-		for (int i = 0; i < ncpus; i++) {
-			sum.calls += v[i].calls;
-			sum.bytes += v[i].bytes;
-			sum.sampled += v[i].sampled;
-			sum.nested += v[i].nested;
-			sum.failed += v[i].failed;
-			sum.live_full += v[i].live_full;
-			sum.frees += v[i].frees;
-			sum.lost_alloc += v[i].lost_alloc;
-			sum.lost_free += v[i].lost_free;
-			sum.no_tls += v[i].no_tls;
-		}
-	}
-	free(v);
+	_Static_assert(sizeof(sum) % sizeof(__u64) == 0, "alloc_counters: u64 fields only");
+	bpfmap__percpu_sum(bpf_map__fd(a->skel->maps.alloc_cnt), 0, (uint64_t *)&sum,
+			   sizeof(sum) / sizeof(__u64));
 	return sum;
 }
 

@@ -16,6 +16,7 @@
 #include "collect/offcpu.h"
 #include "collect/recorder.h"
 #include "offcpu.skel.h"
+#include "util/bpfmap.h"
 #include "util/log.h"
 
 struct offcpu {
@@ -67,20 +68,7 @@ fail:
 
 uint64_t offcpu__counter(struct offcpu_bpf *skel, enum offcpu_counter c)
 {
-	int ncpus = libbpf_num_possible_cpus();
-	uint64_t *v, sum = 0;
-	uint32_t key = c;
-
-	if (ncpus <= 0)
-		return 0;
-	v = calloc(ncpus, sizeof(*v));
-	if (!v)
-		return 0;
-	if (!bpf_map_lookup_elem(bpf_map__fd(skel->maps.offcpu_counters), &key, v))
-		for (int i = 0; i < ncpus; i++)
-			sum += v[i];
-	free(v);
-	return sum;
+	return bpfmap__percpu_counter(bpf_map__fd(skel->maps.offcpu_counters), c);
 }
 
 static int offcpu_setup(struct recorder *r, void **priv)

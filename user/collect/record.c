@@ -41,6 +41,7 @@
 #include "proc/proc.h"
 #include "symbolize/ksyms.h"
 #include "unwind/tables.h"
+#include "util/bpfmap.h"
 #include "util/htab.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -624,20 +625,7 @@ static int epoll_add(int epfd, int fd)
 
 uint64_t rec__counter(struct recorder *r, enum bpf_counter c)
 {
-	int ncpus = libbpf_num_possible_cpus();
-	uint64_t *v, sum = 0;
-	uint32_t key = c;
-
-	if (ncpus <= 0)
-		return 0;
-	v = calloc(ncpus, sizeof(*v));
-	if (!v)
-		return 0;
-	if (!bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.counters), &key, v))
-		for (int i = 0; i < ncpus; i++)
-			sum += v[i];
-	free(v);
-	return sum;
+	return bpfmap__percpu_counter(bpf_map__fd(r->skel->maps.counters), c);
 }
 
 static size_t count_processes(const struct stacks *st);

@@ -27,6 +27,7 @@
 #include "proc/objfile.h"
 #include "proc/proc.h"
 #include "symbolize/elfsym.h"
+#include "util/bpfmap.h"
 #include "util/htab.h"
 #include "util/log.h"
 
@@ -807,17 +808,7 @@ static void cuda_on_proc(struct recorder *r, void *priv, uint32_t pid, int chang
 
 static uint64_t bpf_counter(struct cuda *c, enum cuda_counter idx)
 {
-	int ncpus = libbpf_num_possible_cpus();
-	uint64_t *v, sum = 0;
-	uint32_t key = idx;
-
-	if (ncpus <= 0 || !(v = calloc(ncpus, sizeof(*v))))
-		return 0;
-	if (!bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.cuda_counters), &key, v))
-		for (int i = 0; i < ncpus; i++)
-			sum += v[i];
-	free(v);
-	return sum;
+	return bpfmap__percpu_counter(bpf_map__fd(c->skel->maps.cuda_counters), idx);
 }
 
 static void cuda_stop(struct recorder *r, void *priv)

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/array.h"
 #include "util/htab.h"
 #include "write/writers.h"
 
@@ -65,20 +66,7 @@ struct svg_ctx {
 
 static int grow(void **arr, size_t *cap, size_t n, size_t elem)
 {
-	size_t ncap;
-	void *tmp;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 256;
-	if (ncap > SIZE_MAX / elem)
-		return -ENOMEM;
-	tmp = realloc(*arr, ncap * elem);
-	if (!tmp)
-		return -ENOMEM;
-	*arr = tmp;
-	*cap = ncap;
-	return 0;
+	return array_grow(arr, cap, n, elem, 256);
 }
 
 static int name_id(struct svg_ctx *c, const char *s, uint32_t kind, uint32_t *id)
