@@ -779,7 +779,8 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			 (unsigned long long)rb_full, (unsigned long long)r->st.agg_failed,
 			 (unsigned long long)(r->st.bad + r->st.unknown_kind), (unsigned long long)sb_lost);
 	pr_info("%llu samples, %llu lost%s, %zu processes, %.1f%% frames unresolved, %.1f s",
-		(unsigned long long)r->st.received, (unsigned long long)lost, why, nprocs,
+		(unsigned long long)(r->st.received - r->st.before_exec), (unsigned long long)lost,
+		why, nprocs,
 		bs->frames ? 100.0 * bs->unresolved / bs->frames : 0.0, secs);
 	if (r->st.kstack_err || r->st.ustack_err || r->st.ktrunc || r->st.utrunc)
 		pr_info("stacks: %llu kernel and %llu user unreadable; %llu kernel and %llu user "
