@@ -704,5 +704,23 @@ HEADER6
 			"$HEAP_PAIRS" "$ha" "${hslow[b]}" "${hslow[b1]}" "${hslow[m]}" "$heap_ratio" \
 			"$heap_call_us" | record_row "Heap"
 	fi
+	if [[ $cuda_us != n/a ]]; then
+		if ! grep -q '^## CUDA' "$results"; then
+			cat >>"$results" <<'HEADER7'
+
+## CUDA
+
+`cuda_app --bench 2` with the fake driver (tests/workloads/cuda): launches
+per second in a tight loop alone and under `bpfprof --cuda` (entry + return
+uprobe, stack unwound at the return, one record per launch), fastest of
+CUDA_ROUNDS each; µs added per launch.
+
+| date | launches/s alone | launches/s --cuda | µs added per launch |
+|---|---|---|---|
+HEADER7
+		fi
+		printf '| %s | %s | %s | %s |\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$best_alone" \
+			"$best_traced" "$cuda_us" | record_row "CUDA"
+	fi
 	echo "bench: appended to $results"
 fi
