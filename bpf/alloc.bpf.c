@@ -275,11 +275,7 @@ static __always_inline void record(struct pt_regs *ctx, __u32 tgid, __u32 tid, _
 			ulen = MAX_USTACK;
 	}
 	s->hdr.ustack_len = ulen;
-	pylen = python_frames(s, ulen);
-	asm volatile("" : "+r"(pylen));
-	if (pylen > MAX_PYSTACK)
-		pylen = MAX_PYSTACK;
-	s->hdr.pystack_len = pylen;
+	pylen = python_stack(s, ulen);
 	/* before the record goes out: the block cannot be freed before malloc returns */
 	if (bpf_map_update_elem(&alloc_live, &key, &one, BPF_ANY)) {
 		c->live_full++;

@@ -102,6 +102,29 @@ static __always_inline long output(void *data, __u64 size, bool urgent)
 }
 
 /*
+ * The current task's kernel stack into s->frames[0...), leaf first; skip is
+ * the bpf_get_stack flags (frames to skip). Flags and counts a failure or a
+ * full stack. Returns the frame count.
+ */
+static __always_inline __u64 kernel_stack(void *ctx, struct prof_sample *s, __u64 skip)
+{
+	long n = bpf_get_stack(ctx, s->frames, MAX_KSTACK * sizeof(__u64), skip);
+	__u64 klen;
+
+	if (n < 0) {
+		s->hdr.flags |= SAMPLE_F_KSTACK_ERR;
+		count(CNT_KSTACK_ERR);
+		return 0;
+	}
+	klen = (__u64)n / sizeof(__u64);
+	if (klen >= MAX_KSTACK) {
+		klen = MAX_KSTACK;
+		s->hdr.flags |= SAMPLE_F_KSTACK_TRUNC;
+	}
+	return klen;
+}
+
+/*
  * Fill the header of a sample of the current task: stacks empty, flags and
  * aux words zero. The caller sets kind-specific fields and the stacks.
  */

@@ -48,7 +48,6 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	struct prof_sample *s;
 	__u32 zero = 0;
 	__u64 klen = 0, ulen = 0, pylen, size;
-	long n;
 
 	count(CNT_SAMPLES);
 	if (tid == 0) {
@@ -66,19 +65,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	task = (struct task_struct *)bpf_get_current_task();
 	sample_init(s, SAMPLE_CPU, 1, tgid, tid);
 
-	if (want_kernel) {
-		n = bpf_get_stack(ctx, s->frames, MAX_KSTACK * sizeof(__u64), 0);
-		if (n < 0) {
-			s->hdr.flags |= SAMPLE_F_KSTACK_ERR;
-			count(CNT_KSTACK_ERR);
-		} else {
-			klen = (__u64)n / sizeof(__u64);
-			if (klen >= MAX_KSTACK) {
-				klen = MAX_KSTACK;
-				s->hdr.flags |= SAMPLE_F_KSTACK_TRUNC;
-			}
-		}
-	}
+	if (want_kernel)
+		klen = kernel_stack(ctx, s, 0);
 	if (BPF_CORE_READ(task, flags) & PF_KTHREAD) {
 		s->hdr.flags |= SAMPLE_F_KTHREAD;
 	} else if (want_user) {
@@ -91,11 +79,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	s->hdr.ustack_len = ulen;
 	pylen = 0;
 	if (!(s->hdr.flags & SAMPLE_F_KTHREAD))
-		pylen = python_frames(s, klen + ulen);
-	asm volatile("" : "+r"(pylen));	/* the verifier's bound, not clang's */
-	if (pylen > MAX_PYSTACK)
-		pylen = MAX_PYSTACK;
-	s->hdr.pystack_len = pylen;
+		pylen = python_stack(s, klen + ulen);
 
 	size = sizeof(s->hdr) + (klen + ulen + 2 * pylen) * sizeof(__u64);
 	if (size > sizeof(*s))

@@ -312,11 +312,7 @@ int on_call_ret(struct pt_regs *ctx)
 	if (ulen > MAX_USTACK)
 		ulen = MAX_USTACK;
 	s->hdr.ustack_len = ulen;
-	pylen = python_frames(s, ulen);
-	asm volatile("" : "+r"(pylen));
-	if (pylen > MAX_PYSTACK)
-		pylen = MAX_PYSTACK;
-	s->hdr.pystack_len = pylen;
+	pylen = python_stack(s, ulen);
 
 	n = ulen + 2 * pylen;
 	if (n > MAX_USTACK + 2 * MAX_PYSTACK)

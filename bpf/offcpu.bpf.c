@@ -120,22 +120,10 @@ __noinline int offcpu_user_frames(void *ctx __arg_ctx, struct prof_sample *s, __
 static __always_inline __u64 fill_stacks(void *ctx, struct prof_sample *s)
 {
 	__u64 klen = 0, ulen = 0, pylen, size;
-	long n;
 
-	if (want_kernel) {
-		/* skip this program and bpf_trace_run4(): the leaf is __schedule */
-		n = bpf_get_stack(ctx, s->frames, MAX_KSTACK * sizeof(__u64), 2 & BPF_F_SKIP_FIELD_MASK);
-		if (n < 0) {
-			s->hdr.flags |= SAMPLE_F_KSTACK_ERR;
-			count(CNT_KSTACK_ERR);
-		} else {
-			klen = (__u64)n / sizeof(__u64);
-			if (klen >= MAX_KSTACK) {
-				klen = MAX_KSTACK;
-				s->hdr.flags |= SAMPLE_F_KSTACK_TRUNC;
-			}
-		}
-	}
+	/* skip this program and bpf_trace_run4(): the leaf is __schedule */
+	if (want_kernel)
+		klen = kernel_stack(ctx, s, 2 & BPF_F_SKIP_FIELD_MASK);
 	if (want_user) {
 		ulen = offcpu_user_frames(ctx, s, klen);
 		asm volatile("" : "+r"(ulen));
@@ -144,11 +132,7 @@ static __always_inline __u64 fill_stacks(void *ctx, struct prof_sample *s)
 	}
 	s->hdr.kstack_len = klen;
 	s->hdr.ustack_len = ulen;
-	pylen = python_frames(s, klen + ulen);
-	asm volatile("" : "+r"(pylen));
-	if (pylen > MAX_PYSTACK)
-		pylen = MAX_PYSTACK;
-	s->hdr.pystack_len = pylen;
+	pylen = python_stack(s, klen + ulen);
 	size = sizeof(s->hdr) + (klen + ulen + 2 * pylen) * sizeof(__u64);
 	return size > sizeof(*s) ? sizeof(*s) : size;
 }

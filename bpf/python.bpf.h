@@ -196,4 +196,19 @@ fail:
 	return 0;
 }
 
+/*
+ * The Python frames after the first base entries of s->frames, bounded where
+ * the verifier can see it; sets pystack_len. Returns the frame count.
+ */
+static __always_inline __u64 python_stack(struct prof_sample *s, __u32 base)
+{
+	__u64 pylen = python_frames(s, base);
+
+	asm volatile("" : "+r"(pylen));	/* the verifier's bound, not clang's */
+	if (pylen > MAX_PYSTACK)
+		pylen = MAX_PYSTACK;
+	s->hdr.pystack_len = pylen;
+	return pylen;
+}
+
 #endif
