@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <stdbool.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +15,30 @@
 #include "util/clock.h"
 #include "util/log.h"
 
+/*
+ * One record copied out of its CPU's buffer, to be handled in time order:
+ * each CPU's buffer is in order, but a fork on one CPU and the child's exec
+ * and mmaps on another must reach the process table as they happened, or
+ * the fork (handled last) would make the parent's image the child's newest
+ * (perf's ordered events do the same merge).
+ */
+struct queued {
+	uint64_t time;
+	uint32_t seq;		/* arrival: keeps equal times (and timeless records) in order */
+	uint32_t off;		/* in the arena */
+};
+
 struct sideband {
 	struct perf_buffer *pb;
 	int map_fd;
 	struct proctab *procs;
 	uint64_t consumed_until;
+	struct queued *q;
+	size_t nq, capq;
+	char *arena;		/* the records, 8-byte aligned */
+	size_t used, cap;
+	uint64_t last_time;
+	bool busy;		/* handling the queue: a nested consume waits for the next */
 	struct sideband_stats stats;
 };
 
@@ -62,14 +82,11 @@ static const struct sample_id *sample_id(const struct perf_event_header *h)
 	return (const void *)((const char *)h + h->size - sizeof(struct sample_id));
 }
 
-static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_header *h)
+static void handle(struct sideband *sb, const struct perf_event_header *h)
 {
-	struct sideband *sb = ctx;
 	const struct sample_id *sid = sample_id(h);
 	uint64_t t = sid ? sid->time : 0;
 
-	(void)cpu;
-	sb->stats.records++;
 	switch (h->type) {
 	case PERF_RECORD_FORK: {
 		const struct rec_task *r = (const void *)h;
@@ -120,7 +137,59 @@ static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_h
 	default:
 		break;
 	}
+}
+
+/* perf_buffer callback: queue a copy (handled in time order by sideband__consume). */
+static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_header *h)
+{
+	struct sideband *sb = ctx;
+	const struct sample_id *sid = sample_id(h);
+	size_t size = (h->size + 7) & ~(size_t)7;
+
+	(void)cpu;
+	sb->stats.records++;
+	if (sb->nq == sb->capq) {
+		size_t cap = sb->capq ? 2 * sb->capq : 256;
+		struct queued *q = realloc(sb->q, cap * sizeof(*q));
+
+		if (!q)
+			goto now;
+		sb->q = q;
+		sb->capq = cap;
+	}
+	if (sb->used + size > sb->cap) {
+		size_t cap = sb->cap ? 2 * sb->cap : 65536;
+		char *a;
+
+		while (cap < sb->used + size)
+			cap *= 2;
+		a = realloc(sb->arena, cap);
+		if (!a)
+			goto now;
+		sb->arena = a;
+		sb->cap = cap;
+	}
+	memcpy(sb->arena + sb->used, h, h->size);
+	/* a record without a time (LOST) goes with the one before it */
+	if (sid)
+		sb->last_time = sid->time;
+	sb->q[sb->nq] = (struct queued){ .time = sb->last_time, .seq = (uint32_t)sb->nq,
+					 .off = (uint32_t)sb->used };
+	sb->nq++;
+	sb->used += size;
 	return LIBBPF_PERF_EVENT_CONT;
+now:
+	handle(sb, h);	/* out of memory: in buffer order rather than not at all */
+	return LIBBPF_PERF_EVENT_CONT;
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const struct queued *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 int sideband__new(struct sideband **out, struct proctab *procs, size_t pages_per_cpu)
@@ -177,6 +246,8 @@ void sideband__free(struct sideband *sb)
 		return;
 	perf_buffer__free(sb->pb);
 	close(sb->map_fd);
+	free(sb->q);
+	free(sb->arena);
 	free(sb);
 }
 
@@ -187,8 +258,20 @@ int sideband__epoll_fd(const struct sideband *sb)
 
 int sideband__consume(struct sideband *sb)
 {
+	int err;
+
+	if (sb->busy)
+		return 0;
+	sb->busy = true;
 	sb->consumed_until = mono_ns();
-	return perf_buffer__consume(sb->pb);
+	sb->nq = sb->used = 0;
+	err = perf_buffer__consume(sb->pb);
+	qsort(sb->q, sb->nq, sizeof(*sb->q), by_time);
+	for (size_t i = 0; i < sb->nq; i++)
+		handle(sb, (const struct perf_event_header *)(sb->arena + sb->q[i].off));
+	sb->nq = sb->used = 0;
+	sb->busy = false;
+	return err;
 }
 
 uint64_t sideband__consumed_until(const struct sideband *sb)
