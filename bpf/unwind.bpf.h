@@ -32,10 +32,46 @@ struct {
 } proc_unwind SEC(".maps");
 
 /*
+ * Which row covers a pc: a per-CPU direct-mapped cache in front of the
+ * binary search (a loop launching kernels, or a hot function sampled again
+ * and again, asks for the same return addresses every time). An entry is
+ * valid for the table generation it was made in: user space bumps
+ * unwind_gen whenever rows are freed, since the rows [first, ...) can then
+ * be reused by another file.
+ */
+#define ROW_CACHE 1024
+
+struct row_cache_ent {
+	__u32 first;	/* the table's first row */
+	__u32 pc;	/* the pc looked up (table-relative) */
+	__u32 gen;
+	__u32 idx;	/* the row that covers it */
+};
+
+struct row_cache {
+	struct row_cache_ent e[ROW_CACHE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct row_cache);
+} row_cache SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);		/* starts at 1: a zeroed entry never matches */
+} unwind_gen SEC(".maps");
+
+/*
  * Reads of the user stack go through a window copied in one probe read: a
  * 64-frame walk of small frames needs a handful of copies, not 64 reads.
  */
-#define STACK_WIN 1024
+#define STACK_WIN 4096
+#define STACK_PAGE 4096		/* x86-64 base pages: stack mappings end on one */
 
 struct stack_win {
 	__u64 base;
@@ -72,6 +108,8 @@ struct ustate {
 	__u32 stop;		/* enum unwind_stop */
 	__u32 stale;		/* stopped in no mapping or a pending table */
 	const struct bpf_umap *last;	/* consecutive frames are mostly in one file */
+	struct row_cache *cache;	/* NULL: no cache (gen 0: not set up) */
+	__u32 gen;
 	bool exact_ip;		/* ip is not a return address (leaf, after a signal) */
 };
 
@@ -145,14 +183,30 @@ static __always_inline const struct bpf_umap *find_umap(struct bpf_proc_unwind *
 	return &info->maps[i];
 }
 
-static __always_inline const struct bpf_urow *find_row(__u32 first, __u32 count, __u32 pc)
+static __always_inline const struct bpf_urow *find_row(struct row_cache *c, __u32 gen,
+						       __u32 first, __u32 count, __u32 pc)
 {
-	int i = find_row_idx(first, count, pc);
+	struct row_cache_ent *e = NULL;
 	__u32 idx;
+	int i;
 
+	if (c) {
+		e = &c->e[((first * 0x9e3779b1u) ^ (pc * 0x85ebca6bu)) >> 22 & (ROW_CACHE - 1)];
+		if (e->gen == gen && e->first == first && e->pc == pc) {
+			idx = e->idx;
+			return bpf_map_lookup_elem(&unwind_rows, &idx);
+		}
+	}
+	i = find_row_idx(first, count, pc);
 	if (i < 0)
 		return NULL;
 	idx = i;
+	if (e) {
+		e->first = first;
+		e->pc = pc;
+		e->gen = gen;
+		e->idx = idx;
+	}
 	return bpf_map_lookup_elem(&unwind_rows, &idx);
 }
 
@@ -164,7 +218,7 @@ __noinline int read_stack(__u64 addr, __u64 *v)
 {
 	struct stack_win *w;
 	__u32 zero = 0;
-	__u64 off;
+	__u64 off, len;
 
 	if (!v)
 		return -1;
@@ -173,20 +227,41 @@ __noinline int read_stack(__u64 addr, __u64 *v)
 		return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
 	off = addr - w->base;
 	if (addr < w->base || off + 8 > w->len) {
-		/* refill from addr: the walk moves towards higher addresses */
-		if (bpf_probe_read_user(w->data, STACK_WIN, (const void *)addr)) {
-			/* the window would cross the end of the stack: no window */
+		/*
+		 * Refill from addr (the walk moves towards higher addresses), but
+		 * not past the end of addr's page: the next page may be beyond
+		 * the top of the stack, and a read that faults costs more than
+		 * the walk (~2 us here) and then gives nothing.
+		 */
+		len = STACK_PAGE - (addr & (STACK_PAGE - 1));
+		if (len > STACK_WIN)
+			len = STACK_WIN;
+		if (len < 8) {	/* the word itself crosses a page */
 			w->len = 0;
 			return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
 		}
+		if (bpf_probe_read_user(w->data, len, (const void *)addr)) {
+			w->len = 0;
+			return -1;
+		}
 		w->base = addr;
-		w->len = STACK_WIN;
+		w->len = len;
 		off = 0;
 	}
 	if (off > STACK_WIN - 8)
 		return -1;
 	*v = *(__u64 *)&w->data[off];
 	return 0;
+}
+
+/* A walk starts with an empty window: what is there is another walk's. */
+static __always_inline void stack_window_reset(void)
+{
+	__u32 zero = 0;
+	struct stack_win *w = bpf_map_lookup_elem(&stack_window, &zero);
+
+	if (w)
+		w->len = 0;
 }
 
 static __always_inline long unwind_fail(struct ustate *st, __u32 counter)
@@ -256,7 +331,7 @@ static long unwind_step(__u32 i, void *data)
 	}
 	/* a return address points after the call: look up the call itself */
 	pc = st->ip - m->bias - (st->exact_ip ? 0 : 1);
-	r = find_row(m->first, m->count, (__u32)pc);
+	r = find_row(st->cache, st->gen, m->first, m->count, (__u32)pc);
 	if (!r)
 		return unwind_fail(st, CNT_UNW_NO_ROW);
 	cfa_rule = r->rules & 0xf;
@@ -299,9 +374,14 @@ static long unwind_step(__u32 i, void *data)
 	return 0;
 }
 
-/* The three user-mode registers the unwinder starts from. */
+/*
+ * The three user-mode registers the unwinder starts from. ret_addr: ip is a
+ * return address (the caller's frame, taken from [sp] at a function's entry),
+ * so its row is looked up at ip - 1, as for every outer frame.
+ */
 struct uregs {
 	__u64 ip, sp, bp;
+	__u64 ret_addr;
 };
 
 /* x86-64 struct pt_regs as the UAPI (and bpf_perf_event_data) lays it out */
@@ -318,6 +398,8 @@ static __always_inline void uregs_current(struct uregs *r)
 	r->ip = BPF_CORE_READ(regs, ip);
 	r->sp = BPF_CORE_READ(regs, sp);
 	r->bp = BPF_CORE_READ(regs, bp);
+	r->ret_addr = 0;
+	stack_window_reset();
 }
 
 /*
@@ -336,6 +418,8 @@ static __always_inline void uregs_perf(struct bpf_perf_event_data *ctx, struct u
 		r->ip = u->ip;
 		r->sp = u->sp;
 		r->bp = u->bp;
+		r->ret_addr = 0;
+		stack_window_reset();
 	} else {
 		uregs_current(r);
 	}
@@ -349,6 +433,28 @@ static __always_inline void uregs_uprobe(struct pt_regs *ctx, struct uregs *r)
 	r->ip = u->ip;
 	r->sp = u->sp;
 	r->bp = u->bp;
+	r->ret_addr = 0;
+	stack_window_reset();
+}
+
+/*
+ * The caller's registers at a uprobe on a function's first instruction: the
+ * return address on top of the stack is the caller's ip, the stack above it
+ * the caller's, and rbp still the caller's (not yet pushed). Starting there
+ * leaves the probed function itself out of the stack, as a return probe
+ * would. [sp] is read through the stack window, which the caller has reset
+ * (stack_window_reset) before: reads of the probed function's stack
+ * arguments made in between share the window's one copy with the walk.
+ * Returns 0, or -1 when [sp] cannot be read.
+ */
+static __always_inline int uregs_uprobe_caller(struct pt_regs *ctx, struct uregs *r)
+{
+	const struct uapi_regs *u = (const void *)ctx;
+
+	r->sp = u->sp + 8;
+	r->bp = u->bp;
+	r->ret_addr = 1;
+	return read_stack(u->sp, &r->ip);
 }
 
 /*
@@ -359,21 +465,23 @@ static __always_inline void uregs_uprobe(struct pt_regs *ctx, struct uregs *r)
 static __always_inline int unwind_user(const struct uregs *r, __u32 tgid, __u64 *frames,
 				       __u16 *flags)
 {
-	struct ustate st = { .frames = frames, .exact_ip = true };
-	struct stack_win *win;
-	__u32 zero = 0;
+	struct ustate st = { .frames = frames, .exact_ip = !r->ret_addr };
+
+	__u32 zero = 0, *gen;
 
 	st.info = bpf_map_lookup_elem(&proc_unwind, &tgid);
 	if (!st.info) {
 		count(CNT_UNW_NO_PROC);
 		return -1;
 	}
+	gen = bpf_map_lookup_elem(&unwind_gen, &zero);
+	if (gen && *gen) {
+		st.gen = *gen;
+		st.cache = bpf_map_lookup_elem(&row_cache, &zero);
+	}
 	st.ip = r->ip;
 	st.sp = r->sp;
 	st.bp = r->bp;
-	win = bpf_map_lookup_elem(&stack_window, &zero);
-	if (win)
-		win->len = 0;	/* another task's stack was there */
 	bpf_loop(MAX_USTACK + 1, unwind_step, &st, 0);
 	if (st.stop == UNW_FULL)
 		*flags |= SAMPLE_F_USTACK_TRUNC;
@@ -415,6 +523,13 @@ static __always_inline int user_stack(void *ctx, const struct uregs *r, struct p
 		if (unwind_mode == UNWIND_AUTO)
 			flags |= SAMPLE_F_UNWIND_FP;
 		n = bpf_get_stack(ctx, uframes, MAX_USTACK * sizeof(__u64), BPF_F_USER_STACK);
+		/*
+		 * From a function's entry the frame-pointer chain goes [ctx ip,
+		 * caller's return address, ...]: the caller's own frame is
+		 * missing and the callee's is there; r->ip is the caller.
+		 */
+		if (n >= (long)sizeof(__u64) && r->ret_addr)
+			uframes[0] = r->ip;
 		if (n < 0) {
 			flags |= SAMPLE_F_USTACK_ERR;
 			count(CNT_USTACK_ERR);

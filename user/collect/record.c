@@ -567,7 +567,8 @@ static int setup_bpf(struct recorder *r)
 	}
 	if (env.unwind != UNWIND_FP && !env.no_user) {
 		err = unwinder__new(&r->unw, bpf_map__fd(r->skel->maps.unwind_rows), env.unwind_rows,
-				    bpf_map__fd(r->skel->maps.proc_unwind), r->objs);
+				    bpf_map__fd(r->skel->maps.proc_unwind),
+				    bpf_map__fd(r->skel->maps.unwind_gen), r->objs);
 		if (err) {
 			pr_err("cannot map the unwind tables: %s", strerror(-err));
 			return err;

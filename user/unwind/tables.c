@@ -48,7 +48,8 @@ struct pentry {
 };
 
 struct unwinder {
-	int rows_fd, procs_fd;
+	int rows_fd, procs_fd, gen_fd;
+	uint32_t gen;		/* unwind_gen: bumped when rows are freed (BPF's row cache) */
 	uint32_t cap;
 	uint32_t bump;		/* rows below are allocated or on the free list */
 	struct extent *free;	/* freed extents, first fit */
@@ -62,8 +63,25 @@ struct unwinder {
 	struct unwinder_stats st;
 };
 
+/* A new generation of rows: BPF's cached row lookups made before are void. */
+static void bump_gen(struct unwinder *u)
+{
+	uint32_t zero = 0;
+
+	if (u->gen_fd < 0)
+		return;
+	if (++u->gen == 0)
+		u->gen = 1;
+	if (bpf_map_update_elem(u->gen_fd, &zero, &u->gen, BPF_ANY)) {
+		/* cannot tell BPF: turn its cache off (gen 0) rather than trust it */
+		u->gen = 0;
+		bpf_map_update_elem(u->gen_fd, &zero, &u->gen, BPF_ANY);
+		u->gen_fd = -1;
+	}
+}
+
 int unwinder__new(struct unwinder **out, int rows_map_fd, uint32_t rows_cap, int procs_map_fd,
-		  struct objtab *objs)
+		  int gen_map_fd, struct objtab *objs)
 {
 	struct unwinder *u = calloc(1, sizeof(*u));
 
@@ -71,6 +89,8 @@ int unwinder__new(struct unwinder **out, int rows_map_fd, uint32_t rows_cap, int
 		return -ENOMEM;
 	u->rows_fd = rows_map_fd;
 	u->procs_fd = procs_map_fd;
+	u->gen_fd = gen_map_fd;
+	bump_gen(u);
 	u->cap = rows_cap;
 	u->objs = objs;
 	u->st.rows_cap = rows_cap;
@@ -135,6 +155,7 @@ static void rows_free(struct unwinder *u, uint32_t first, uint32_t n)
 {
 	if (!n)
 		return;
+	bump_gen(u);
 	if (first + n == u->bump) {
 		u->bump = first;
 		return;

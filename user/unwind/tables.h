@@ -30,8 +30,9 @@ struct unwinder_stats {
 	uint64_t rows_unsupported; /* rows compiled as "cannot unwind here" */
 };
 
+/* gen_map_fd: the unwind_gen map (BPF's row cache), -1: none */
 int unwinder__new(struct unwinder **out, int rows_map_fd, uint32_t rows_cap, int procs_map_fd,
-		  struct objtab *objs);
+		  int gen_map_fd, struct objtab *objs);
 void unwinder__free(struct unwinder *u);
 
 /* Build what p's mappings need and (re)write its proc_unwind entry. Returns 0 or -errno. */
