@@ -8,6 +8,16 @@
  * wants: a "[cuda] kernel" leaf replaces it) and lets one record carry both
  * times and the result.
  *
+ * Launches are the hot call (a training step makes thousands), and only a
+ * Chrome trace draws their durations. Without one (launch_at_entry), a
+ * launch's record is sent from the entry probe, unwound from the caller's
+ * registers (uregs_uprobe_caller), and the launch functions get no return
+ * probe: one trap per launch instead of two, no per-thread map insert and
+ * delete. The record has no end time and no result (CUDA_CALL_F_AT_ENTRY).
+ * CUPTI's correlation id, which arrives inside the call (api_enter), then
+ * comes as a GPU_EV_CORR record of its own; user space gives it to the last
+ * launch of that thread (ring buffer order is the thread's program order).
+ *
  * Function handles get names from cuModuleGetFunction / cuLibraryGetKernel /
  * cuKernelGetFunction (the out-parameter is read at their return).
  *
@@ -27,6 +37,9 @@
 #include "python.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Launches recorded at their entry probe, with no return probe (see above). */
+const volatile bool launch_at_entry = false;
 
 struct inflight {
 	__u64 start_ns;
@@ -148,18 +161,34 @@ static __always_inline __u64 stack_arg(struct pt_regs *ctx, int n)
 #define P3 PT_REGS_PARM3(ctx)
 #define P4 PT_REGS_PARM4(ctx)
 
+static __always_inline int launch_now(struct pt_regs *ctx, __u16 op, __u64 handle,
+				      __u64 stream, int stream_arg);
+
+/*
+ * A launch: at its entry (launch_at_entry, verified away otherwise), or timed.
+ * stream_arg: the stream is the function's stream_arg'th argument (7th or
+ * later: on the stack), not `stream`.
+ */
+static __always_inline int launch(struct pt_regs *ctx, __u16 op, __u64 handle, __u64 stream,
+				  int stream_arg)
+{
+	if (launch_at_entry)
+		return launch_now(ctx, op, handle, stream, stream_arg);
+	return enter(op, 0, handle, stream_arg ? stack_arg(ctx, stream_arg) : stream, 0, 0);
+}
+
 /* cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra) */
 SEC("uprobe")
 int on_launch(struct pt_regs *ctx)
 {
-	return enter(CUDA_OP_LAUNCH, 0, P1, stack_arg(ctx, 9), 0, 0);
+	return launch(ctx, CUDA_OP_LAUNCH, P1, 0, 9);
 }
 
 /* cuLaunchCooperativeKernel: the same arguments up to the stream */
 SEC("uprobe")
 int on_launch_coop(struct pt_regs *ctx)
 {
-	return enter(CUDA_OP_LAUNCH_COOP, 0, P1, stack_arg(ctx, 9), 0, 0);
+	return launch(ctx, CUDA_OP_LAUNCH_COOP, P1, 0, 9);
 }
 
 /* cuLaunchKernelEx(const CUlaunchConfig *config, f, params, extra) */
@@ -170,13 +199,13 @@ int on_launch_ex(struct pt_regs *ctx)
 
 	/* CUlaunchConfig: seven unsigned ints, then CUstream hStream at 32 */
 	bpf_probe_read_user(&stream, sizeof(stream), (void *)(P1 + 32));
-	return enter(CUDA_OP_LAUNCH_EX, 0, P2, stream, 0, 0);
+	return launch(ctx, CUDA_OP_LAUNCH_EX, P2, stream, 0);
 }
 
 SEC("uprobe")
 int on_graph_launch(struct pt_regs *ctx)
 {
-	return enter(CUDA_OP_GRAPH_LAUNCH, 0, P1, P2, 0, 0);
+	return launch(ctx, CUDA_OP_GRAPH_LAUNCH, P1, P2, 0);
 }
 
 /* (dst, src, bytes[, stream]): the device side is the handle */
@@ -271,43 +300,51 @@ int on_event_sync(struct pt_regs *ctx)
 	return enter(CUDA_OP_EVENT_SYNC, 0, P1, 0, 0, 0);
 }
 
-/* A global function: the unwinder is verified once for this program type. */
-__noinline int cuda_user_frames(struct pt_regs *ctx, struct prof_sample *s)
+/*
+ * A global function: the unwinder is verified once for this program type.
+ * at_entry: the probe is on the function's first instruction, start from
+ * its caller; else (a return probe) from the registers as they are.
+ */
+__noinline int cuda_user_frames(struct pt_regs *ctx, struct prof_sample *s, int at_entry)
 {
 	struct uregs r;
 
 	if (!s || !ctx)
 		return 0;
-	uregs_uprobe(ctx, &r);
+	if (at_entry) {
+		if (uregs_uprobe_caller(ctx, &r)) {
+			s->hdr.flags |= SAMPLE_F_USTACK_ERR;
+			count(CNT_USTACK_ERR);
+			return 0;
+		}
+	} else {
+		uregs_uprobe(ctx, &r);
+	}
 	return user_stack(ctx, &r, s, 0);
 }
 
-SEC("uretprobe")
-int on_call_ret(struct pt_regs *ctx)
+/*
+ * Send the record of the call in *in: the current thread's stack, then the
+ * struct cuda_call. end_ns 0: recorded at entry, neither time nor result.
+ */
+static __always_inline void call_record(struct pt_regs *ctx, __u64 id, const struct inflight *in,
+					__u64 end_ns, __s32 result)
 {
-	__u64 id = bpf_get_current_pid_tgid(), ulen, pylen, n, size;
-	struct inflight *inp, in;
+	__u64 ulen, pylen, n, size;
 	struct cuda_scratch *sc;
 	struct cuda_call *c;
 	struct prof_sample *s;
 	__u32 zero = 0;
 
-	inp = bpf_map_lookup_elem(&cuda_inflight, &id);
-	if (!inp) {
-		cuda_count(CUDA_CNT_NO_ENTRY);
-		return 0;
-	}
-	in = *inp;
-	bpf_map_delete_elem(&cuda_inflight, &id);
 	cuda_count(CUDA_CNT_CALLS);
 	sc = bpf_map_lookup_elem(&cuda_scratch, &zero);
 	if (!sc)
-		return 0;
+		return;
 	s = &sc->s;
 	sample_init(s, SAMPLE_CUDA, 1, id >> 32, (__u32)id);
-	s->hdr.time_ns = in.start_ns;
+	s->hdr.time_ns = in->start_ns;
 
-	ulen = cuda_user_frames(ctx, s);
+	ulen = cuda_user_frames(ctx, s, !end_ns);
 	asm volatile("" : "+r"(ulen));
 	if (ulen > MAX_USTACK)
 		ulen = MAX_USTACK;
@@ -318,17 +355,17 @@ int on_call_ret(struct pt_regs *ctx)
 	if (n > MAX_USTACK + 2 * MAX_PYSTACK)
 		n = MAX_USTACK + 2 * MAX_PYSTACK;
 	c = (struct cuda_call *)&s->frames[n];
-	c->end_ns = bpf_ktime_get_ns();
-	c->handle = in.handle;
-	if (in.out && bpf_probe_read_user(&c->handle, sizeof(c->handle), (void *)in.out))
+	c->end_ns = end_ns;
+	c->handle = in->handle;
+	if (in->out && bpf_probe_read_user(&c->handle, sizeof(c->handle), (void *)in->out))
 		c->handle = 0;
-	c->stream = in.stream;
-	c->bytes = in.bytes;
-	c->corr = in.corr;
-	c->op = in.op;
-	c->flags = in.flags;
+	c->stream = in->stream;
+	c->bytes = in->bytes;
+	c->corr = in->corr;
+	c->op = in->op;
+	c->flags = in->flags | (end_ns ? 0 : CUDA_CALL_F_AT_ENTRY);
 	c->pad = 0;
-	c->result = (__s32)PT_REGS_RC(ctx);
+	c->result = result;
 	c->pad2 = 0;
 
 	size = sizeof(s->hdr) + n * sizeof(__u64) + sizeof(*c);
@@ -337,6 +374,47 @@ int on_call_ret(struct pt_regs *ctx)
 	if (output(sc, size, s->hdr.flags & (SAMPLE_F_NO_UNWIND_INFO | SAMPLE_F_STALE_MAPS |
 					     SAMPLE_F_PY_NO_THREAD)))
 		cuda_count(CUDA_CNT_RB_FULL);
+}
+
+static __always_inline int launch_now(struct pt_regs *ctx, __u16 op, __u64 handle,
+				      __u64 stream, int stream_arg)
+{
+	__u64 id = bpf_get_current_pid_tgid(), ra;
+	struct inflight in = {
+		.start_ns = bpf_ktime_get_ns(),
+		.handle = handle,
+		.stream = stream,
+		.op = op,
+	};
+
+	if (!is_target(id >> 32))
+		return 0;
+	/*
+	 * One copy of the top of the stack serves the return address (read
+	 * first: the window starts there), the stack argument and the walk.
+	 */
+	stack_window_reset();
+	if (stream_arg > 6 && !read_stack(PT_REGS_SP(ctx), &ra) &&
+	    read_stack(PT_REGS_SP(ctx) + 8 * (stream_arg - 6), &in.stream))
+		in.stream = 0;
+	call_record(ctx, id, &in, 0, 0);
+	return 0;
+}
+
+SEC("uretprobe")
+int on_call_ret(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), end_ns = bpf_ktime_get_ns();
+	struct inflight *inp, in;
+
+	inp = bpf_map_lookup_elem(&cuda_inflight, &id);
+	if (!inp) {
+		cuda_count(CUDA_CNT_NO_ENTRY);
+		return 0;
+	}
+	in = *inp;
+	bpf_map_delete_elem(&cuda_inflight, &id);
+	call_record(ctx, id, &in, end_ns ? end_ns : 1, (__s32)PT_REGS_RC(ctx));
 	return 0;
 }
 
@@ -470,13 +548,25 @@ int BPF_USDT(on_api_enter, int corr, int cbid, long symbol)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct inflight *in = bpf_map_lookup_elem(&cuda_inflight, &id);
+	struct gpu_sample *g;
 
-	if (!in) {
-		if (is_target(id >> 32))
-			cuda_count(CUDA_CNT_CORR_ORPHAN);
+	if (in) {
+		in->corr = corr;
 		return 0;
 	}
-	in->corr = corr;
+	if (!is_target(id >> 32))
+		return 0;
+	if (!launch_at_entry) {
+		cuda_count(CUDA_CNT_CORR_ORPHAN);
+		return 0;
+	}
+	/* a launch whose record its entry probe already sent: the id follows it */
+	g = gpu_sample_new(id, GPU_EV_CORR);
+	if (!g)
+		return 0;
+	g->ev.corr = corr;
+	g->ev.handle = cbid;
+	gpu_output(g);
 	return 0;
 }
 

@@ -131,9 +131,10 @@ enum cuda_op {
 };
 
 #define CUDA_CALL_F_ASYNC 1	/* the *Async variant (stream-ordered) */
+#define CUDA_CALL_F_AT_ENTRY 2	/* a launch sent from its entry probe: no end_ns, result, corr */
 
 struct cuda_call {
-	__u64 end_ns;		/* when the call returned (CLOCK_MONOTONIC) */
+	__u64 end_ns;		/* when the call returned (CLOCK_MONOTONIC); 0: F_AT_ENTRY */
 	__u64 handle;		/* per enum cuda_op */
 	__u64 stream;		/* CUstream, 0 = the default stream */
 	__u64 bytes;
@@ -151,6 +152,7 @@ enum gpu_event_type {
 	GPU_EV_FUNC_NAME,	/* handle (CUfunction or CUkernel) got name */
 	GPU_EV_FUNC_ALIAS,	/* handle (CUfunction) is the function of handle2 (CUkernel) */
 	GPU_EV_DROPPED,		/* CUPTI dropped `bytes` records */
+	GPU_EV_CORR,		/* corr belongs to the thread's last CUDA_CALL_F_AT_ENTRY launch */
 };
 
 /* enum gpu_event.kind for GPU_EV_ACTIVITY (tools/cupti/gpu_records.h) */
@@ -180,7 +182,7 @@ _Static_assert(sizeof(struct gpu_event) == 72 + GPU_NAME_LEN, "gpu_event layout"
 
 /* Per-CPU counters of bpf/cuda.bpf.c (its own map, cuda_counters). */
 enum cuda_counter {
-	CUDA_CNT_CALLS = 0,	/* probed driver calls that returned (records sent or lost) */
+	CUDA_CNT_CALLS = 0,	/* probed driver calls recorded (records sent or lost) */
 	CUDA_CNT_NO_ENTRY,	/* a return without its entry (probes attached mid-call) */
 	CUDA_CNT_OVERWRITTEN,	/* an entry whose return never came */
 	CUDA_CNT_RB_FULL,	/* ring buffer full: call record lost */

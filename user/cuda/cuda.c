@@ -63,7 +63,9 @@ struct cuda_stats {
 	uint64_t call_ns[CUDA_OP__MAX];
 	uint64_t bytes[CUDA_OP__MAX];
 	uint64_t failed;	/* calls that returned an error */
+	uint64_t at_entry;	/* launches recorded at entry: untimed, result unknown */
 	uint64_t with_corr;	/* calls CUPTI gave a correlation id */
+	uint64_t corr_orphans;	/* GPU_EV_CORR with no launch of that thread waiting */
 	uint64_t bad;		/* malformed records */
 	uint64_t names, aliases;
 	uint64_t gpu[4];	/* by enum gpu_kind */
@@ -84,6 +86,8 @@ struct cuda {
 	struct htab *gpu_names;	/* (pid, name address) -> char * (mangled) */
 	struct htab *pending;	/* (pid, corr) -> struct pending * */
 	struct htab *orphans;	/* (pid, corr) -> struct orphan * */
+	struct htab *last_launch;	/* (pid, tid) -> struct pending *: at-entry launch, no corr yet */
+	bool at_entry;		/* launches recorded at entry (bpf launch_at_entry) */
 	struct htab *usdt_files;	/* objfile id -> 1 (looked at) */
 	struct bpf_link **links;
 	size_t nlinks, cap_links;
@@ -159,7 +163,7 @@ static bool is_libcuda(struct objfile *o, void *arg)
 	return !env.cuda_lib && o->name && !strncmp(o->name, "libcuda.so", 10);
 }
 
-/* (function, entry program); every one also gets the return probe */
+/* (function, entry program); each also gets the return probe, but launches at entry */
 static const struct {
 	const char *func;
 	int prog;	/* index into progs() */
@@ -186,6 +190,7 @@ static const struct {
 };
 #define NPROBES (sizeof(probe_list) / sizeof(probe_list[0]))
 #define FIRST_NAME_PROG 19
+#define LAST_LAUNCH_PROG 3	/* programs 0-3 are launches (bpf: launch()) */
 
 static struct bpf_program *entry_prog(struct cuda_bpf *s, int i)
 {
@@ -402,29 +407,29 @@ static void add_gpu_time(struct cuda *c, const struct pending *pd, uint64_t ns)
 		v->v[c->v_gpu] += (int64_t)ns;
 }
 
-/* A call whose GPU record (same correlation id) is still to come. */
-static void add_pending(struct cuda *c, const struct prof_sample_hdr *h,
-			const struct cuda_call *call, size_t stack, uint32_t fn)
+/*
+ * A call (pid, p) whose GPU record, with correlation id corr, is still to
+ * come, or already here (an orphan).
+ */
+static void add_pending(struct cuda *c, uint32_t pid, uint32_t corr, const struct pending *p)
 {
-	struct pid_u64 pk = { .pid = h->pid, .v = call->corr };
+	struct pid_u64 pk = { .pid = pid, .v = corr };
 	struct htab_entry *e = htab__find(c->orphans, &pk, sizeof(pk), htab__hash(&pk, sizeof(pk)));
 	struct pending *pd;
+	uint32_t fn = p->fn;
 
 	if (e) {	/* its GPU record is already here */
 		struct orphan *o = (struct orphan *)(uintptr_t)e->val;
-		struct pending p = { .stack = stack, .fn = fn, .tid = h->tid,
-				     .start_ns = h->time_ns };
 
 		if (o->kind == GPU_KERNEL && fn != UINT32_MAX) {
 			c->st.gpu_joined++;
-			add_gpu_time(c, &p, o->dur_ns);
+			add_gpu_time(c, p, o->dur_ns);
 			fn_set_name(c, fn, o->mangled);
 		}
 		if (c->r->tl && o->gpid)
-			timeline__add_flow(tl_log__timeline(c->r->tl),
-					   ((uint64_t)h->pid << 32) | call->corr, "launch",
-					   "cuda_flow", h->pid, h->tid | API_TID_BIT, h->time_ns,
-					   o->gpid, o->gtid, o->start_ns);
+			timeline__add_flow(tl_log__timeline(c->r->tl), ((uint64_t)pid << 32) | corr,
+					   "launch", "cuda_flow", pid, p->tid | API_TID_BIT,
+					   p->start_ns, o->gpid, o->gtid, o->start_ns);
 		free(o->mangled);
 		free(o);
 		htab__delete(c->orphans, &pk, sizeof(pk), e->hash);
@@ -433,7 +438,7 @@ static void add_pending(struct cuda *c, const struct prof_sample_hdr *h,
 	pd = malloc(sizeof(*pd));
 	if (!pd)
 		return;
-	*pd = (struct pending){ .stack = stack, .fn = fn, .tid = h->tid, .start_ns = h->time_ns };
+	*pd = *p;
 	if (htab__upsert(c->pending, &pk, sizeof(pk), htab__hash(&pk, sizeof(pk)), &e) < 0) {
 		free(pd);
 		return;
@@ -522,12 +527,35 @@ static void timeline_gpu(struct cuda *c, const struct prof_sample_hdr *h,
 	free(d);
 }
 
+/*
+ * A launch recorded at entry gets its correlation id later, from a
+ * GPU_EV_CORR record of the same thread (bpf/cuda.bpf.c): until then it is
+ * the thread's last launch, replaced by the next one.
+ */
+static void set_last_launch(struct cuda *c, uint32_t pid, const struct pending *p)
+{
+	struct pid_u64 k = { .pid = pid, .v = p->tid };
+	struct htab_entry *e;
+	struct pending *pd;
+
+	if (htab__upsert(c->last_launch, &k, sizeof(k), htab__hash(&k, sizeof(k)), &e) < 0)
+		return;
+	pd = (struct pending *)(uintptr_t)e->val;
+	if (!pd && !(pd = malloc(sizeof(*pd)))) {
+		htab__delete(c->last_launch, &k, sizeof(k), e->hash);
+		return;
+	}
+	*pd = *p;
+	e->val = (uintptr_t)pd;
+}
+
 static void on_call(struct cuda *c, const struct prof_sample *s, size_t size)
 {
 	const struct prof_sample_hdr *h = &s->hdr;
 	size_t nframes = (size_t)h->kstack_len + h->ustack_len + 2 * h->pystack_len;
 	const struct cuda_call *call;
 	struct stack_key *k;
+	struct pending p;
 	uint32_t fn;
 	size_t idx, nf;
 
@@ -541,6 +569,8 @@ static void on_call(struct cuda *c, const struct prof_sample *s, size_t size)
 		return;
 	}
 	c->st.calls[call->op]++;
+	if (call->flags & CUDA_CALL_F_AT_ENTRY)
+		c->st.at_entry++;
 	c->st.call_ns[call->op] += call->end_ns > h->time_ns ? call->end_ns - h->time_ns : 0;
 	c->st.bytes[call->op] += call->bytes;
 	if (call->result)
@@ -551,7 +581,9 @@ static void on_call(struct cuda *c, const struct prof_sample *s, size_t size)
 		if (c->r->tl)
 			timeline_call(c, h, call, UINT32_MAX);
 		if (call->corr && !call->result)
-			add_pending(c, h, call, SIZE_MAX, UINT32_MAX);
+			add_pending(c, h->pid, call->corr,
+				    &(struct pending){ .stack = SIZE_MAX, .fn = UINT32_MAX,
+						       .tid = h->tid, .start_ns = h->time_ns });
 		return;
 	}
 
@@ -574,8 +606,29 @@ static void on_call(struct cuda *c, const struct prof_sample *s, size_t size)
 		return;
 	}
 	stacks__vals(c->r->stacks, idx)->v[c->v_launches]++;
+	p = (struct pending){ .stack = idx, .fn = fn, .tid = h->tid, .start_ns = h->time_ns };
 	if (call->corr)
-		add_pending(c, h, call, idx, fn);
+		add_pending(c, h->pid, call->corr, &p);
+	else if (call->flags & CUDA_CALL_F_AT_ENTRY)
+		set_last_launch(c, h->pid, &p);
+}
+
+/* GPU_EV_CORR: the correlation id of the thread's last launch recorded at entry. */
+static void on_corr(struct cuda *c, const struct prof_sample_hdr *h, uint32_t corr)
+{
+	struct pid_u64 k = { .pid = h->pid, .v = h->tid };
+	uint64_t hash = htab__hash(&k, sizeof(k));
+	struct htab_entry *e = htab__find(c->last_launch, &k, sizeof(k), hash);
+	struct pending *p = e ? (struct pending *)(uintptr_t)e->val : NULL;
+
+	if (!p) {
+		c->st.corr_orphans++;
+		return;
+	}
+	c->st.with_corr++;
+	add_pending(c, h->pid, corr, p);
+	free(p);
+	htab__delete(c->last_launch, &k, sizeof(k), hash);
 }
 
 static const char *gpu_name(struct cuda *c, uint32_t pid, const struct gpu_event *ev)
@@ -628,6 +681,9 @@ static void on_gpu(struct cuda *c, const struct prof_sample_hdr *h, size_t size)
 	}
 	case GPU_EV_DROPPED:
 		c->st.gpu_dropped += ev->bytes;
+		return;
+	case GPU_EV_CORR:
+		on_corr(c, h, ev->corr);
 		return;
 	case GPU_EV_ACTIVITY:
 		break;
@@ -692,6 +748,7 @@ static bool cuda_wanted(void)
 static int cuda_setup(struct recorder *r, void **priv)
 {
 	struct cuda *c = calloc(1, sizeof(*c));
+	size_t nspecs = 0;
 	int err;
 
 	*priv = c;
@@ -702,8 +759,10 @@ static int cuda_setup(struct recorder *r, void **priv)
 	c->gpu_names = htab__new(256, HTAB_COPY_KEYS);
 	c->pending = htab__new(1024, HTAB_COPY_KEYS);
 	c->orphans = htab__new(64, HTAB_COPY_KEYS);
+	c->last_launch = htab__new(64, HTAB_COPY_KEYS);
 	c->usdt_files = htab__new(256, HTAB_COPY_KEYS);
-	if (!c->fn_idx || !c->gpu_names || !c->pending || !c->orphans || !c->usdt_files)
+	if (!c->fn_idx || !c->gpu_names || !c->pending || !c->orphans || !c->last_launch ||
+	    !c->usdt_files)
 		return -ENOMEM;
 	c->skel = cuda_bpf__open();
 	if (!c->skel) {
@@ -715,6 +774,9 @@ static int cuda_setup(struct recorder *r, void **priv)
 	if (err)
 		return err;
 	REC_SET_COMMON_RODATA(c->skel->rodata);
+	/* only a Chrome trace draws each launch's duration: else one probe per launch */
+	c->at_entry = !r->tl;
+	c->skel->rodata->launch_at_entry = c->at_entry;
 	err = cuda_bpf__load(c->skel);
 	if (err) {
 		pr_err("cannot load the CUDA BPF programs: %s", strerror(-err));
@@ -734,12 +796,14 @@ static int cuda_setup(struct recorder *r, void **priv)
 	for (size_t i = 0; i < NPROBES; i++) {
 		bool name = probe_list[i].prog >= FIRST_NAME_PROG;
 
-		specs[2 * i] = (struct uprobe_spec){
+		specs[nspecs++] = (struct uprobe_spec){
 			.func = probe_list[i].func,
 			.prog = entry_prog(c->skel, probe_list[i].prog),
 			.optional = true,
 		};
-		specs[2 * i + 1] = (struct uprobe_spec){
+		if (c->at_entry && probe_list[i].prog <= LAST_LAUNCH_PROG)
+			continue;
+		specs[nspecs++] = (struct uprobe_spec){
 			.func = probe_list[i].func,
 			.prog = name ? c->skel->progs.on_name_ret : c->skel->progs.on_call_ret,
 			.retprobe = true,
@@ -752,8 +816,7 @@ static int cuda_setup(struct recorder *r, void **priv)
 	 * attach waits for an RCU grace period -- ~96 of them per process made
 	 * a targeted run spend seconds attaching. The pid filter is in BPF.
 	 */
-	err = uprobes__new(&c->up, "cuda", r->objs, true, is_libcuda, NULL, specs,
-			   2 * NPROBES);
+	err = uprobes__new(&c->up, "cuda", r->objs, true, is_libcuda, NULL, specs, nspecs);
 	if (err) {
 		pr_err("cannot set up the CUDA probes: %s", strerror(-err));
 		return err;
@@ -836,9 +899,14 @@ static void cuda_summary(struct recorder *r, void *priv, FILE *f)
 	for (int op = 1; op < CUDA_OP__MAX; op++) {
 		if (!c->st.calls[op])
 			continue;
-		len += snprintf(buf + len, sizeof(buf) - len, "%s%s %llu (%.3f ms)",
-				len ? ", " : "", op_names[op], (unsigned long long)c->st.calls[op],
-				c->st.call_ns[op] / 1e6);
+		if (c->at_entry && is_launch(op))	/* recorded at entry: no duration */
+			len += snprintf(buf + len, sizeof(buf) - len, "%s%s %llu (untimed)",
+					len ? ", " : "", op_names[op],
+					(unsigned long long)c->st.calls[op]);
+		else
+			len += snprintf(buf + len, sizeof(buf) - len, "%s%s %llu (%.3f ms)",
+					len ? ", " : "", op_names[op],
+					(unsigned long long)c->st.calls[op], c->st.call_ns[op] / 1e6);
 		if (len >= sizeof(buf))
 			break;
 	}
@@ -874,10 +942,12 @@ static void cuda_summary(struct recorder *r, void *priv, FILE *f)
 			(unsigned long long)c->st.gpu_dropped,
 			(unsigned long long)bpf_counter(c, CUDA_CNT_GPU_RB_FULL));
 	pr_verbose("cuda: %llu probes attached (%llu failed), USDT %llu attached (%llu failed), "
-		   "%llu correlation ids outside a probed call",
+		   "%llu correlation ids outside a probed call; launches %s",
 		   (unsigned long long)us->probes, (unsigned long long)us->attach_failed,
 		   (unsigned long long)c->st.usdt_attached, (unsigned long long)c->st.usdt_failed,
-		   (unsigned long long)bpf_counter(c, CUDA_CNT_CORR_ORPHAN));
+		   (unsigned long long)(bpf_counter(c, CUDA_CNT_CORR_ORPHAN) + c->st.corr_orphans),
+		   c->at_entry ? "recorded at entry (no return probe: untimed, result unknown)"
+			       : "timed (entry and return probes)");
 }
 
 static void cuda_destroy(struct recorder *r, void *priv)
@@ -908,7 +978,11 @@ static void cuda_destroy(struct recorder *r, void *priv)
 		free(((struct orphan *)(uintptr_t)e->val)->mangled);
 		free((void *)(uintptr_t)e->val);
 	}
+	it = 0;
+	while (c->last_launch && (e = htab__next(c->last_launch, &it)))
+		free((void *)(uintptr_t)e->val);
 	htab__free(c->orphans);
+	htab__free(c->last_launch);
 	htab__free(c->fn_idx);
 	htab__free(c->gpu_names);
 	htab__free(c->pending);
