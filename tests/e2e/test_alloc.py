@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """--alloc: heap profiles of programs whose allocations are known
 (tests/workloads/alloc_known.c, tests/workloads/py/alloc.py)."""
+import json
 import os
 import re
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -257,6 +259,45 @@ def test_cpu_and_alloc_together(tmp_path):
              workload("alloc_known")])
     assert r.returncode == 0, r.stderr
     assert by_leaf(parse_folded(out.read_text()), "leak_blocks") == LEAK
+
+
+def test_chrome_heap_counter(tmp_path):
+    """-f chrome with --alloc: the process's heap in use as a counter track, a
+    step function that climbs to what alloc_known keeps, stays there while it
+    waits, and falls when the process exits (its memory is gone)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../tools"))
+    import check_chrome
+    out = tmp_path / "heap.json"
+    r = run(["--alloc", "--alloc-rate", "1", "-o", str(out), "--", workload("alloc_known"),
+             "1"])
+    assert r.returncode == 0, r.stderr
+    trace = json.loads(out.read_text())
+    problems, summary = check_chrome.check(trace)
+    assert not problems, problems[:10]
+    ev = trace["traceEvents"]
+    counters = [e for e in ev if e["ph"] == "C" and e["name"] == "heap in use"]
+    assert len(counters) >= 10, len(counters)
+    pids = {e["pid"] for e in counters}
+    assert len(pids) == 1, pids
+    pid = pids.pop()
+    assert summary["processes"].get(str(pid)) == "alloc_known", summary["processes"]
+    values = [e["args"]["bytes"] for e in counters]
+    ts = [e["ts"] for e in counters]
+    assert ts == sorted(ts)
+    # at most one sample per millisecond (plus the one closing a burst)
+    assert all(b - a >= 0 for a, b in zip(ts, ts[1:]))
+    assert len(counters) <= 2 * (ts[-1] - ts[0]) / 1000 + 2
+    kept = LEAK + 2 * MIB + ALIGNED_KEPT + CALLOC + MMAP_KEPT
+    # the plateau before the exit: everything kept, to within libc's own few blocks
+    plateau = max(v for v in values[:-1])
+    before_exit = [v for v in values if v > kept // 2][-1]
+    assert kept <= before_exit <= kept + 64 * KIB, (before_exit, kept)
+    # peaks above it only by blocks alloc_known frees again (a churn or realloc step)
+    assert plateau <= kept + 4 * MIB, (plateau, kept)
+    # the leak climbs through the run rather than appearing at once
+    assert any(LEAK // 4 < v < LEAK // 2 for v in values), values[:50]
+    assert values[-1] < MIB, values[-5:]
+    assert "samples of 1 processes' heap in use in the trace" in r.stderr
 
 
 @pytest.mark.parametrize("args,msg", [

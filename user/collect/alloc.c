@@ -13,6 +13,11 @@
  * the sums are unbiased estimates (exact with --alloc-rate 1). Weights are
  * summed in doubles per stack and rounded once at the end.
  *
+ * With -f chrome, each process's heap in use (the same estimate, summed over
+ * its live blocks) is also a counter track, "heap in use", sampled at most
+ * once per HEAP_COUNTER_NS per process (a burst of calls is one step; the
+ * last value of a burst is written when the burst ends).
+ *
  * Which file is the allocator: every file a target maps whose dynamic symbol
  * table defines malloc (glibc's libc.so.6; jemalloc, tcmalloc, mimalloc or
  * any other allocator when preloaded or linked), and a static executable
@@ -33,6 +38,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "aggregate/timeline.h"
+#include "aggregate/timeline_log.h"
 #include "alloc.skel.h"
 #include "collect/recorder.h"
 #include "collect/uprobes.h"
@@ -75,6 +82,17 @@ struct exit_note {
 	uint64_t time_ns;
 };
 
+/* -f chrome: one process's heap-in-use counter track. */
+struct heap_track {
+	double bytes;		/* estimated bytes in use */
+	uint64_t last_ts;	/* the last sample written; 0: none yet */
+	uint64_t pend_ts;	/* a change not written yet (0: none) ... */
+	double pend_bytes;	/* ... and the value after it */
+	double leaving;		/* blocks of an exited image, summed before the step down */
+};
+
+#define HEAP_COUNTER_NS 1000000ULL
+
 struct alloc_stats {
 	uint64_t allocs, frees;		/* records */
 	uint64_t untracked;		/* blocks whose free BPF could not track */
@@ -104,6 +122,9 @@ struct alloc {
 	size_t nexits, cap_exits;
 
 	uint64_t end_ns;
+	struct timeline *tl;		/* -f chrome, else NULL */
+	struct htab *heap;		/* pid -> struct heap_track * (with tl) */
+	uint64_t counters;		/* counter samples written */
 	struct alloc_stats st;
 	struct uprobes_stats ust;	/* kept when the probes are gone */
 	/* totals of the final values, for the summary */
@@ -169,16 +190,108 @@ static void pid_count(struct alloc *a, uint32_t pid, int delta)
 		e->val += delta;
 }
 
+static void heap_write(struct alloc *a, uint32_t pid, uint64_t ts, double bytes)
+{
+	struct tl_arg v = { .key = "bytes", .num = bytes > 0.5 ? llround(bytes) : 0 };
+
+	if (!timeline__add_counter(a->tl, pid, ts, "heap in use", &v, 1))
+		a->counters++;
+}
+
+/*
+ * pid's heap in use changed by delta bytes at ts (-f chrome). Written now
+ * when the last sample is HEAP_COUNTER_NS old, else kept pending
+ * (heap_flush). Times never go back on the track.
+ */
+static void heap_change(struct alloc *a, uint32_t pid, const char *pcomm, uint64_t ts,
+			double delta)
+{
+	struct htab_entry *e;
+	struct heap_track *t;
+	int ret;
+
+	if (!a->tl)
+		return;
+	ret = htab__upsert(a->heap, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)), &e);
+	if (ret < 0)
+		return;
+	if (ret == 1) {
+		if (!(t = calloc(1, sizeof(*t)))) {
+			htab__delete(a->heap, &pid, sizeof(pid), e->hash);
+			return;
+		}
+		e->val = (uintptr_t)t;
+		if (pcomm) {
+			char name[17];
+
+			memcpy(name, pcomm, 16);
+			name[16] = '\0';
+			timeline__set_process_name(a->tl, pid, name);
+		}
+	}
+	t = (struct heap_track *)(uintptr_t)e->val;
+	t->bytes += delta;
+	if (ts < t->last_ts)
+		ts = t->last_ts;
+	if (ts < t->pend_ts)
+		ts = t->pend_ts;
+	if (t->last_ts && ts - t->last_ts < HEAP_COUNTER_NS) {
+		t->pend_ts = ts;
+		t->pend_bytes = t->bytes;
+		return;
+	}
+	heap_write(a, pid, ts, t->bytes);
+	t->last_ts = ts;
+	t->pend_ts = 0;
+}
+
+/* Add bytes to pid's sum of blocks leaving with its exit; returns and clears the sum when 0. */
+static double heap_leaving(struct alloc *a, uint32_t pid, double bytes)
+{
+	struct htab_entry *e = htab__find(a->heap, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
+	struct heap_track *t = e ? (struct heap_track *)(uintptr_t)e->val : NULL;
+	double sum;
+
+	if (!t)
+		return 0;
+	if (bytes) {
+		t->leaving += bytes;
+		return t->leaving;
+	}
+	sum = t->leaving;
+	t->leaving = 0;
+	return sum;
+}
+
+/* Write pending values older than HEAP_COUNTER_NS (all of them: now == UINT64_MAX). */
+static void heap_flush(struct alloc *a, uint64_t now)
+{
+	struct htab_entry *e;
+	size_t it = 0;
+
+	while (a->heap && (e = htab__next(a->heap, &it))) {
+		struct heap_track *t = (struct heap_track *)(uintptr_t)e->val;
+
+		if (!t->pend_ts || (now != UINT64_MAX && now - t->pend_ts < HEAP_COUNTER_NS))
+			continue;
+		heap_write(a, *(const uint32_t *)e->key, t->pend_ts, t->pend_bytes);
+		t->last_ts = t->pend_ts;
+		t->pend_ts = 0;
+	}
+}
+
 /*
  * Drop a block from the live table. freed: its memory was given back
  * (subtract it from in-use); else its process ended with it (it stays in
  * in-use as leaked, and counts for the stack's oldest block).
  */
-static void block_drop(struct alloc *a, uint32_t i, bool freed)
+static void block_drop(struct alloc *a, uint32_t i, bool freed, uint64_t ts)
 {
 	struct block *b = block_at(a, i);
 	struct stack_acc *s = acc_at(a, b->stack);
 
+	if (freed)	/* (a process's exit is one step: handle_exits) */
+		heap_change(a, b->key.pid, NULL, ts, -b->bytes);
 	if (s && freed) {
 		s->i_objs -= b->objs;
 		s->i_bytes -= b->bytes;
@@ -250,7 +363,7 @@ static void on_alloc(struct recorder *r, struct alloc *a, const struct prof_samp
 	if (e) {
 		/* its free went unseen (a path we do not probe, or the process exec'd) */
 		a->st.replaced++;
-		block_drop(a, (uint32_t)e->val, true);
+		block_drop(a, (uint32_t)e->val, true, h->time_ns);
 	}
 	if (block_new(a, &i)) {
 		r->st.agg_failed++;
@@ -270,6 +383,7 @@ static void on_alloc(struct recorder *r, struct alloc *a, const struct prof_samp
 	pid_count(a, h->pid, 1);
 	s->i_objs += wo;
 	s->i_bytes += wb;
+	heap_change(a, h->pid, h->pcomm, h->time_ns, wb);
 }
 
 static void on_free(struct alloc *a, const struct prof_sample_hdr *h)
@@ -281,7 +395,7 @@ static void on_free(struct alloc *a, const struct prof_sample_hdr *h)
 		a->st.unmatched++;	/* e.g. its allocation record was refused or lost */
 		return;
 	}
-	block_drop(a, (uint32_t)e->val, true);
+	block_drop(a, (uint32_t)e->val, true, h->time_ns);
 }
 
 static void on_record(struct recorder *r, void *priv, const struct prof_sample_hdr *h,
@@ -352,7 +466,18 @@ static void handle_exits(struct recorder *r, struct alloc *a)
 		struct block *b = block_at(a, drop[i]);
 
 		bpf_map_delete_elem(fd, &b->key);
-		block_drop(a, drop[i], false);
+		if (a->heap)
+			heap_leaving(a, b->key.pid, b->bytes);
+		block_drop(a, drop[i], false, 0);
+	}
+	/* their memory went with the processes: each track falls in one step at the exit */
+	it = 0;
+	while (a->heap && (e = htab__next(gone, &it))) {
+		uint32_t pid = *(const uint32_t *)e->key;
+		double left = heap_leaving(a, pid, 0);
+
+		if (left)
+			heap_change(a, pid, NULL, e->val, -left);
 	}
 	free(drop);
 	htab__free(gone);
@@ -393,6 +518,7 @@ static void on_proc(struct recorder *r, void *priv, uint32_t pid, int change)
 static void poll_hook(struct recorder *r, void *priv)
 {
 	handle_exits(r, priv);
+	heap_flush(priv, mono_ns());
 }
 
 /* Whether sym is a defined function in the ELF symbol table of section type want. */
@@ -520,6 +646,11 @@ static int setup(struct recorder *r, void **priv)
 	a->pid_blocks = htab__new(256, HTAB_COPY_KEYS);
 	if (!a->live || !a->pid_blocks)
 		return -ENOMEM;
+	if (r->tl) {
+		a->tl = tl_log__timeline(r->tl);
+		if (!(a->heap = htab__new(64, HTAB_COPY_KEYS)))
+			return -ENOMEM;
+	}
 	s = a->skel = alloc_bpf__open();
 	if (!s) {
 		err = -errno;
@@ -635,6 +766,7 @@ static void finish(struct recorder *r, void *priv)
 	size_t it = 0;
 
 	handle_exits(r, a);
+	heap_flush(a, UINT64_MAX);
 	a->end_ns = (uint64_t)r->t_stop.tv_sec * 1000000000ULL + r->t_stop.tv_nsec;
 	while ((e = htab__next(a->live, &it))) {
 		struct block *b = block_at(a, (uint32_t)e->val);
@@ -721,6 +853,11 @@ static void summary(struct recorder *r, void *priv, FILE *f)
 		(unsigned long long)env.alloc_rate, (unsigned long long)c.frees,
 		a->alloc_bytes / 1048576.0, a->inuse_bytes / 1048576.0, (long long)a->inuse_objs,
 		(unsigned long long)a->inuse_stacks, age);
+	if (a->tl)
+		fprintf(f, "bpfprof: heap: %llu samples of %llu processes' heap in use in the "
+			"trace (at most one per %.0f ms each)\n",
+			(unsigned long long)a->counters, (unsigned long long)htab__count(a->heap),
+			HEAP_COUNTER_NS / 1e6);
 	if (lost || a->st.replaced || a->st.untracked || a->ust.attach_failed)
 		fprintf(f, "bpfprof: heap: lost: %llu probes not attached, %llu allocations and %llu "
 			"frees (ring buffer full), "
@@ -752,6 +889,8 @@ static void summary(struct recorder *r, void *priv, FILE *f)
 static void destroy(struct recorder *r, void *priv)
 {
 	struct alloc *a = priv;
+	struct htab_entry *e;
+	size_t it = 0;
 
 	(void)r;
 	if (!a)
@@ -760,6 +899,9 @@ static void destroy(struct recorder *r, void *priv)
 	alloc_bpf__destroy(a->skel);
 	htab__free(a->live);
 	htab__free(a->pid_blocks);
+	while (a->heap && (e = htab__next(a->heap, &it)))
+		free((void *)(uintptr_t)e->val);
+	htab__free(a->heap);
 	for (uint32_t i = 0; i < a->nchunks; i++)
 		free(a->chunks[i]);
 	free(a->chunks);
