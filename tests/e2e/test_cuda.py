@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import WORKLOADS, count_with, parse_folded, run, workload
+from conftest import WORKLOADS, count_with, parse_folded, pyenv_pythons, run, workload
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../tools"))
 import check_chrome  # noqa: E402
@@ -123,6 +123,49 @@ def test_chrome_trace_of_a_cuda_run(tmp_path):
     assert any(v.endswith(" CUDA") for v in summary["threads"].values())
     # CPU samples became slices
     assert summary["phases"].get("B", 0) == summary["phases"].get("E", 0) > 0
+
+
+def _pythons():
+    found = pyenv_pythons()
+    pick = [p for p in found if p[0] in ("3.8", "3.11", "3.13")] or found[-1:]
+    return [pytest.param(path, id=f"pyenv-{v}") for v, path in pick] + \
+        ([pytest.param("/usr/bin/python3.11", id="debian-3.11")]
+         if os.path.exists("/usr/bin/python3.11") else [])
+
+
+@pytest.mark.parametrize("python", _pythons())
+def test_python_frames_in_launch_stacks(tmp_path, python):
+    """Launches made from Python (ctypes): each under the Python function and
+    line that made it, the [cuda] kernel leaf on top, native frames between."""
+    script = os.path.join(os.path.dirname(__file__), "../workloads/py/cuda_launch.py")
+    out = tmp_path / "py.folded"
+    r = run(["--cuda", "--cuda-lib", LIB, "-o", str(out), "--", python, script, LIB, "2000",
+             "500"], timeout=180)
+    assert r.returncode == 0, r.stderr
+    app = app_output(r.stdout)
+    assert app["launches_train"] == "2000" and app["launches_eval"] == "500"
+    lines = {tag: n for n, l in enumerate(open(script), 1)
+             for tag in ("forward", "train_step", "evaluate") if f"LINE:{tag}" in l}
+    stacks = parse_folded(out.read_text())
+    # every launch counted, under its kernel
+    assert count_with(stacks, ADD) == 2000, stacks[:5]
+    assert count_with(stacks, SCALE) == 500
+    fwd = f"forward (cuda_launch.py:{lines['forward']})"
+    step = f"train_step (cuda_launch.py:{lines['train_step']})"
+    ev = f"evaluate (cuda_launch.py:{lines['evaluate']})"
+    # nearly all with their Python frames (the interpreter is known after 1 s)
+    with_py = count_with(stacks, ADD, lambda f: fwd in f)
+    assert with_py >= 0.98 * 2000, (with_py, stacks[:5])
+    assert count_with(stacks, SCALE, lambda f: ev in f) >= 0.98 * 500
+    for frames, n in stacks:
+        if fwd in frames:
+            # root to leaf: train_step, forward, launch (Python, the interpreter's own
+            # frames between them), then ctypes/libffi, then the leaf
+            py = [f for f in frames if "(cuda_launch.py:" in f]
+            assert py[-3:-1] == [step, fwd] and py[-1].startswith("launch ("), frames
+            assert any(f.startswith("ffi_call") for f in frames[frames.index(py[-1]):]), frames
+            assert frames[-1] == ADD, frames
+            assert ev not in frames
 
 
 def test_cuda_weight_rejects_unknown():
