@@ -508,8 +508,8 @@ fi
 
 # CUDA: what --cuda adds to each cuLaunchKernel, with the fake driver
 # (tests/workloads/cuda): cuda_app --bench launches in a tight loop alone and
-# under `bpfprof --cuda` (entry + return probe, stack unwound at the return,
-# one ring buffer record per launch). Fastest of CUDA_ROUNDS runs each.
+# under `bpfprof --cuda` (folded output: one entry uprobe per launch, stack
+# unwound from the caller, one ring buffer record). Fastest of CUDA_ROUNDS runs each.
 cuda_us=n/a
 if [[ -x $WORKLOADS/cuda_app ]]; then
 	best_alone=0 best_traced=0
@@ -711,9 +711,10 @@ HEADER6
 ## CUDA
 
 `cuda_app --bench 2` with the fake driver (tests/workloads/cuda): launches
-per second in a tight loop alone and under `bpfprof --cuda` (entry + return
-uprobe, stack unwound at the return, one record per launch), fastest of
-CUDA_ROUNDS each; µs added per launch.
+per second in a tight loop alone and under `bpfprof --cuda`, fastest of
+CUDA_ROUNDS each; µs added per launch. Rows before 2026-11-22T04Z: an entry
+and a return uprobe per launch, stack unwound at the return; since: one entry
+uprobe, stack unwound from the caller (no Chrome trace written).
 
 | date | launches/s alone | launches/s --cuda | µs added per launch |
 |---|---|---|---|
