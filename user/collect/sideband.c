@@ -139,14 +139,12 @@ static void handle(struct sideband *sb, const struct perf_event_header *h)
 	}
 }
 
-/* perf_buffer callback: queue a copy (handled in time order by sideband__consume). */
-static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_header *h)
+/* Queue a copy of h, handled in time order by handle_queue(). */
+static void queue(struct sideband *sb, const struct perf_event_header *h)
 {
-	struct sideband *sb = ctx;
 	const struct sample_id *sid = sample_id(h);
 	size_t size = (h->size + 7) & ~(size_t)7;
 
-	(void)cpu;
 	sb->stats.records++;
 	if (sb->nq == sb->capq) {
 		size_t cap = sb->capq ? 2 * sb->capq : 256;
@@ -177,9 +175,15 @@ static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_h
 					 .off = (uint32_t)sb->used };
 	sb->nq++;
 	sb->used += size;
-	return LIBBPF_PERF_EVENT_CONT;
+	return;
 now:
 	handle(sb, h);	/* out of memory: in buffer order rather than not at all */
+}
+
+static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_header *h)
+{
+	(void)cpu;
+	queue(ctx, h);
 	return LIBBPF_PERF_EVENT_CONT;
 }
 
@@ -256,6 +260,14 @@ int sideband__epoll_fd(const struct sideband *sb)
 	return perf_buffer__epoll_fd(sb->pb);
 }
 
+static void handle_queue(struct sideband *sb)
+{
+	qsort(sb->q, sb->nq, sizeof(*sb->q), by_time);
+	for (size_t i = 0; i < sb->nq; i++)
+		handle(sb, (const struct perf_event_header *)(sb->arena + sb->q[i].off));
+	sb->nq = sb->used = 0;
+}
+
 int sideband__consume(struct sideband *sb)
 {
 	int err;
@@ -266,12 +278,22 @@ int sideband__consume(struct sideband *sb)
 	sb->consumed_until = mono_ns();
 	sb->nq = sb->used = 0;
 	err = perf_buffer__consume(sb->pb);
-	qsort(sb->q, sb->nq, sizeof(*sb->q), by_time);
-	for (size_t i = 0; i < sb->nq; i++)
-		handle(sb, (const struct perf_event_header *)(sb->arena + sb->q[i].off));
-	sb->nq = sb->used = 0;
+	handle_queue(sb);
 	sb->busy = false;
 	return err;
+}
+
+int sideband__replay(struct proctab *procs, const struct perf_event_header *const *recs,
+		     size_t n)
+{
+	struct sideband sb = { .procs = procs };
+
+	for (size_t i = 0; i < n; i++)
+		queue(&sb, recs[i]);
+	handle_queue(&sb);
+	free(sb.q);
+	free(sb.arena);
+	return 0;
 }
 
 uint64_t sideband__consumed_until(const struct sideband *sb)

@@ -26,5 +26,13 @@ int sideband__consume(struct sideband *sb);
 /* CLOCK_MONOTONIC ns when the last consume started: records before it are in. */
 uint64_t sideband__consumed_until(const struct sideband *sb);
 const struct sideband_stats *sideband__stats(const struct sideband *sb);
+/*
+ * Handle perf records (FORK, EXIT, COMM, MMAP2 with sample_id_all TID|TIME,
+ * as sideband__new asks for) the way one consume does: in time order,
+ * whichever order they come in. For tests and replays.
+ */
+struct perf_event_header;
+int sideband__replay(struct proctab *procs, const struct perf_event_header *const *recs,
+		     size_t n);
 
 #endif

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The side band hands the process table its records in time order, whatever
+ * order the per-CPU buffers give them in: a fork read after the child's exec
+ * and mmaps (they ran on another CPU) must not make the parent's image the
+ * child's newest.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <linux/perf_event.h>
+
+#include "collect/sideband.h"
+#include "proc/objfile.h"
+#include "proc/proc.h"
+
+struct sid {
+	uint32_t pid, tid;
+	uint64_t time;
+};
+
+struct fork_rec {
+	struct perf_event_header h;
+	uint32_t pid, ppid, tid, ptid;
+	uint64_t time;
+	struct sid sid;
+};
+
+struct comm_rec {
+	struct perf_event_header h;
+	uint32_t pid, tid;
+	char comm[16];
+	struct sid sid;
+};
+
+struct mmap2_rec {
+	struct perf_event_header h;
+	uint32_t pid, tid;
+	uint64_t addr, len, pgoff;
+	uint32_t maj, min;
+	uint64_t ino, ino_generation;
+	uint32_t prot, flags;
+	char filename[16];
+	struct sid sid;
+};
+
+#define PARENT 1000
+#define CHILD 1001
+#define PARENT_TEXT 0x400000ULL
+#define CHILD_TEXT 0x500000ULL
+
+static void mmap2(struct mmap2_rec *r, uint32_t pid, uint64_t addr, const char *path, uint64_t t)
+{
+	memset(r, 0, sizeof(*r));
+	r->h = (struct perf_event_header){ .type = PERF_RECORD_MMAP2, .size = sizeof(*r) };
+	r->pid = r->tid = pid;
+	r->addr = addr;
+	r->len = 0x1000;
+	r->prot = 5;	/* r-x */
+	r->ino = 1;
+	strncpy(r->filename, path, sizeof(r->filename) - 1);
+	r->sid = (struct sid){ pid, pid, t };
+}
+
+/* Buffer order of two CPUs read one after the other: the exec's CPU first. */
+static void test_fork_read_after_exec(void **state)
+{
+	struct objtab *objs = objtab__new();
+	struct proctab *t = proctab__new(objs);
+	struct comm_rec exec = {
+		.h = { .type = PERF_RECORD_COMM, .misc = PERF_RECORD_MISC_COMM_EXEC,
+		       .size = sizeof(exec) },
+		.pid = CHILD, .tid = CHILD, .comm = "true", .sid = { CHILD, CHILD, 200 },
+	};
+	struct fork_rec fork = {
+		.h = { .type = PERF_RECORD_FORK, .size = sizeof(fork) },
+		.pid = CHILD, .ppid = PARENT, .tid = CHILD, .ptid = PARENT, .time = 100,
+		.sid = { PARENT, PARENT, 100 },
+	};
+	struct mmap2_rec parent_map, child_map;
+	const struct perf_event_header *recs[] = { &exec.h, &child_map.h, &fork.h };
+	struct proc *p;
+
+	(void)state;
+	assert_non_null(t);
+	mmap2(&parent_map, PARENT, PARENT_TEXT, "/bin/sh", 50);
+	mmap2(&child_map, CHILD, CHILD_TEXT, "/bin/true", 201);
+	sideband__replay(t, (const struct perf_event_header *const[]){ &parent_map.h }, 1);
+
+	sideband__replay(t, recs, 3);
+
+	/* the child's newest image is the exec'd one, with its own text only */
+	p = proctab__lookup(t, CHILD, 0);
+	assert_non_null(p);
+	assert_non_null(proc__find(p, CHILD_TEXT));
+	assert_null(proc__find(p, PARENT_TEXT));
+	assert_true(p->start_ns == 200);
+	/* between fork and exec it was a copy of the parent */
+	p = proctab__lookup(t, CHILD, 150);
+	assert_non_null(proc__find(p, PARENT_TEXT));
+	assert_null(proc__find(p, CHILD_TEXT));
+	proctab__free(t);
+	objtab__free(objs);
+}
+
+/* Equal times keep their arrival order; a record without a time goes with the one before. */
+static void test_equal_times_keep_order(void **state)
+{
+	struct objtab *objs = objtab__new();
+	struct proctab *t = proctab__new(objs);
+	struct mmap2_rec a, b;
+	struct comm_rec exec = {
+		.h = { .type = PERF_RECORD_COMM, .misc = PERF_RECORD_MISC_COMM_EXEC,
+		       .size = sizeof(exec) },
+		.pid = CHILD, .tid = CHILD, .comm = "true", .sid = { CHILD, CHILD, 300 },
+	};
+	const struct perf_event_header *recs[] = { &exec.h, &a.h, &b.h };
+	struct proc *p;
+
+	(void)state;
+	mmap2(&a, CHILD, CHILD_TEXT, "/bin/true", 300);
+	mmap2(&b, CHILD, CHILD_TEXT + 0x10000, "/bin/true", 300);
+	sideband__replay(t, recs, 3);
+	p = proctab__lookup(t, CHILD, 0);
+	assert_non_null(proc__find(p, CHILD_TEXT));
+	assert_non_null(proc__find(p, CHILD_TEXT + 0x10000));
+	assert_true(p->start_ns == 300);
+	proctab__free(t);
+	objtab__free(objs);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fork_read_after_exec),
+		cmocka_unit_test(test_equal_times_keep_order),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
