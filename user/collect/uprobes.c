@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -20,7 +21,7 @@
 
 struct ufile {
 	bool matched;
-	char path[64];		/* what the kernel and libbpf open: /proc/self/fd/N */
+	char path[PATH_MAX];	/* what the kernel and libbpf open: /proc/self/fd/N, or --cuda-lib PATH */
 	uint64_t *offs;		/* per spec; NO_OFFSET: the file lacks it */
 	struct bpf_link **links; /* whole-machine mode: per spec */
 };
