@@ -67,6 +67,14 @@ struct pycache_slot {
 };
 
 struct pycache {
+	/*
+	 * The walk's new code objects, snapshotted after it. Here, not in the
+	 * walk's stack state: the verifier would tell apart every count of them
+	 * in each bpf_loop iteration (10x the instructions verified).
+	 */
+	__u64 newc[PYSNAP_PER_SAMPLE];
+	__u32 nnew;
+	__u32 deferred;
 	struct pycache_slot s[PYCACHE_SLOTS];
 };
 
@@ -93,9 +101,6 @@ struct {
 struct pystate {
 	const struct bpf_pyproc *pp;
 	struct pycache *cache;	/* NULL: no snapshots for this process */
-	__u64 newc[PYSNAP_PER_SAMPLE];	/* code objects to snapshot after the walk */
-	__u32 nnew;
-	__u32 deferred;
 	__u32 tgid;
 	__u16 gen, epoch;
 	__u64 frame;
@@ -138,7 +143,7 @@ static __always_inline void py_note(struct pystate *st, __u64 code)
 {
 	struct pycode_seen_key k = { .tgid = st->tgid, .gen = st->gen, .code = code };
 	struct pycache_slot *sl;
-	__u32 h, i, n;
+	__u32 h, n;
 
 	if (!st->cache || !code)
 		return;
@@ -154,16 +159,19 @@ static __always_inline void py_note(struct pystate *st, __u64 code)
 		sl->epoch = st->epoch;
 		return;
 	}
-	n = st->nnew;
-	for (i = 0; i < PYSNAP_PER_SAMPLE; i++)
-		if (i < n && st->newc[i] == code)
-			return;	/* recursion: already kept */
+	n = st->cache->nnew;
 	if (n >= PYSNAP_PER_SAMPLE) {
-		st->deferred = 1;
+		st->cache->deferred = 1;
 		return;
 	}
-	st->newc[n] = code;
-	st->nnew = n + 1;
+	/*
+	 * Recursion repeats a code object in consecutive frames: keep it once.
+	 * Other repeats cost a slot; py_snapshot finds them sent already.
+	 */
+	if (n && st->cache->newc[(n - 1) & (PYSNAP_PER_SAMPLE - 1)] == code)
+		return;
+	st->cache->newc[n] = code;
+	st->cache->nnew = n + 1;
 }
 
 /*
@@ -319,6 +327,8 @@ __noinline int py_snapshot(__u32 tgid, __u32 tid, __u64 code)
 	if (!pp || !b)
 		return 0;
 	k.gen = pp->snap_gen;
+	if (bpf_map_lookup_elem(&pycode_seen, &k))
+		return 0;	/* a repeat in one sample, or another CPU sent it */
 	n = pp->code_read;
 	if (n < 8 || n > PYSNAP_CODE_MAX)
 		return 0;
@@ -406,19 +416,25 @@ __noinline int python_frames(struct prof_sample *s, __u32 base)
 		__u32 zero = 0;
 
 		st.cache = bpf_map_lookup_elem(&pycode_cache, &zero);
+		if (st.cache) {
+			st.cache->nnew = 0;
+			st.cache->deferred = 0;
+		}
 		st.tgid = tgid;
 		st.gen = st.pp->snap_gen;
 		st.epoch = st.pp->snap_epoch;
 	}
 	bpf_loop(MAX_PYSTACK + 1, py_step, &st, 0);
 	/* before the sample is output: a snapshot always precedes its first sample */
-	for (__u32 i = 0; i < PYSNAP_PER_SAMPLE; i++) {
-		if (i >= st.nnew)
-			break;
-		py_snapshot(tgid, tid, st.newc[i]);
+	if (st.cache) {
+		for (__u32 i = 0; i < PYSNAP_PER_SAMPLE; i++) {
+			if (i >= st.cache->nnew)
+				break;
+			py_snapshot(tgid, tid, st.cache->newc[i]);
+		}
+		if (st.cache->deferred)
+			count(CNT_PY_SNAP_DEFERRED);
 	}
-	if (st.deferred)
-		count(CNT_PY_SNAP_DEFERRED);
 	if (st.full) {
 		s->hdr.flags |= SAMPLE_F_PY_TRUNC;
 		count(CNT_PY_TRUNCATED);
