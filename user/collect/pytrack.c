@@ -156,6 +156,8 @@ static void free_names(struct pyp *pp)
 
 static void free_snap(struct snap *sn)
 {
+	if (!sn)
+		return;
 	pycode__free(&sn->c);
 	free(sn);
 }
@@ -511,6 +513,7 @@ void pytrack__set_seen_map(struct pytrack *t, int seen_fd)
 void pytrack__snapshot(struct pytrack *t, uint32_t pid, const void *snap, size_t len)
 {
 	struct pyp *pp = pyp_of(t, pid, false);
+	struct code_entry *ce;
 	struct htab_entry *e;
 	struct snap *sn;
 	int ret;
@@ -538,15 +541,20 @@ void pytrack__snapshot(struct pytrack *t, uint32_t pid, const void *snap, size_t
 		free_snap((struct snap *)(uintptr_t)e->val);
 	e->key = &sn->k;
 	e->val = (uintptr_t)sn;
-	/* after a sample that named it (sent on a later sample): name that one too */
 	e = htab__find(t->codes, &sn->k, sizeof(sn->k), htab__hash(&sn->k, sizeof(sn->k)));
-	if (e && e->val && t->ents[e->val - 1] && t->ents[e->val - 1]->pending) {
-		struct code_entry *ce = t->ents[e->val - 1];
+	if (!e || !e->val || !t->ents[e->val - 1])
+		return;	/* kept for the sample that follows */
+	ce = t->ents[e->val - 1];
+	if (ce->pending) {
+		/* after a sample that named it (sent on a later sample): name that one too */
 		uint64_t used = t->st.snap_used;
 
 		/* a live read first, then sn (taken and freed) */
 		if (!resolve(t, pp, ce, sn->k.addr) && t->st.snap_used != used)
 			t->st.snap_late++;
+	} else if (!memcmp(ce->code.ident, sn->c.ident, sizeof(sn->c.ident))) {
+		/* sent again (LRU) of an object read live already: not needed */
+		free_snap(take_snap(t, &sn->k));
 	}
 }
 
@@ -883,7 +891,7 @@ size_t pytrack__gc(struct pytrack *t)
 		t->deleted++;
 		freed++;
 	}
-	/* snapshots of dead processes, and those no frame asked for */
+	/* snapshots of processes that exited or exec'd */
 	nd = 0;
 	it = 0;
 	free(dead);
