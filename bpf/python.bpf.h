@@ -5,6 +5,12 @@
  * from the thread state and emit (code object, raw instruction position |
  * flags) per frame, leaf first. Layouts come from user space per process,
  * so no version is hard-coded here.
+ *
+ * User space reads a code object's names and line table when it drains the
+ * ring buffer, by which time a process that just exited is gone. So the
+ * first time a process's sample shows a code object, BPF also sends a
+ * snapshot of it (SAMPLE_PYCODE, before the sample): its header, qualname,
+ * filename and line table bytes, raw, for user space to validate.
  */
 #ifndef BPFPROF_PYTHON_BPF_H
 #define BPFPROF_PYTHON_BPF_H
@@ -38,8 +44,65 @@ struct {
 	__type(value, struct pyframe_buf);
 } pyframe SEC(".maps");
 
+/* Code objects whose snapshot was sent, per process image (bpf_pyproc.snap_gen). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct pycode_seen_key);
+	__type(value, __u8);
+} pycode_seen SEC(".maps");
+
+/*
+ * In front of pycode_seen, per CPU, direct mapped: a sample of 30 frames
+ * whose code objects were all sent pays 30 compares, not 30 hash lookups.
+ * snap_epoch invalidates it when user space drops keys of pycode_seen.
+ */
+#define PYCACHE_SLOTS 512
+
+struct pycache_slot {
+	__u64 code;
+	__u32 tgid;
+	__u16 gen;
+	__u16 epoch;
+};
+
+struct pycache {
+	/*
+	 * The walk's new code objects, snapshotted after it. Here, not in the
+	 * walk's stack state: the verifier would tell apart every count of them
+	 * in each bpf_loop iteration (10x the instructions verified).
+	 */
+	__u64 newc[PYSNAP_PER_SAMPLE];
+	__u32 nnew;
+	__u32 deferred;
+	struct pycache_slot s[PYCACHE_SLOTS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pycache);
+} pycode_cache SEC(".maps");
+
+struct pysnap_buf {
+	struct prof_sample_hdr hdr;
+	struct pycode_snap snap;
+	__u8 obj[64];		/* a str or bytes object's header (not sent) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pysnap_buf);
+} pysnap_buf SEC(".maps");
+
 struct pystate {
 	const struct bpf_pyproc *pp;
+	struct pycache *cache;	/* NULL: no snapshots for this process */
+	__u32 tgid;
+	__u16 gen, epoch;
 	__u64 frame;
 	__u64 *out;		/* the sample's frames[] */
 	__u32 base;		/* index of the first Python word in out */
@@ -70,6 +133,45 @@ static __always_inline int field(const struct pyframe_buf *b, __s32 off, __u32 s
 		return -1;
 	*v = *(const __u64 *)&b->data[off & (PYFRAME_SPAN - 1)];
 	return 0;
+}
+
+/*
+ * Was code's snapshot sent? If not, keep it for after the walk (at most
+ * PYSNAP_PER_SAMPLE per sample; the rest wait for a later sample).
+ */
+static __always_inline void py_note(struct pystate *st, __u64 code)
+{
+	struct pycode_seen_key k = { .tgid = st->tgid, .gen = st->gen, .code = code };
+	struct pycache_slot *sl;
+	__u32 h, n;
+
+	if (!st->cache || !code)
+		return;
+	h = ((__u32)(code >> 4) ^ (__u32)(code >> 20) ^ st->tgid) * 0x9e3779b1u;
+	sl = &st->cache->s[(h >> 16) & (PYCACHE_SLOTS - 1)];
+	if (sl->code == code && sl->tgid == st->tgid && sl->gen == st->gen &&
+	    sl->epoch == st->epoch)
+		return;
+	if (bpf_map_lookup_elem(&pycode_seen, &k)) {
+		sl->code = code;
+		sl->tgid = st->tgid;
+		sl->gen = st->gen;
+		sl->epoch = st->epoch;
+		return;
+	}
+	n = st->cache->nnew;
+	if (n >= PYSNAP_PER_SAMPLE) {
+		st->cache->deferred = 1;
+		return;
+	}
+	/*
+	 * Recursion repeats a code object in consecutive frames: keep it once.
+	 * Other repeats cost a slot; py_snapshot finds them sent already.
+	 */
+	if (n && st->cache->newc[(n - 1) & (PYSNAP_PER_SAMPLE - 1)] == code)
+		return;
+	st->cache->newc[n] = code;
+	st->cache->nnew = n + 1;
 }
 
 /*
@@ -126,6 +228,7 @@ static long py_step(__u32 i, void *data)
 		if (pp->frame_is_entry >= 0 && !field(b, pp->frame_is_entry, span, &w) && (w & 0xff))
 			flags = PYFRAME_F_ENTRY;
 	}
+	py_note(st, code);
 	idx = st->base + 2 * st->n;
 	if (idx > PY_WORDS - 2) {
 		st->full = 1;
@@ -140,6 +243,135 @@ static long py_step(__u32 i, void *data)
 	st->last = idx + 2;
 	st->n++;
 	st->frame = next;
+	return 0;
+}
+
+/* The u64 / u32 at off in the first n bytes of buf (0 outside them). */
+static __always_inline __u64 snap_u64(const __u8 *buf, __s32 off, __u32 n)
+{
+	if (off < 0 || (__u32)off + 8 > n || off > 248)
+		return 0;
+	return *(const __u64 *)&buf[off & 255];
+}
+
+static __always_inline __u32 snap_u32(const __u8 *buf, __s32 off, __u32 n)
+{
+	if (off < 0 || (__u32)off + 4 > n || off > 252)
+		return 0;
+	return *(const __u32 *)&buf[off & 255];
+}
+
+/*
+ * The str (or bytes) object at addr: its type, length and state as found,
+ * and up to max bytes of its data into data[off...]. Returns where the next
+ * object's data goes. Nothing is checked here but the bounds: user space
+ * validates.
+ */
+static __always_inline __u32 snap_obj(struct pysnap_buf *b, struct pysnap_obj *o,
+				      const struct bpf_pyproc *pp, __u64 addr, __u32 off,
+				      __u32 max, bool str)
+{
+	__u32 hsize = str ? pp->str_ascii_size : pp->bytes_sval, state = 0, kind = 1;
+	__u64 len, nbytes, src;
+
+	o->type = 0;
+	o->len = 0;
+	o->state = 0;
+	o->off = off;
+	o->bytes = 0;
+	if (!addr || hsize < 16 || hsize > sizeof(b->obj) ||
+	    bpf_probe_read_user(b->obj, hsize, (const void *)addr))
+		return off;
+	o->type = snap_u64(b->obj, pp->ob_type, hsize);
+	if (str) {
+		len = snap_u64(b->obj, pp->str_length, hsize);
+		state = snap_u32(b->obj, pp->str_state, hsize);
+		kind = (state >> (pp->str_kind_shift & 31)) & 7;
+		src = addr + ((state >> ((pp->str_kind_shift + 4) & 31)) & 1 ? pp->str_ascii_size
+									     : pp->str_compact_size);
+	} else {
+		len = snap_u64(b->obj, pp->bytes_size, hsize);
+		src = addr + pp->bytes_sval;
+	}
+	o->len = len;
+	o->state = state;
+	if (kind != 1 && kind != 2 && kind != 4)
+		return off;
+	nbytes = len > max ? max : len * kind;
+	nbytes &= ~(__u64)(kind - 1);	/* whole code points */
+	asm volatile("" : "+r"(nbytes));
+	if (nbytes > max || off > PYSNAP_DATA - max)
+		return off;
+	if (bpf_probe_read_user(&b->snap.data[off], nbytes, (const void *)src))
+		return off;
+	o->bytes = nbytes;
+	return off + nbytes;
+}
+
+/*
+ * Send the snapshot of the code object at code (tgid's), and remember it
+ * was sent. A global function: verified once, called up to
+ * PYSNAP_PER_SAMPLE times per sample.
+ */
+__noinline int py_snapshot(__u32 tgid, __u32 tid, __u64 code)
+{
+	struct pycode_seen_key k = { .tgid = tgid, .code = code };
+	const struct bpf_pyproc *pp;
+	struct pysnap_buf *b;
+	__u32 zero = 0, n, used;
+	__u64 size;
+	__u8 one = 1;
+
+	pp = bpf_map_lookup_elem(&py_procs, &tgid);
+	b = bpf_map_lookup_elem(&pysnap_buf, &zero);
+	if (!pp || !b)
+		return 0;
+	k.gen = pp->snap_gen;
+	if (bpf_map_lookup_elem(&pycode_seen, &k))
+		return 0;	/* a repeat in one sample, or another CPU sent it */
+	n = pp->code_read;
+	if (n < 8 || n > PYSNAP_CODE_MAX)
+		return 0;
+	if (bpf_probe_read_user(b->snap.data, n, (const void *)code)) {
+		/* not a code object we can read: do not try on every sample */
+		count(CNT_PY_SNAP_UNREADABLE);
+		bpf_map_update_elem(&pycode_seen, &k, &one, BPF_ANY);
+		return 0;
+	}
+	b->hdr.time_ns = bpf_ktime_get_ns();
+	b->hdr.weight = 0;
+	b->hdr.cgroup_id = 0;
+	b->hdr.pid = tgid;
+	b->hdr.tid = tid;
+	b->hdr.cpu = bpf_get_smp_processor_id();
+	b->hdr.kind = SAMPLE_PYCODE;
+	b->hdr.flags = 0;
+	b->hdr.kstack_len = 0;
+	b->hdr.ustack_len = 0;
+	b->hdr.pystack_len = 0;
+	b->hdr.pad0 = 0;
+	__builtin_memset(b->hdr.comm, 0, sizeof(b->hdr.comm));
+	__builtin_memset(b->hdr.pcomm, 0, sizeof(b->hdr.pcomm));
+	b->hdr.aux0 = 0;
+	b->hdr.aux1 = 0;
+	b->snap.code = code;
+	b->snap.code_bytes = n;
+	b->snap.pad[0] = b->snap.pad[1] = b->snap.pad[2] = 0;
+	used = snap_obj(b, &b->snap.name, pp, snap_u64(b->snap.data, pp->co_name, n), n,
+			PYSNAP_NAME_MAX, true);
+	used = snap_obj(b, &b->snap.file, pp, snap_u64(b->snap.data, pp->co_filename, n), used,
+			PYSNAP_FILE_MAX, true);
+	used = snap_obj(b, &b->snap.lines, pp, snap_u64(b->snap.data, pp->co_linetable, n), used,
+			PYSNAP_LINES_MAX, false);
+	size = sizeof(b->hdr) + __builtin_offsetof(struct pycode_snap, data) + (__u64)used;
+	if (size > sizeof(b->hdr) + sizeof(b->snap))
+		size = sizeof(b->hdr) + sizeof(b->snap);
+	if (output(b, size, false)) {
+		count(CNT_PY_SNAP_LOST);	/* not marked sent: tried again */
+		return 0;
+	}
+	count(CNT_PY_SNAP_SENT);
+	bpf_map_update_elem(&pycode_seen, &k, &one, BPF_ANY);
 	return 0;
 }
 
@@ -180,7 +412,29 @@ __noinline int python_frames(struct prof_sample *s, __u32 base)
 	if (st.pp->model == PY_MODEL_CFRAME && p && py_read(p + st.pp->cframe_current, &p))
 		goto fail;
 	st.frame = p;
+	if (st.pp->code_read) {
+		__u32 zero = 0;
+
+		st.cache = bpf_map_lookup_elem(&pycode_cache, &zero);
+		if (st.cache) {
+			st.cache->nnew = 0;
+			st.cache->deferred = 0;
+		}
+		st.tgid = tgid;
+		st.gen = st.pp->snap_gen;
+		st.epoch = st.pp->snap_epoch;
+	}
 	bpf_loop(MAX_PYSTACK + 1, py_step, &st, 0);
+	/* before the sample is output: a snapshot always precedes its first sample */
+	if (st.cache) {
+		for (__u32 i = 0; i < PYSNAP_PER_SAMPLE; i++) {
+			if (i >= st.cache->nnew)
+				break;
+			py_snapshot(tgid, tid, st.cache->newc[i]);
+		}
+		if (st.cache->deferred)
+			count(CNT_PY_SNAP_DEFERRED);
+	}
 	if (st.full) {
 		s->hdr.flags |= SAMPLE_F_PY_TRUNC;
 		count(CNT_PY_TRUNCATED);

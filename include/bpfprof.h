@@ -33,6 +33,7 @@ enum sample_kind {
 	SAMPLE_OFF_CPU = 4,	/* off-CPU: weight = nanoseconds blocked */
 	SAMPLE_CUDA = 5,	/* CUDA driver call */
 	SAMPLE_GPU = 6,		/* GPU activity record */
+	SAMPLE_PYCODE = 7,	/* a Python code object's snapshot (struct pycode_snap) */
 };
 
 /*
@@ -217,6 +218,10 @@ enum bpf_counter {
 	CNT_PY_NO_THREAD,	/* a Python process's thread not in py_threads yet */
 	CNT_PY_READ_FAILED,	/* reading interpreter memory failed */
 	CNT_PY_TRUNCATED,	/* more than MAX_PYSTACK Python frames */
+	CNT_PY_SNAP_SENT,	/* code object snapshots sent (SAMPLE_PYCODE) */
+	CNT_PY_SNAP_LOST,	/* ring buffer full: snapshot lost (sent again later) */
+	CNT_PY_SNAP_UNREADABLE,	/* a code object's header unreadable: no snapshot */
+	CNT_PY_SNAP_DEFERRED,	/* more new code objects than a sample snapshots: later */
 	CNT__MAX
 };
 
@@ -322,8 +327,73 @@ struct bpf_pyproc {
 	__u64 gil_locked;	/* address of the GIL's locked flag (int) */
 	__u32 frame_span;	/* bytes of a frame that hold every field above (<= PYFRAME_SPAN) */
 	__u32 pad;
+	/*
+	 * Code object snapshots (SAMPLE_PYCODE): offsets into PyCodeObject,
+	 * PyASCIIObject/PyCompactUnicodeObject and PyBytesObject.
+	 */
+	__u16 code_read;	/* bytes of the code object's header to copy; 0: no snapshots */
+	__s16 co_name;		/* co_qualname (3.11+), co_name before */
+	__s16 co_filename;
+	__s16 co_linetable;	/* co_lnotab (3.8, 3.9), co_linetable */
+	__s16 ob_type;
+	__s16 str_length;
+	__s16 str_state;
+	__u16 str_ascii_size;	/* data of a compact ASCII str starts here */
+	__u16 str_compact_size;	/* data of other compact str starts here */
+	__s16 bytes_size;
+	__u16 bytes_sval;
+	__u8 str_kind_shift;	/* state: kind:3 at this bit, then compact, ascii */
+	__u8 pad2;
+	__u16 snap_gen;		/* part of pycode_seen's key: bumped at exec */
+	__u16 snap_epoch;	/* bumped when user space drops a pycode_seen key */
+	__u32 pad3;
 };
-_Static_assert(sizeof(struct bpf_pyproc) == 64, "bpf_pyproc layout");
+_Static_assert(sizeof(struct bpf_pyproc) == 96, "bpf_pyproc layout");
+
+/*
+ * SAMPLE_PYCODE: what symbolizing a code object needs, read by BPF the first
+ * time a sample of the process shows it (pycode_seen: once per (process,
+ * code object)), so that frames of a process that exited before user space
+ * drained the ring buffer can still be named. The header (no frames), then
+ * struct pycode_snap, of which only data[] up to the last object is sent.
+ * Sent before the first sample that names the code object. Everything in it
+ * is the target's memory: user space validates it as it does a live read.
+ */
+#define PYSNAP_CODE_MAX 256	/* the code object's header (pylayout co_read) */
+#define PYSNAP_NAME_MAX 256	/* bytes of the qualname's data */
+#define PYSNAP_FILE_MAX 512	/* bytes of the filename's data */
+#define PYSNAP_LINES_MAX 4096	/* bytes of the line table: longer ones are cut */
+#define PYSNAP_DATA (PYSNAP_CODE_MAX + PYSNAP_NAME_MAX + PYSNAP_FILE_MAX + PYSNAP_LINES_MAX)
+/* New code objects snapshotted per sample at most; the rest on later samples. */
+#define PYSNAP_PER_SAMPLE 8
+
+/* A str or bytes object the code object points to, as found. */
+struct pysnap_obj {
+	__u64 type;		/* its ob_type */
+	__u64 len;		/* its length field: code points (str), bytes (bytes) */
+	__u32 state;		/* str: its state word; bytes: 0 */
+	__u16 off;		/* its data in pycode_snap.data[] starts here */
+	__u16 bytes;		/* bytes of its data sent (0: unreadable) */
+};
+_Static_assert(sizeof(struct pysnap_obj) == 24, "pysnap_obj layout");
+
+struct pycode_snap {
+	__u64 code;		/* the code object's address */
+	__u16 code_bytes;	/* bytes of its header at data[0] */
+	__u16 pad[3];
+	struct pysnap_obj name, file, lines;	/* qualname (name before 3.11), filename, line table */
+	__u8 data[PYSNAP_DATA];
+};
+_Static_assert(sizeof(struct pycode_snap) == 16 + 3 * 24 + PYSNAP_DATA, "pycode_snap layout");
+
+/* pycode_seen's key: the code objects whose snapshot was sent. */
+struct pycode_seen_key {
+	__u32 tgid;
+	__u16 gen;		/* bpf_pyproc.snap_gen */
+	__u16 pad;
+	__u64 code;
+};
+_Static_assert(sizeof(struct pycode_seen_key) == 16, "pycode_seen_key layout");
 
 /* A frame's fields are read in one copy of at most this many bytes. */
 #define PYFRAME_SPAN 128

@@ -136,11 +136,14 @@ def _pythons():
 @pytest.mark.parametrize("python", _pythons())
 def test_python_frames_in_launch_stacks(tmp_path, python):
     """Launches made from Python (ctypes): each under the Python function and
-    line that made it, the [cuda] kernel leaf on top, native frames between."""
+    line that made it, the [cuda] kernel leaf on top, native frames between.
+    The process exits right after its last launch (EXIT_WAIT 0): those
+    launches' Python frames are named from the code object snapshots BPF
+    sent, the process being gone when bpfprof reads the ring buffer."""
     script = os.path.join(os.path.dirname(__file__), "../workloads/py/cuda_launch.py")
     out = tmp_path / "py.folded"
-    r = run(["--cuda", "--cuda-lib", LIB, "-o", str(out), "--", python, script, LIB, "2000",
-             "500"], timeout=180)
+    r = run(["-v", "--cuda", "--cuda-lib", LIB, "-o", str(out), "--", python, script, LIB,
+             "2000", "500", "1", "0"], timeout=180)
     assert r.returncode == 0, r.stderr
     app = app_output(r.stdout)
     assert app["launches_train"] == "2000" and app["launches_eval"] == "500"
@@ -166,6 +169,7 @@ def test_python_frames_in_launch_stacks(tmp_path, python):
             assert any(f.startswith("ffi_call") for f in frames[frames.index(py[-1]):]), frames
             assert frames[-1] == ADD, frames
             assert ev not in frames
+    assert not any("[python: unreadable]" in f for f, _ in stacks), stacks
 
 
 def test_cuda_weight_rejects_unknown():

@@ -213,3 +213,39 @@ def test_thread_names(tmp_path, python):
     assert renamed and renamed <= {f"first-name [{r_tid}]", f"second-name [{r_tid}]"}, renamed
     m = re.search(r"thread names: (\d+) threads named by threading.Thread", r.stderr)
     assert m and int(m.group(1)) >= 5, r.stderr
+
+
+@pytest.mark.parametrize("python", [p for p in interpreters()
+                                    if p.id in ("pyenv-3.8", "pyenv-3.11", "pyenv-3.13",
+                                                "debian-3.11")])
+def test_code_run_right_before_exit(tmp_path, python):
+    """Functions never run before, in the last 150 ms of a process that then
+    exits at once: bpfprof drains its ring buffer every 100 ms, after the
+    process is gone, and names their frames from the snapshots BPF sent of
+    their code objects (without them a third or more were unreadable)."""
+    out = tmp_path / "fresh.folded"
+    r = run(["-v", "-F", "999", "-o", str(out), "--", python,
+             os.path.join(PYDIR, "exit_fresh.py"), "0.5", "0.15", "15"])
+    assert r.returncode == 0, r.stderr
+    assert "fresh_cpu" in r.stdout, r.stdout
+    lines = marker_lines("exit_fresh.py")
+    call = f"main (exit_fresh.py:{lines['call_fresh']})"
+    body = range(lines["fresh_def"], lines["fresh_end"] + 1)
+    stacks = parse_folded(out.read_text())
+    phase = [(f, c) for f, c in stacks if call in f]
+    n = total(phase)
+    assert n >= 60, (n, r.stderr)   # 150 ms of CPU at 999 Hz
+    good, names = 0, set()
+    for f, c in phase:
+        # the next Python frame leafward (native interpreter frames between on 3.8-3.10)
+        p = next((pyframe(x) for x in f[f.index(call) + 1:] if pyframe(x)), None)
+        if (p and re.fullmatch(r"fresh_\d+", p["q"]) and p["file"] == "exit_fresh.py"
+                and int(p["line"]) in body):
+            good += c
+            names.add(p["q"])
+    bad = [x for x in phase if "[python: unreadable]" in x[0]][:3]
+    assert good >= 0.95 * n, (good, n, bad, r.stderr[-3000:])
+    assert len(names) >= 10, names
+    m = re.search(r"python: code object snapshots: (\d+) sent .* (\d+) received, (\d+) used",
+                  r.stderr)
+    assert m and int(m.group(2)) >= 10 and int(m.group(3)) >= 1, r.stderr

@@ -69,6 +69,7 @@ struct pyp {
 	uint64_t names_cost_ns;	/* how long the last read took */
 	bool names_pending;	/* a tid was sampled that the last read did not cover */
 	struct pynames_hints hints;
+	uint64_t code_type;	/* ob_type of the code objects read live (0: none yet) */
 };
 
 struct code_key {
@@ -77,11 +78,23 @@ struct code_key {
 	uint64_t addr;
 };
 
+/* A code object decoded from its BPF snapshot, waiting for a frame the live read fails. */
+struct snap {
+	struct code_key k;	/* the table's key */
+	struct pycode c;
+};
+
 struct code_entry {
 	struct pycode code;
 	const struct pyinfo *info;	/* of its process (pyp entries never move) */
 	uint32_t pid;
 	uint64_t validated_ns;
+	/*
+	 * Not read yet (code zeroed): its snapshot may come after the sample
+	 * (BPF sends a few per sample), or a later live read may work.
+	 */
+	bool pending;
+	uint64_t pending_frames;	/* frames that named it while pending */
 };
 
 struct pytrack {
@@ -89,11 +102,14 @@ struct pytrack {
 	struct objtab *objs;
 	struct htab *procs;	/* pid -> struct pyp * */
 	struct htab *codes;	/* code_key -> code id */
+	struct htab *snaps;	/* code_key -> struct snap * (keys borrowed from it) */
+	int seen_fd;		/* BPF pycode_seen, -1: none */
 	struct code_entry **ents;	/* by code id - 1; NULL: freed by pytrack__gc */
 	size_t nents, capents;
 	uint64_t *free_ids;	/* ids pytrack__gc freed, reused first */
 	size_t nfree, capfree;
 	size_t deleted;		/* keys deleted from `codes` since it was rebuilt */
+	uint64_t gc_unread_codes, gc_unread_frames;	/* pending entries pytrack__gc freed */
 	struct pythread *scratch;
 	struct pyname *name_scratch;	/* allocated at the first name read */
 	struct pytrack_stats st;
@@ -110,8 +126,10 @@ int pytrack__new(struct pytrack **out, int procs_fd, int threads_fd, struct objt
 	t->objs = objs;
 	t->procs = htab__new(64, HTAB_COPY_KEYS);
 	t->codes = htab__new(1024, HTAB_COPY_KEYS);
+	t->snaps = htab__new(256, 0);
+	t->seen_fd = -1;
 	t->scratch = calloc(MAX_THREADS, sizeof(*t->scratch));
-	if (!t->procs || !t->codes || !t->scratch) {
+	if (!t->procs || !t->codes || !t->snaps || !t->scratch) {
 		pytrack__free(t);
 		return -ENOMEM;
 	}
@@ -134,6 +152,14 @@ static void free_names(struct pyp *pp)
 	}
 	htab__free(pp->names);
 	pp->names = NULL;
+}
+
+static void free_snap(struct snap *sn)
+{
+	if (!sn)
+		return;
+	pycode__free(&sn->c);
+	free(sn);
 }
 
 void pytrack__free(struct pytrack *t)
@@ -162,6 +188,12 @@ void pytrack__free(struct pytrack *t)
 	free(t->ents);
 	free(t->free_ids);
 	htab__free(t->codes);
+	if (t->snaps) {
+		it = 0;
+		while ((e = htab__next(t->snaps, &it)))
+			free_snap((struct snap *)(uintptr_t)e->val);
+		htab__free(t->snaps);
+	}
 	free(t->scratch);
 	free(t->name_scratch);
 	free(t);
@@ -288,6 +320,9 @@ void pytrack__sync(struct pytrack *t, const struct proc *p)
 			return;
 		}
 		set_span(&pp->info.bpf);
+		pp->info.bpf.snap_gen = (uint16_t)pp->gen;	/* a new image's snapshots */
+		if (t->seen_fd < 0)
+			pp->info.bpf.code_read = 0;
 		if (bpf_map_update_elem(t->procs_fd, &p->pid, &pp->info.bpf, BPF_ANY)) {
 			pr_debug("pid %u: cannot write its Python layout: %s", p->pid,
 				 strerror(errno));
@@ -368,6 +403,81 @@ static uint64_t add_entry(struct pytrack *t, struct code_entry *ce)
 	return t->nents;
 }
 
+/* The snapshot kept for (pid, gen, addr), taken out of the table (NULL: none). */
+static struct snap *take_snap(struct pytrack *t, const struct code_key *k)
+{
+	uint64_t h = htab__hash(k, sizeof(*k));
+	struct htab_entry *e = htab__find(t->snaps, k, sizeof(*k), h);
+	struct snap *sn;
+
+	if (!e)
+		return NULL;
+	sn = (struct snap *)(uintptr_t)e->val;
+	htab__delete(t->snaps, k, sizeof(*k), h);	/* borrowed key: nothing kept */
+	return sn;
+}
+
+/*
+ * The code object at addr is not the one BPF sent the snapshot of: drop
+ * its pycode_seen key so that BPF sends the new one's, and move the
+ * process's epoch on so that no CPU's cache still says it was sent.
+ */
+static void forget_seen(struct pytrack *t, struct pyp *pp, uint64_t addr)
+{
+	struct pycode_seen_key k = { .tgid = pp->pid, .gen = (uint16_t)pp->gen, .code = addr };
+
+	if (t->seen_fd < 0 || pp->gone || !pp->python)
+		return;
+	bpf_map_delete_elem(t->seen_fd, &k);
+	pp->info.bpf.snap_epoch++;
+	bpf_map_update_elem(t->procs_fd, &pp->pid, &pp->info.bpf, BPF_EXIST);
+}
+
+/*
+ * Read the code object live; where that fails (the process exited, the
+ * object was freed) its snapshot stands in. A live read also tells whether
+ * the snapshot is still of the object at that address.
+ */
+static int read_code(struct pytrack *t, struct pyp *pp, uint64_t addr, struct pycode *out)
+{
+	struct code_key k = { .pid = pp->pid, .gen = pp->gen, .addr = addr };
+	struct snap *sn = take_snap(t, &k);
+	int err = pp->gone ? -ESRCH : pycode__read(pp->pid, &pp->info, addr, out);
+
+	if (!err) {
+		pp->code_type = out->ident[0];
+		if (sn && memcmp(sn->c.ident, out->ident, sizeof(out->ident))) {
+			t->st.snap_outdated++;
+			forget_seen(t, pp, addr);
+		}
+		if (sn)
+			free_snap(sn);
+		return 0;
+	}
+	if (!sn)
+		return err;
+	*out = sn->c;
+	free(sn);
+	t->st.snap_used++;
+	return 0;
+}
+
+/* Read a pending entry's code object (live, or its snapshot). 0 or -errno. */
+static int resolve(struct pytrack *t, struct pyp *pp, struct code_entry *ce, uint64_t addr)
+{
+	struct pycode c;
+	int err = read_code(t, pp, addr, &c);
+
+	if (err)
+		return err;
+	ce->code = c;
+	ce->pending = false;
+	ce->validated_ns = mono_ns();
+	t->st.codes++;
+	return 0;
+}
+
+/* A new entry for the code object at addr; pending when it cannot be read now. */
 static uint64_t decode(struct pytrack *t, struct pyp *pp, uint64_t addr)
 {
 	struct code_entry *ce = calloc(1, sizeof(*ce));
@@ -375,25 +485,77 @@ static uint64_t decode(struct pytrack *t, struct pyp *pp, uint64_t addr)
 
 	if (!ce)
 		return 0;
-	if (pycode__read(pp->pid, &pp->info, addr, &ce->code)) {
-		pr_debug("pid %u: code object at 0x%llx unreadable", pp->pid, (unsigned long long)addr);
-		free(ce);
-		t->st.code_failed++;
-		return 0;
-	}
 	ce->info = &pp->info;
 	ce->pid = pp->pid;
-	ce->validated_ns = mono_ns();
+	if (resolve(t, pp, ce, addr)) {
+		pr_debug("pid %u: code object at 0x%llx unreadable", pp->pid, (unsigned long long)addr);
+		ce->pending = true;
+		ce->pending_frames = 1;
+	}
 	id = add_entry(t, ce);
 	if (!id) {
 		pycode__free(&ce->code);
 		free(ce);
 		return 0;
 	}
-	t->st.codes++;
+	if (ce->pending)
+		return id;
 	pr_debug("pid %u: code 0x%llx = %s (%s:%u)", pp->pid, (unsigned long long)addr,
 		 ce->code.qualname, ce->code.filename, ce->code.firstlineno);
 	return id;
+}
+
+void pytrack__set_seen_map(struct pytrack *t, int seen_fd)
+{
+	t->seen_fd = seen_fd;
+}
+
+void pytrack__snapshot(struct pytrack *t, uint32_t pid, const void *snap, size_t len)
+{
+	struct pyp *pp = pyp_of(t, pid, false);
+	struct code_entry *ce;
+	struct htab_entry *e;
+	struct snap *sn;
+	int ret;
+
+	t->st.snap_received++;
+	/* an exec'd process's old image cannot be validated with the new layout */
+	if (!pp || !pp->python || !(sn = calloc(1, sizeof(*sn)))) {
+		t->st.snap_refused++;
+		return;
+	}
+	if (pycode__from_snap(&pp->info, snap, len, pp->code_type, &sn->c)) {
+		free(sn);
+		t->st.snap_refused++;
+		pr_debug("pid %u: code object snapshot refused", pid);
+		return;
+	}
+	sn->k = (struct code_key){ .pid = pid, .gen = pp->gen, .addr = sn->c.code_addr };
+	ret = htab__upsert(t->snaps, &sn->k, sizeof(sn->k), htab__hash(&sn->k, sizeof(sn->k)), &e);
+	if (ret < 0) {
+		free_snap(sn);
+		t->st.snap_refused++;
+		return;
+	}
+	if (ret == 0)	/* sent again (its key was dropped, or aged out of the LRU) */
+		free_snap((struct snap *)(uintptr_t)e->val);
+	e->key = &sn->k;
+	e->val = (uintptr_t)sn;
+	e = htab__find(t->codes, &sn->k, sizeof(sn->k), htab__hash(&sn->k, sizeof(sn->k)));
+	if (!e || !e->val || !t->ents[e->val - 1])
+		return;	/* kept for the sample that follows */
+	ce = t->ents[e->val - 1];
+	if (ce->pending) {
+		/* after a sample that named it (sent on a later sample): name that one too */
+		uint64_t used = t->st.snap_used;
+
+		/* a live read first, then sn (taken and freed) */
+		if (!resolve(t, pp, ce, sn->k.addr) && t->st.snap_used != used)
+			t->st.snap_late++;
+	} else if (!memcmp(ce->code.ident, sn->c.ident, sizeof(sn->c.ident))) {
+		/* sent again (LRU) of an object read live already: not needed */
+		free_snap(take_snap(t, &sn->k));
+	}
 }
 
 uint64_t pytrack__code(struct pytrack *t, uint32_t pid, uint64_t addr, uint64_t raw,
@@ -415,13 +577,17 @@ uint64_t pytrack__code(struct pytrack *t, uint32_t pid, uint64_t addr, uint64_t 
 	if (ret == 0 && e->val) {
 		ce = t->ents[e->val - 1];
 		now = mono_ns();
-		if (now - ce->validated_ns > REVALIDATE_NS && !pp->gone) {
+		if (ce->pending) {
+			if (resolve(t, pp, ce, addr))
+				ce->pending_frames++;
+		} else if (now - ce->validated_ns > REVALIDATE_NS && !pp->gone) {
 			/* freed and replaced by another code object at the same address? */
 			ret = pycode__same(pid, &pp->info, &ce->code);
 			if (ret == 1 || ret == -ESRCH) {
 				ce->validated_ns = now;
 			} else {
 				t->st.code_reused++;
+				forget_seen(t, pp, addr);	/* BPF sends the new one's snapshot */
 				id = decode(t, pp, addr);
 				e = htab__find(t->codes, &k, sizeof(k), htab__hash(&k, sizeof(k)));
 				if (e)
@@ -451,6 +617,8 @@ int pytrack__describe(const struct pytrack *t, uint64_t id, uint32_t off, const 
 	if (!id || id > t->nents || !t->ents[id - 1])
 		return -ENOENT;
 	ce = t->ents[id - 1];
+	if (ce->pending)
+		return -ENOENT;
 	*qualname = ce->code.qualname;
 	*file = ce->code.filename;
 	*line = off == UINT32_MAX ? ce->code.firstlineno : pycode__line(&ce->code, off);
@@ -635,6 +803,14 @@ struct pytrack_stats *pytrack__stats(struct pytrack *t)
 	struct htab_entry *e, *ne;
 	size_t it = 0, nit;
 
+	t->st.code_failed = t->gc_unread_codes;
+	t->st.frames_unread = t->gc_unread_frames;
+	for (size_t i = 0; i < t->nents; i++) {
+		if (t->ents[i] && t->ents[i]->pending) {
+			t->st.code_failed++;
+			t->st.frames_unread += t->ents[i]->pending_frames;
+		}
+	}
 	t->st.threads_named = t->st.threads_unnamed = t->st.threads_name_failed = 0;
 	t->st.threads_name_late = 0;
 	while ((e = htab__next(t->procs, &it))) {
@@ -670,6 +846,10 @@ static void free_code(struct pytrack *t, uint64_t id)
 
 	if (!id || id > t->nents || !t->ents[id - 1])
 		return;
+	if (t->ents[id - 1]->pending) {
+		t->gc_unread_codes++;
+		t->gc_unread_frames += t->ents[id - 1]->pending_frames;
+	}
 	pycode__free(&t->ents[id - 1]->code);
 	free(t->ents[id - 1]);
 	t->ents[id - 1] = NULL;
@@ -710,6 +890,22 @@ size_t pytrack__gc(struct pytrack *t)
 		htab__delete(t->codes, &dead[i], sizeof(dead[i]), h);
 		t->deleted++;
 		freed++;
+	}
+	/* snapshots of processes that exited or exec'd */
+	nd = 0;
+	it = 0;
+	free(dead);
+	dead = malloc((htab__count(t->snaps) + 1) * sizeof(*dead));
+	if (!dead)
+		goto out;
+	while ((e = htab__next(t->snaps, &it)))
+		if (code_dead(t, e->key))
+			dead[nd++] = *(const struct code_key *)e->key;
+	for (size_t i = 0; i < nd; i++) {
+		struct snap *sn = take_snap(t, &dead[i]);
+
+		if (sn)
+			free_snap(sn);
 	}
 	it = 0;
 	while ((e = htab__next(t->procs, &it)))

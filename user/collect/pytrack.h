@@ -23,9 +23,16 @@ struct pytrack_stats {
 	uint64_t thread_scans;
 	uint64_t threads;	/* thread states written to BPF */
 	uint64_t codes;		/* code objects decoded */
-	uint64_t code_failed;	/* unreadable or garbage code objects (frames dropped) */
+	uint64_t code_failed;	/* code objects never read, live or from a snapshot (by pytrack__stats) */
+	uint64_t frames_unread;	/* frames that named them: dropped (by pytrack__stats) */
 	uint64_t code_reused;	/* addresses found reused by another code object */
 	uint64_t merge_mismatch; /* stacks whose eval frames and Python frames did not pair up */
+	/* code object snapshots from BPF (SAMPLE_PYCODE) */
+	uint64_t snap_received;
+	uint64_t snap_used;	/* code objects named from a snapshot (live read failed) */
+	uint64_t snap_refused;	/* invalid, or of a process no longer known as Python */
+	uint64_t snap_outdated;	/* a live read found another code object at its address */
+	uint64_t snap_late;	/* arrived after a sample that named its code object */
 	/* thread names (pytrack__thread_seen); the thread counts are tallied by pytrack__stats */
 	uint64_t name_reads;		/* reads of threading._active */
 	uint64_t name_read_failed;	/* of which found memory that was not what it should be */
@@ -50,9 +57,25 @@ bool pytrack__is_python(const struct pytrack *t, uint32_t pid);
 bool pytrack__seen(const struct pytrack *t, uint32_t pid);
 
 /*
+ * BPF's pycode_seen map (the code objects whose snapshot it sent): a key is
+ * dropped where a live read finds that the address now holds another code
+ * object, so that BPF sends the new one's snapshot.
+ */
+void pytrack__set_seen_map(struct pytrack *t, int seen_fd);
+/*
+ * A SAMPLE_PYCODE record's payload (struct pycode_snap, len bytes) for pid:
+ * validated and kept until a frame of that code object cannot be read live
+ * (the process exited, or the object was freed). Counted in the stats.
+ */
+void pytrack__snapshot(struct pytrack *t, uint32_t pid, const void *snap, size_t len);
+
+/*
  * A sample's Python frame: code object at addr in pid, raw position from BPF.
  * Returns a code id (> 0) and the byte offset of the instruction in *off, or
- * 0 when the code object cannot be read (counted).
+ * 0 on allocation failure. A code object that cannot be read yet still gets
+ * an id: its snapshot may come after this sample; if it never does, the
+ * frame is dropped at the end (pytrack__describe fails; counted in
+ * frames_unread).
  */
 uint64_t pytrack__code(struct pytrack *t, uint32_t pid, uint64_t addr, uint64_t raw,
 		       uint32_t *off);

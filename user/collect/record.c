@@ -357,6 +357,12 @@ static int handle_record(void *ctx, void *data, size_t size)
 		cpu_sample(r, data, size);
 		return 0;
 	}
+	if (h->kind == SAMPLE_PYCODE) {	/* before the first sample that needs it */
+		if (r->py)
+			pytrack__snapshot(r->py, h->pid, (const char *)data + sizeof(*h),
+					  size - sizeof(*h));
+		return 0;
+	}
 	for (uint32_t i = 0; i < r->nfeat; i++)
 		for (const uint16_t *k = r->feat[i]->kinds; *k; k++)
 			if (*k == h->kind) {
@@ -526,6 +532,7 @@ static int setup_bpf(struct recorder *r)
 	if (env.no_python || env.no_user) {
 		bpf_map__set_max_entries(r->skel->maps.py_procs, 1);
 		bpf_map__set_max_entries(r->skel->maps.py_threads, 1);
+		bpf_map__set_max_entries(r->skel->maps.pycode_seen, 1);
 	}
 	ev = r->skel->maps.events;
 	bpf_map__set_max_entries(ev, env.ringbuf_bytes);
@@ -581,6 +588,7 @@ static int setup_bpf(struct recorder *r)
 			pr_err("cannot set up Python tracking: %s", strerror(-err));
 			return err;
 		}
+		pytrack__set_seen_map(r->py, bpf_map__fd(r->skel->maps.pycode_seen));
 	}
 	if (r->unw || r->py) {
 		/* -p targets get their tables before the first sample */
@@ -809,7 +817,19 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			(unsigned long long)ps->interpreters, (unsigned long long)r->st.py_samples,
 			(unsigned long long)r->st.py_no_thread, (unsigned long long)r->st.py_err,
 			(unsigned long long)r->st.py_trunc, MAX_PYSTACK,
-			(unsigned long long)r->st.py_frames_dropped);
+			(unsigned long long)(r->st.py_frames_dropped + ps->frames_unread));
+		pr_info("python: code object snapshots: %llu sent by BPF, %llu lost (ring buffer "
+			"full; sent again later), %llu code objects unreadable, %llu samples left "
+			"some for later; %llu received, %llu used (live read failed: process "
+			"exited or object freed; %llu after the first sample naming it), %llu "
+			"refused (invalid), %llu outdated (address reused)",
+			(unsigned long long)rec__counter(r, CNT_PY_SNAP_SENT),
+			(unsigned long long)rec__counter(r, CNT_PY_SNAP_LOST),
+			(unsigned long long)rec__counter(r, CNT_PY_SNAP_UNREADABLE),
+			(unsigned long long)rec__counter(r, CNT_PY_SNAP_DEFERRED),
+			(unsigned long long)ps->snap_received, (unsigned long long)ps->snap_used,
+			(unsigned long long)ps->snap_late,
+			(unsigned long long)ps->snap_refused, (unsigned long long)ps->snap_outdated);
 		pr_info("python: the thread held the GIL in %llu of %llu Python samples; %llu "
 			"samples left out by --gil", (unsigned long long)r->st.gil_held,
 			(unsigned long long)r->st.py_samples, (unsigned long long)r->st.gil_left_out);

@@ -9,6 +9,7 @@
  * -EFAULT (or -ESRCH when the process is gone).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -359,4 +360,91 @@ uint32_t pycode__instr_offset(const struct pyinfo *info, uint64_t code_addr, uin
 	default:
 		return UINT32_MAX;
 	}
+}
+
+/*
+ * One string of a snapshot as UTF-8: the checks of pystr__read on what BPF
+ * found, and the bytes it sent must be all of the string or the most that
+ * fit (max) in whole code points.
+ */
+static int snap_str(const struct pylayout *l, const struct pysnap_obj *o, const uint8_t *data,
+		    size_t data_len, size_t max, char **out)
+{
+	unsigned kind = (o->state >> l->str_kind_shift) & 7;
+	bool ascii = (o->state >> (l->str_kind_shift + 4)) & 1;
+	int64_t len = (int64_t)o->len;
+	uint64_t want;
+
+	if (len < 0 || len > STR_MAX_LEN || !((o->state >> (l->str_kind_shift + 3)) & 1))
+		return -EINVAL;
+	if ((kind != 1 && kind != 2 && kind != 4) || (ascii && kind != 1))
+		return -EINVAL;
+	want = (uint64_t)len * kind;
+	if (want > max)
+		want = max & ~(uint64_t)(kind - 1);
+	if (o->bytes != want || (size_t)o->off + o->bytes > data_len)
+		return -EINVAL;
+	return to_utf8(data + o->off, o->bytes / kind, kind, ascii, o->bytes / kind == (uint64_t)len,
+		       out);
+}
+
+int pycode__from_snap(const struct pyinfo *info, const void *snap, size_t len,
+		      uint64_t code_type, struct pycode *out)
+{
+	const struct pylayout *l = pyinfo__layout(info);
+	const size_t head = offsetof(struct pycode_snap, data);
+	const struct pycode_snap *s = snap;
+	const struct pysnap_obj *lt;
+	struct pycode c = { 0 };
+	size_t data_len;
+	int32_t firstlineno;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (!snap || len < head || len > sizeof(*s))
+		return -EINVAL;
+	data_len = len - head;
+	lt = &s->lines;
+	/* the header as pycode__read reads it, all of it sent */
+	if (!l->co_read || s->code_bytes != l->co_read || s->code_bytes > data_len ||
+	    s->code_bytes > PYSNAP_CODE_MAX)
+		return -EINVAL;
+	if (code_type && get_u64(s->data, l->ob_type) != code_type)
+		return -EINVAL;
+	firstlineno = (int32_t)get_u32(s->data, l->co_firstlineno);
+	if (firstlineno < 0 || firstlineno > FIRSTLINENO_MAX)
+		return -EINVAL;
+	/* two str of one type, and a bytes of another */
+	if (!s->name.type || s->name.type != s->file.type || !lt->type ||
+	    lt->type == s->name.type || lt->state)
+		return -EINVAL;
+	if ((int64_t)lt->len < 0 || (int64_t)lt->len > LINETABLE_MAX ||
+	    lt->bytes != (lt->len < PYSNAP_LINES_MAX ? lt->len : PYSNAP_LINES_MAX) ||
+	    (size_t)lt->off + lt->bytes > data_len)
+		return -EINVAL;
+
+	c.firstlineno = (uint32_t)firstlineno;
+	c.code_addr = code_address(l, s->code);
+	c.version = info->version;
+	code_ident(l, s->data, c.ident);
+	err = snap_str(l, &s->name, s->data, data_len, PYSNAP_NAME_MAX, &c.qualname);
+	if (!err)
+		err = snap_str(l, &s->file, s->data, data_len, PYSNAP_FILE_MAX, &c.filename);
+	if (!err) {
+		c.linetable = malloc(lt->bytes + 1);
+		if (!c.linetable)
+			err = -ENOMEM;
+	}
+	if (err) {
+		pycode__free(&c);
+		return err;
+	}
+	memcpy(c.linetable, s->data + lt->off, lt->bytes);
+	c.linetable_len = lt->bytes;
+	if (lt->bytes < lt->len) {
+		c.linetable_cut = true;
+		c.linetable_covers = pyline__covered(c.version, c.linetable, c.linetable_len);
+	}
+	*out = c;
+	return 0;
 }

@@ -145,6 +145,13 @@ int pytype__check(pid_t pid, const struct pylayout *l, struct pytypememo *m, enu
 int pystr__read(pid_t pid, const struct pylayout *l, struct pytypememo *m, uint64_t addr,
 		size_t max_chars, char **out);
 
+/*
+ * pyline.c: the bytecode offset below which a line table cut after len
+ * bytes still answers exactly what the whole table would (only entries
+ * known to be complete count).
+ */
+uint32_t pyline__covered(uint32_t version, const uint8_t *p, size_t len);
+
 /* pythreads.c: pure decoding, exposed for the unit tests. */
 
 /* A PyDictKeysObject's entries: where they start, how many are used, their shape. */

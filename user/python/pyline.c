@@ -118,9 +118,38 @@ static uint32_t line_locations(const uint8_t *p, size_t len, int64_t line, uint3
 	return 0;
 }
 
+uint32_t pyline__covered(uint32_t version, const uint8_t *p, size_t len)
+{
+	uint64_t addr = 0, done = 0;
+	size_t i = 0;
+
+	if (version < PYVER(3, 11)) {
+		/*
+		 * (bytecode delta, line delta) pairs: a pair after the cut starts
+		 * at or beyond the complete pairs' end, so below it nothing of
+		 * what was cut applies.
+		 */
+		for (i = 0; i + 1 < len; i += 2)
+			addr += p[i];
+		return addr > UINT32_MAX ? UINT32_MAX : (uint32_t)addr;
+	}
+	/* an entry is complete when the next one's first byte was sent */
+	while (i < len && (p[i] & 0x80)) {
+		addr += ((p[i] & 7) + 1) * 2;
+		i++;
+		while (i < len && !(p[i] & 0x80))
+			i++;
+		if (i < len)
+			done = addr;
+	}
+	return done > UINT32_MAX ? UINT32_MAX : (uint32_t)done;
+}
+
 uint32_t pycode__line(const struct pycode *c, uint32_t off)
 {
 	if (!c->linetable)
+		return 0;
+	if (c->linetable_cut && off >= c->linetable_covers)
 		return 0;
 	if (c->version < PYVER(3, 10))
 		return line_lnotab(c->linetable, c->linetable_len, c->firstlineno, off);

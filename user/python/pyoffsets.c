@@ -147,6 +147,35 @@ static uint32_t code_read_size(const struct pylayout *l)
 	return (uint32_t)max + 8;
 }
 
+/*
+ * What BPF needs to snapshot code objects (SAMPLE_PYCODE), from the layout;
+ * code_read stays 0 (no snapshots) where a header would not fit its buffers.
+ */
+static void snap_offsets(struct pyinfo *info)
+{
+	const struct pylayout *l = pyinfo__layout(info);
+	struct bpf_pyproc *b = &info->bpf;
+	int32_t name = l->co_qualname >= 0 ? l->co_qualname : l->co_name;
+
+	b->code_read = 0;
+	if (l->co_read < 8 || l->co_read > PYSNAP_CODE_MAX || name < 0 || l->co_filename < 0 ||
+	    l->co_linetable < 0 || l->str_ascii_size < 16 || l->str_ascii_size > 64 ||
+	    l->str_compact_size > 128 || l->bytes_sval < 16 || l->bytes_sval > 64)
+		return;
+	b->co_name = (int16_t)name;
+	b->co_filename = (int16_t)l->co_filename;
+	b->co_linetable = (int16_t)l->co_linetable;
+	b->ob_type = (int16_t)l->ob_type;
+	b->str_length = (int16_t)l->str_length;
+	b->str_state = (int16_t)l->str_state;
+	b->str_ascii_size = (uint16_t)l->str_ascii_size;
+	b->str_compact_size = (uint16_t)l->str_compact_size;
+	b->str_kind_shift = l->str_kind_shift;
+	b->bytes_size = (int16_t)l->bytes_size;
+	b->bytes_sval = (uint16_t)l->bytes_sval;
+	b->code_read = (uint16_t)l->co_read;
+}
+
 int pyoffsets__from_table(uint32_t version, struct pyinfo *info)
 {
 	size_t i;
@@ -163,6 +192,7 @@ int pyoffsets__from_table(uint32_t version, struct pyinfo *info)
 		*l = table[i].l;
 		l->co_read = code_read_size(l);
 		info->code_adaptive = l->co_code_adaptive < 0 ? 0 : (uint32_t)l->co_code_adaptive;
+		snap_offsets(info);
 		return 0;
 	}
 	return -ENOTSUP;
@@ -419,5 +449,6 @@ int pyoffsets__from_debug(const void *buf, size_t len, struct pyinfo *info)
 	info->bpf = b;
 	info->code_adaptive = (uint32_t)l.co_code_adaptive;
 	*pyinfo__layout_mut(info) = l;
+	snap_offsets(info);
 	return 0;
 }

@@ -115,6 +115,12 @@ struct pycode {
 	uint32_t firstlineno;
 	uint8_t *linetable;	/* co_lnotab / co_linetable bytes */
 	size_t linetable_len;
+	/*
+	 * A snapshot's table may be cut (PYSNAP_LINES_MAX): then only offsets
+	 * below linetable_covers have a line (pycode__line: 0 beyond).
+	 */
+	bool linetable_cut;
+	uint32_t linetable_covers;
 	uint64_t code_addr;
 	uint32_t version;
 	/*
@@ -128,6 +134,19 @@ struct pycode {
 /* Read the code object at addr. Returns 0 or -errno (-EFAULT, -EINVAL for garbage). */
 int pycode__read(pid_t pid, const struct pyinfo *info, uint64_t addr, struct pycode *out);
 void pycode__free(struct pycode *c);
+
+/*
+ * A code object from a BPF snapshot: snap is the payload of a SAMPLE_PYCODE
+ * record (struct pycode_snap, len bytes of it). Validated as pycode__read
+ * validates a live object, on the bytes BPF copied: the header's size and
+ * first line, each string's length, kind and compactness and CPython's
+ * invariant for its kind, every length against what was sent. Types cannot
+ * be read by name from a snapshot: the code object's type must be code_type
+ * when it is known (non-zero), and both strings must share one type that is
+ * not the line table's. Returns 0 or -EINVAL.
+ */
+int pycode__from_snap(const struct pyinfo *info, const void *snap, size_t len,
+		      uint64_t code_type, struct pycode *out);
 
 /*
  * The position BPF emits for a frame (f_lasti for 3.8-3.10; the instruction

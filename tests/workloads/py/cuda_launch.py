@@ -5,10 +5,11 @@ times (through forward()), evaluate() launches scale_kernel EVAL times.
 
 Usage: cuda_launch.py LIBCUDA TRAIN EVAL [WAIT_S [EXIT_WAIT_S]]. Waits WAIT_S
 (default 1) after loading the driver, so that the profiler knows the
-interpreter before the first launch, and EXIT_WAIT_S (default 0.5) before it
-exits: bpfprof reads code objects out of the live process when it drains its
-ring buffer (every 100 ms), so Python frames of samples taken just before an
-exit are unreadable. Prints "key value" lines of what it did."""
+interpreter before the first launch, and EXIT_WAIT_S (default 0) before it
+exits: evaluate() runs for the first time right before the exit, when
+bpfprof can no longer read its code object out of the process (it drains its
+ring buffer every 100 ms), so its frames are named from the snapshot BPF
+sends. Prints "key value" lines of what it did."""
 import ctypes
 import sys
 import time
@@ -63,7 +64,7 @@ def evaluate(f, n):
 def main():
     train, ev = int(sys.argv[2]), int(sys.argv[3])
     wait = float(sys.argv[4]) if len(sys.argv) > 4 else 1.0
-    exit_wait = float(sys.argv[5]) if len(sys.argv) > 5 else 0.5
+    exit_wait = float(sys.argv[5]) if len(sys.argv) > 5 else 0.0
     add, scale = load()
     time.sleep(wait)
     train_step(add, train)
