@@ -246,6 +246,8 @@ def test_code_run_right_before_exit(tmp_path, python):
     bad = [x for x in phase if "[python: unreadable]" in x[0]][:3]
     assert good >= 0.95 * n, (good, n, bad, r.stderr[-3000:])
     assert len(names) >= 10, names
+    # every copy's snapshot came; whether one was needed depends on when the
+    # last drain fell (a loaded machine stretches the 150 ms): not asserted
     m = re.search(r"python: code object snapshots: (\d+) sent .* (\d+) received, (\d+) used",
                   r.stderr)
-    assert m and int(m.group(2)) >= 10 and int(m.group(3)) >= 1, r.stderr
+    assert m and int(m.group(2)) >= 10, r.stderr
