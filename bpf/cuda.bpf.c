@@ -341,8 +341,9 @@ static __always_inline void call_record(struct pt_regs *ctx, __u64 id, const str
 	if (!sc)
 		return;
 	s = &sc->s;
-	sample_init(s, SAMPLE_CUDA, 1, id >> 32, (__u32)id);
-	s->hdr.time_ns = in->start_ns;
+	sample_init(s, SAMPLE_CUDA, 1, id >> 32, (__u32)id);	/* time: now */
+	if (in->start_ns)
+		s->hdr.time_ns = in->start_ns;
 
 	ulen = cuda_user_frames(ctx, s, !end_ns);
 	asm volatile("" : "+r"(ulen));
@@ -381,7 +382,7 @@ static __always_inline int launch_now(struct pt_regs *ctx, __u16 op, __u64 handl
 {
 	__u64 id = bpf_get_current_pid_tgid(), ra;
 	struct inflight in = {
-		.start_ns = bpf_ktime_get_ns(),
+		.start_ns = 0,		/* the record's own time (sample_init) */
 		.handle = handle,
 		.stream = stream,
 		.op = op,
