@@ -12,6 +12,7 @@
 
 #include "collect/sideband.h"
 #include "proc/proc.h"
+#include "util/array.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -146,27 +147,9 @@ static void queue(struct sideband *sb, const struct perf_event_header *h)
 	size_t size = (h->size + 7) & ~(size_t)7;
 
 	sb->stats.records++;
-	if (sb->nq == sb->capq) {
-		size_t cap = sb->capq ? 2 * sb->capq : 256;
-		struct queued *q = realloc(sb->q, cap * sizeof(*q));
-
-		if (!q)
-			goto now;
-		sb->q = q;
-		sb->capq = cap;
-	}
-	if (sb->used + size > sb->cap) {
-		size_t cap = sb->cap ? 2 * sb->cap : 65536;
-		char *a;
-
-		while (cap < sb->used + size)
-			cap *= 2;
-		a = realloc(sb->arena, cap);
-		if (!a)
-			goto now;
-		sb->arena = a;
-		sb->cap = cap;
-	}
+	if (array_grow((void **)&sb->q, &sb->capq, sb->nq, sizeof(*sb->q), 256) ||
+	    array_grow((void **)&sb->arena, &sb->cap, sb->used + size - 1, 1, 65536))
+		goto now;
 	memcpy(sb->arena + sb->used, h, h->size);
 	/* a record without a time (LOST) goes with the one before it */
 	if (sid)

@@ -23,6 +23,7 @@
 #include "collect/recorder.h"
 #include "symbolize/ksyms.h"
 #include "top/top.h"
+#include "util/array.h"
 #include "util/clock.h"
 #include "util/htab.h"
 #include "util/log.h"
@@ -142,15 +143,8 @@ static struct fn_stat *fn_of(struct top *t, struct htab *idx, const char *name)
 		return NULL;
 	if (e->val)
 		return &t->fns[e->val - 1];
-	if (t->nfns == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 256;
-		struct fn_stat *n = realloc(t->fns, cap * sizeof(*n));
-
-		if (!n)
-			return NULL;
-		t->fns = n;
-		t->cap = cap;
-	}
+	if (array_grow((void **)&t->fns, &t->cap, t->nfns, sizeof(*t->fns), 256))
+		return NULL;
 	t->fns[t->nfns] = (struct fn_stat){ .name = name };
 	e->val = ++t->nfns;
 	return &t->fns[t->nfns - 1];
