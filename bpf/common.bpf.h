@@ -125,28 +125,40 @@ static __always_inline __u64 kernel_stack(void *ctx, struct prof_sample *s, __u6
 }
 
 /*
- * Fill the header of a sample of the current task: stacks empty, flags and
- * aux words zero. The caller sets kind-specific fields and the stacks.
+ * The header fields every record has: time now, stacks empty, flags and aux
+ * words zero, cgroup 0. The names (comm, pcomm) are the caller's to fill.
+ */
+static __always_inline void hdr_init(struct prof_sample_hdr *h, __u16 kind, __u64 weight,
+				     __u32 tgid, __u32 tid)
+{
+	h->time_ns = bpf_ktime_get_ns();
+	h->weight = weight;
+	h->cgroup_id = 0;
+	h->pid = tgid;
+	h->tid = tid;
+	h->cpu = bpf_get_smp_processor_id();
+	h->kind = kind;
+	h->flags = 0;
+	h->kstack_len = 0;
+	h->ustack_len = 0;
+	h->pystack_len = 0;
+	h->pad0 = 0;
+	h->aux0 = 0;
+	h->aux1 = 0;
+}
+
+/*
+ * Fill the header of a sample of the current task: hdr_init's, plus its
+ * cgroup and the thread's and process's names. The caller sets
+ * kind-specific fields and the stacks.
  */
 static __always_inline void sample_init(struct prof_sample *s, __u16 kind, __u64 weight,
 					__u32 tgid, __u32 tid)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 
-	s->hdr.time_ns = bpf_ktime_get_ns();
-	s->hdr.weight = weight;
+	hdr_init(&s->hdr, kind, weight, tgid, tid);
 	s->hdr.cgroup_id = bpf_get_current_cgroup_id();
-	s->hdr.pid = tgid;
-	s->hdr.tid = tid;
-	s->hdr.cpu = bpf_get_smp_processor_id();
-	s->hdr.kind = kind;
-	s->hdr.flags = 0;
-	s->hdr.kstack_len = 0;
-	s->hdr.ustack_len = 0;
-	s->hdr.pystack_len = 0;
-	s->hdr.pad0 = 0;
-	s->hdr.aux0 = 0;
-	s->hdr.aux1 = 0;
 	bpf_get_current_comm(s->hdr.comm, sizeof(s->hdr.comm));
 	BPF_CORE_READ_STR_INTO(&s->hdr.pcomm, task, group_leader, comm);
 }

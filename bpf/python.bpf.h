@@ -338,22 +338,9 @@ __noinline int py_snapshot(__u32 tgid, __u32 tid, __u64 code)
 		bpf_map_update_elem(&pycode_seen, &k, &one, BPF_ANY);
 		return 0;
 	}
-	b->hdr.time_ns = bpf_ktime_get_ns();
-	b->hdr.weight = 0;
-	b->hdr.cgroup_id = 0;
-	b->hdr.pid = tgid;
-	b->hdr.tid = tid;
-	b->hdr.cpu = bpf_get_smp_processor_id();
-	b->hdr.kind = SAMPLE_PYCODE;
-	b->hdr.flags = 0;
-	b->hdr.kstack_len = 0;
-	b->hdr.ustack_len = 0;
-	b->hdr.pystack_len = 0;
-	b->hdr.pad0 = 0;
+	hdr_init(&b->hdr, SAMPLE_PYCODE, 0, tgid, tid);
 	__builtin_memset(b->hdr.comm, 0, sizeof(b->hdr.comm));
 	__builtin_memset(b->hdr.pcomm, 0, sizeof(b->hdr.pcomm));
-	b->hdr.aux0 = 0;
-	b->hdr.aux1 = 0;
 	b->snap.code = code;
 	b->snap.code_bytes = n;
 	b->snap.pad[0] = b->snap.pad[1] = b->snap.pad[2] = 0;
