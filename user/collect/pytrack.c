@@ -450,8 +450,7 @@ static int read_code(struct pytrack *t, struct pyp *pp, uint64_t addr, struct py
 			t->st.snap_outdated++;
 			forget_seen(t, pp, addr);
 		}
-		if (sn)
-			free_snap(sn);
+		free_snap(sn);
 		return 0;
 	}
 	if (!sn)
@@ -901,12 +900,8 @@ size_t pytrack__gc(struct pytrack *t)
 	while ((e = htab__next(t->snaps, &it)))
 		if (code_dead(t, e->key))
 			dead[nd++] = *(const struct code_key *)e->key;
-	for (size_t i = 0; i < nd; i++) {
-		struct snap *sn = take_snap(t, &dead[i]);
-
-		if (sn)
-			free_snap(sn);
-	}
+	for (size_t i = 0; i < nd; i++)
+		free_snap(take_snap(t, &dead[i]));
 	it = 0;
 	while ((e = htab__next(t->procs, &it)))
 		if (((struct pyp *)(uintptr_t)e->val)->gone)
