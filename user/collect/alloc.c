@@ -245,22 +245,11 @@ static void heap_change(struct alloc *a, uint32_t pid, const char *pcomm, uint64
 	t->pend_ts = 0;
 }
 
-/* Add bytes to pid's sum of blocks leaving with its exit; returns and clears the sum when 0. */
-static double heap_leaving(struct alloc *a, uint32_t pid, double bytes)
+static struct heap_track *heap_track_of(struct alloc *a, uint32_t pid)
 {
 	struct htab_entry *e = htab__find(a->heap, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
-	struct heap_track *t = e ? (struct heap_track *)(uintptr_t)e->val : NULL;
-	double sum;
 
-	if (!t)
-		return 0;
-	if (bytes) {
-		t->leaving += bytes;
-		return t->leaving;
-	}
-	sum = t->leaving;
-	t->leaving = 0;
-	return sum;
+	return e ? (struct heap_track *)(uintptr_t)e->val : NULL;
 }
 
 /* Write pending values older than HEAP_COUNTER_NS (all of them: now == UINT64_MAX). */
@@ -464,20 +453,24 @@ static void handle_exits(struct recorder *r, struct alloc *a)
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct block *b = block_at(a, drop[i]);
+		struct heap_track *t = a->heap ? heap_track_of(a, b->key.pid) : NULL;
 
 		bpf_map_delete_elem(fd, &b->key);
-		if (a->heap)
-			heap_leaving(a, b->key.pid, b->bytes);
+		if (t)	/* summed: the track falls in one step below */
+			t->leaving += b->bytes;
 		block_drop(a, drop[i], false, 0);
 	}
 	/* their memory went with the processes: each track falls in one step at the exit */
 	it = 0;
 	while (a->heap && (e = htab__next(gone, &it))) {
 		uint32_t pid = *(const uint32_t *)e->key;
-		double left = heap_leaving(a, pid, 0);
+		struct heap_track *t = heap_track_of(a, pid);
+		double left = t ? t->leaving : 0;
 
-		if (left)
-			heap_change(a, pid, NULL, e->val, -left);
+		if (!left)
+			continue;
+		t->leaving = 0;
+		heap_change(a, pid, NULL, e->val, -left);
 	}
 	free(drop);
 	htab__free(gone);
