@@ -49,7 +49,7 @@ HDRS      := $(shell find include user bpf -name '*.h') $(BPF_SKELS) $(BUILD)/pp
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all test unit e2e bench deps install clean format
+.PHONY: all test unit e2e bench deps install clean format format-check
 .SECONDARY:
 all: $(BUILD)/bpfprof
 
@@ -141,8 +141,13 @@ install: $(BUILD)/bpfprof
 		$(DESTDIR)$(UNITDIR)/bpfprof.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/bpfprof.service
 
+# Kernel style at 100 columns (.clang-format); format-check fails on any difference.
+FORMAT_SRCS = $(shell git ls-files 'bpf/*.[ch]' 'include/*.h' 'user/*.[ch]' 'tests/unit/*.[ch]' \
+	'tests/workloads/*.[ch]' 'tools/*.[ch]')
 format:
-	clang-format -i $$(find bpf include user tests/unit tests/workloads tools -name '*.[ch]')
+	clang-format -i $(FORMAT_SRCS)
+format-check:
+	clang-format --dry-run --Werror $(FORMAT_SRCS)
 
 clean:
 	rm -rf $(BUILD)

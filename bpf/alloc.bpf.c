@@ -36,27 +36,27 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define MAP_ANONYMOUS 0x20
-#define MAP_FAILED ((__u64)-1)
-#define PAGE_SIZE 4096ULL
+#define MAP_FAILED    ((__u64)-1)
+#define PAGE_SIZE     4096ULL
 
-const volatile __u64 alloc_rate = 512 * 1024;	/* mean bytes between samples; 1: every call */
+const volatile __u64 alloc_rate = 512 * 1024; /* mean bytes between samples; 1: every call */
 const volatile bool alloc_want_user = true;
-const volatile __u32 self_tgid = 0;		/* bpfprof itself is never traced */
+const volatile __u32 self_tgid = 0; /* bpfprof itself is never traced */
 
 enum call_kind {
-	CALL_PLAIN = 0,		/* the address is the return value */
-	CALL_REALLOC = 1,	/* arg: the old block, retired when the call succeeds */
-	CALL_OUTPTR = 2,	/* posix_memalign: arg is where the address is stored */
-	CALL_MMAP = 3,		/* MAP_FAILED is failure */
+	CALL_PLAIN = 0,	  /* the address is the return value */
+	CALL_REALLOC = 1, /* arg: the old block, retired when the call succeeds */
+	CALL_OUTPTR = 2,  /* posix_memalign: arg is where the address is stored */
+	CALL_MMAP = 3,	  /* MAP_FAILED is failure */
 };
 
 /* Per thread, in task storage (freed with the thread, no lookup by tid). */
 struct alloc_tls {
-	__s64 until;		/* bytes left before the next sample point */
-	__u64 sp;		/* entry stack pointer of the call in progress, 0: none */
+	__s64 until; /* bytes left before the next sample point */
+	__u64 sp;    /* entry stack pointer of the call in progress, 0: none */
 	__u64 size;
 	__u64 arg;
-	__u32 kind;		/* enum call_kind */
+	__u32 kind; /* enum call_kind */
 	__u8 sampled;
 	__u8 init;
 	__u16 pad;
@@ -79,7 +79,7 @@ struct alloc_key {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 1 << 19);		/* sized from user space */
+	__uint(max_entries, 1 << 19); /* sized from user space */
 	__type(key, struct alloc_key);
 	__type(value, __u32);
 } alloc_live SEC(".maps");
@@ -101,28 +101,26 @@ struct {
 
 /* log2(1 + (i + 0.5) / 256) * 65536: a log2's fraction from the 8 bits below the top bit */
 static const __u16 log2_frac[256] = {
-	184, 552, 919, 1284, 1648, 2010, 2371, 2730, 3088, 3445, 3801, 4155,
-	4507, 4859, 5209, 5558, 5906, 6252, 6597, 6941, 7283, 7625, 7965, 8304,
-	8641, 8978, 9313, 9647, 9980, 10312, 10642, 10972, 11300, 11627, 11953, 12278,
-	12602, 12925, 13246, 13567, 13886, 14205, 14522, 14838, 15153, 15467, 15781, 16093,
-	16404, 16714, 17023, 17331, 17637, 17943, 18248, 18552, 18856, 19158, 19459, 19759,
-	20058, 20356, 20654, 20950, 21245, 21540, 21834, 22126, 22418, 22709, 22999, 23288,
-	23577, 23864, 24150, 24436, 24721, 25005, 25288, 25570, 25852, 26132, 26412, 26691,
-	26969, 27246, 27523, 27798, 28073, 28347, 28620, 28893, 29164, 29435, 29706, 29975,
-	30244, 30511, 30778, 31045, 31310, 31575, 31839, 32103, 32365, 32627, 32888, 33149,
-	33409, 33668, 33926, 34184, 34441, 34697, 34952, 35207, 35461, 35715, 35968, 36220,
-	36471, 36722, 36972, 37222, 37470, 37719, 37966, 38213, 38459, 38705, 38950, 39194,
-	39438, 39681, 39923, 40165, 40406, 40647, 40887, 41126, 41365, 41603, 41841, 42077,
-	42314, 42550, 42785, 43019, 43253, 43487, 43720, 43952, 44184, 44415, 44646, 44876,
-	45105, 45334, 45562, 45790, 46018, 46244, 46471, 46696, 46921, 47146, 47370, 47593,
-	47816, 48039, 48261, 48482, 48703, 48924, 49143, 49363, 49582, 49800, 50018, 50235,
-	50452, 50668, 50884, 51100, 51315, 51529, 51743, 51956, 52169, 52382, 52594, 52805,
-	53016, 53227, 53437, 53647, 53856, 54064, 54273, 54481, 54688, 54895, 55101, 55307,
-	55513, 55718, 55922, 56127, 56330, 56534, 56737, 56939, 57141, 57343, 57544, 57745,
-	57945, 58145, 58344, 58543, 58742, 58940, 59138, 59335, 59532, 59729, 59925, 60121,
-	60316, 60511, 60706, 60900, 61094, 61287, 61480, 61672, 61865, 62056, 62248, 62439,
-	62629, 62820, 63010, 63199, 63388, 63577, 63765, 63953, 64141, 64328, 64515, 64701,
-	64887, 65073, 65259, 65444,
+	184,   552,   919,   1284,  1648,  2010,  2371,	 2730,	3088,  3445,  3801,  4155,  4507,
+	4859,  5209,  5558,  5906,  6252,  6597,  6941,	 7283,	7625,  7965,  8304,  8641,  8978,
+	9313,  9647,  9980,  10312, 10642, 10972, 11300, 11627, 11953, 12278, 12602, 12925, 13246,
+	13567, 13886, 14205, 14522, 14838, 15153, 15467, 15781, 16093, 16404, 16714, 17023, 17331,
+	17637, 17943, 18248, 18552, 18856, 19158, 19459, 19759, 20058, 20356, 20654, 20950, 21245,
+	21540, 21834, 22126, 22418, 22709, 22999, 23288, 23577, 23864, 24150, 24436, 24721, 25005,
+	25288, 25570, 25852, 26132, 26412, 26691, 26969, 27246, 27523, 27798, 28073, 28347, 28620,
+	28893, 29164, 29435, 29706, 29975, 30244, 30511, 30778, 31045, 31310, 31575, 31839, 32103,
+	32365, 32627, 32888, 33149, 33409, 33668, 33926, 34184, 34441, 34697, 34952, 35207, 35461,
+	35715, 35968, 36220, 36471, 36722, 36972, 37222, 37470, 37719, 37966, 38213, 38459, 38705,
+	38950, 39194, 39438, 39681, 39923, 40165, 40406, 40647, 40887, 41126, 41365, 41603, 41841,
+	42077, 42314, 42550, 42785, 43019, 43253, 43487, 43720, 43952, 44184, 44415, 44646, 44876,
+	45105, 45334, 45562, 45790, 46018, 46244, 46471, 46696, 46921, 47146, 47370, 47593, 47816,
+	48039, 48261, 48482, 48703, 48924, 49143, 49363, 49582, 49800, 50018, 50235, 50452, 50668,
+	50884, 51100, 51315, 51529, 51743, 51956, 52169, 52382, 52594, 52805, 53016, 53227, 53437,
+	53647, 53856, 54064, 54273, 54481, 54688, 54895, 55101, 55307, 55513, 55718, 55922, 56127,
+	56330, 56534, 56737, 56939, 57141, 57343, 57544, 57745, 57945, 58145, 58344, 58543, 58742,
+	58940, 59138, 59335, 59532, 59729, 59925, 60121, 60316, 60511, 60706, 60900, 61094, 61287,
+	61480, 61672, 61865, 62056, 62248, 62439, 62629, 62820, 63010, 63199, 63388, 63577, 63765,
+	63953, 64141, 64328, 64515, 64701, 64887, 65073, 65259, 65444,
 };
 
 static __always_inline struct alloc_counters *alloc_counters_get(void)
@@ -144,11 +142,25 @@ static __always_inline __s64 next_sample(void)
 	__u32 x = bpf_get_prandom_u32() | 1, v = x, e = 0, m;
 	__u64 l, t;
 
-	if (v >> 16) { e += 16; v >>= 16; }
-	if (v >> 8) { e += 8; v >>= 8; }
-	if (v >> 4) { e += 4; v >>= 4; }
-	if (v >> 2) { e += 2; v >>= 2; }
-	if (v >> 1) { e += 1; }
+	if (v >> 16) {
+		e += 16;
+		v >>= 16;
+	}
+	if (v >> 8) {
+		e += 8;
+		v >>= 8;
+	}
+	if (v >> 4) {
+		e += 4;
+		v >>= 4;
+	}
+	if (v >> 2) {
+		e += 2;
+		v >>= 2;
+	}
+	if (v >> 1) {
+		e += 1;
+	}
 	m = e >= 8 ? x >> (e - 8) : x << (8 - e);
 	m &= 0xff;
 	/* -log2(U) in 1/65536 units: > 0 since log2_frac[255] < 65536 */
@@ -195,7 +207,7 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 size, __u64 arg, __u
 		t->init = 1;
 	}
 	sampled = false;
-	if (kind != CALL_REALLOC || size) {	/* realloc(p, 0) is a free */
+	if (kind != CALL_REALLOC || size) { /* realloc(p, 0) is a free */
 		c->calls++;
 		c->bytes += size;
 		/* malloc(0) still returns a block: it counts as one byte */
@@ -229,7 +241,7 @@ static __always_inline void retire(__u32 tgid, __u32 tid, __u64 addr)
 	if (!bpf_map_lookup_elem(&alloc_live, &key))
 		return;
 	if (bpf_map_delete_elem(&alloc_live, &key))
-		return;		/* another thread retired it first */
+		return; /* another thread retired it first */
 	c = alloc_counters_get();
 	if (c)
 		c->frees++;
@@ -270,7 +282,7 @@ static __always_inline void record(struct pt_regs *ctx, __u32 tgid, __u32 tid, _
 	sample_init(s, SAMPLE_ALLOC, size, tgid, tid);
 	if (alloc_want_user) {
 		ulen = alloc_user_frames(ctx, s, 0);
-		asm volatile("" : "+r"(ulen));	/* the verifier's bound, not clang's */
+		asm volatile("" : "+r"(ulen)); /* the verifier's bound, not clang's */
 		if (ulen > MAX_USTACK)
 			ulen = MAX_USTACK;
 	}
@@ -349,13 +361,13 @@ int alloc_ret(struct pt_regs *ctx)
 }
 
 SEC("uprobe")
-int alloc_malloc(struct pt_regs *ctx)	/* malloc(size), valloc(size) */
+int alloc_malloc(struct pt_regs *ctx) /* malloc(size), valloc(size) */
 {
 	return enter(ctx, PT_REGS_PARM1(ctx), 0, CALL_PLAIN);
 }
 
 SEC("uprobe")
-int alloc_pvalloc(struct pt_regs *ctx)	/* pvalloc(size): whole pages */
+int alloc_pvalloc(struct pt_regs *ctx) /* pvalloc(size): whole pages */
 {
 	__u64 size = PT_REGS_PARM1(ctx);
 
@@ -365,53 +377,53 @@ int alloc_pvalloc(struct pt_regs *ctx)	/* pvalloc(size): whole pages */
 static __always_inline __u64 mul_sat(__u64 a, __u64 b)
 {
 	if (b && a > ALLOC_SIZE_MASK / b)
-		return ALLOC_SIZE_MASK;	/* the call will fail */
+		return ALLOC_SIZE_MASK; /* the call will fail */
 	return a * b;
 }
 
 SEC("uprobe")
-int alloc_calloc(struct pt_regs *ctx)	/* calloc(n, size) */
+int alloc_calloc(struct pt_regs *ctx) /* calloc(n, size) */
 {
 	return enter(ctx, mul_sat(PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx)), 0, CALL_PLAIN);
 }
 
 SEC("uprobe")
-int alloc_realloc(struct pt_regs *ctx)	/* realloc(ptr, size) */
+int alloc_realloc(struct pt_regs *ctx) /* realloc(ptr, size) */
 {
 	return enter(ctx, PT_REGS_PARM2(ctx), PT_REGS_PARM1(ctx), CALL_REALLOC);
 }
 
 SEC("uprobe")
-int alloc_reallocarray(struct pt_regs *ctx)	/* reallocarray(ptr, n, size) */
+int alloc_reallocarray(struct pt_regs *ctx) /* reallocarray(ptr, n, size) */
 {
 	return enter(ctx, mul_sat(PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx)), PT_REGS_PARM1(ctx),
 		     CALL_REALLOC);
 }
 
 SEC("uprobe")
-int alloc_memalign(struct pt_regs *ctx)	/* memalign(align, size), aligned_alloc(align, size) */
+int alloc_memalign(struct pt_regs *ctx) /* memalign(align, size), aligned_alloc(align, size) */
 {
 	return enter(ctx, PT_REGS_PARM2(ctx), 0, CALL_PLAIN);
 }
 
 SEC("uprobe")
-int alloc_posix_memalign(struct pt_regs *ctx)	/* posix_memalign(&ptr, align, size) */
+int alloc_posix_memalign(struct pt_regs *ctx) /* posix_memalign(&ptr, align, size) */
 {
 	return enter(ctx, PT_REGS_PARM3(ctx), PT_REGS_PARM1(ctx), CALL_OUTPTR);
 }
 
 SEC("uprobe")
-int alloc_mmap(struct pt_regs *ctx)	/* mmap(addr, len, prot, flags, fd, off) */
+int alloc_mmap(struct pt_regs *ctx) /* mmap(addr, len, prot, flags, fd, off) */
 {
 	__u64 len = PT_REGS_PARM2(ctx);
 
 	if (!(PT_REGS_PARM4(ctx) & MAP_ANONYMOUS))
-		return 0;	/* file mappings are not heap */
+		return 0; /* file mappings are not heap */
 	return enter(ctx, (len + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1), 0, CALL_MMAP);
 }
 
 SEC("uprobe")
-int alloc_free(struct pt_regs *ctx)	/* free(ptr), munmap(addr, len) */
+int alloc_free(struct pt_regs *ctx) /* free(ptr), munmap(addr, len) */
 {
 	__u64 id = bpf_get_current_pid_tgid(), addr = PT_REGS_PARM1(ctx);
 

@@ -6,9 +6,9 @@
 #include "bpfprof.h"
 
 /* Set from user space before load (STYLE rule 4). */
-const volatile bool filter_pids = false;	/* only tgids in `targets` */
-const volatile bool follow_children = false;	/* add children of targets at fork */
-const volatile bool filter_cgroup = false;	/* only tasks under the cgroup in `target_cgroup` */
+const volatile bool filter_pids = false;     /* only tgids in `targets` */
+const volatile bool follow_children = false; /* add children of targets at fork */
+const volatile bool filter_cgroup = false;   /* only tasks under the cgroup in `target_cgroup` */
 /*
  * Wake user space only when this much is waiting: it drains the buffer on a
  * timer anyway, and a wakeup per sample costs more than the sample.
@@ -24,8 +24,8 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
-	__type(key, __u32);	/* tgid */
-	__type(value, __u32);	/* enum target_reason */
+	__type(key, __u32);   /* tgid */
+	__type(value, __u32); /* enum target_reason */
 } targets SEC(".maps");
 
 /*
@@ -152,8 +152,8 @@ static __always_inline void hdr_init(struct prof_sample_hdr *h, __u16 kind, __u6
  * cgroup and the thread's and process's names. The caller sets
  * kind-specific fields and the stacks.
  */
-static __always_inline void sample_init(struct prof_sample *s, __u16 kind, __u64 weight,
-					__u32 tgid, __u32 tid)
+static __always_inline void sample_init(struct prof_sample *s, __u16 kind, __u64 weight, __u32 tgid,
+					__u32 tid)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 

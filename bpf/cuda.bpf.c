@@ -31,7 +31,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include <bpf/usdt.bpf.h>	/* its <asm/errno.h> is bpf/asm/errno.h */
+#include <bpf/usdt.bpf.h> /* its <asm/errno.h> is bpf/asm/errno.h */
 #include "common.bpf.h"
 #include "unwind.bpf.h"
 #include "python.bpf.h"
@@ -46,7 +46,7 @@ struct inflight {
 	__u64 handle;
 	__u64 stream;
 	__u64 bytes;
-	__u64 out;		/* user address of an out-parameter read at return */
+	__u64 out; /* user address of an out-parameter read at return */
 	__u32 corr;
 	__u16 op;
 	__u8 flags;
@@ -85,7 +85,7 @@ struct {
 
 struct cuda_scratch {
 	struct prof_sample s;
-	struct cuda_call room;	/* the trailer may start at the last frame slot */
+	struct cuda_call room; /* the trailer may start at the last frame slot */
 };
 
 struct gpu_sample {
@@ -161,8 +161,8 @@ static __always_inline __u64 stack_arg(struct pt_regs *ctx, int n)
 #define P3 PT_REGS_PARM3(ctx)
 #define P4 PT_REGS_PARM4(ctx)
 
-static __always_inline int launch_now(struct pt_regs *ctx, __u16 op, __u64 handle,
-				      __u64 stream, int stream_arg);
+static __always_inline int launch_now(struct pt_regs *ctx, __u16 op, __u64 handle, __u64 stream,
+				      int stream_arg);
 
 /*
  * A launch: at its entry (launch_at_entry, verified away otherwise), or timed.
@@ -341,7 +341,7 @@ static __always_inline void call_record(struct pt_regs *ctx, __u64 id, const str
 	if (!sc)
 		return;
 	s = &sc->s;
-	sample_init(s, SAMPLE_CUDA, 1, id >> 32, (__u32)id);	/* time: now */
+	sample_init(s, SAMPLE_CUDA, 1, id >> 32, (__u32)id); /* time: now */
 	if (in->start_ns)
 		s->hdr.time_ns = in->start_ns;
 
@@ -372,17 +372,18 @@ static __always_inline void call_record(struct pt_regs *ctx, __u64 id, const str
 	size = sizeof(s->hdr) + n * sizeof(__u64) + sizeof(*c);
 	if (size > sizeof(*sc))
 		size = sizeof(*sc);
-	if (output(sc, size, s->hdr.flags & (SAMPLE_F_NO_UNWIND_INFO | SAMPLE_F_STALE_MAPS |
-					     SAMPLE_F_PY_NO_THREAD)))
+	if (output(sc, size,
+		   s->hdr.flags &
+			   (SAMPLE_F_NO_UNWIND_INFO | SAMPLE_F_STALE_MAPS | SAMPLE_F_PY_NO_THREAD)))
 		cuda_count(CUDA_CNT_RB_FULL);
 }
 
-static __always_inline int launch_now(struct pt_regs *ctx, __u16 op, __u64 handle,
-				      __u64 stream, int stream_arg)
+static __always_inline int launch_now(struct pt_regs *ctx, __u16 op, __u64 handle, __u64 stream,
+				      int stream_arg)
 {
 	__u64 id = bpf_get_current_pid_tgid(), ra;
 	struct inflight in = {
-		.start_ns = 0,		/* the record's own time (sample_init) */
+		.start_ns = 0, /* the record's own time (sample_init) */
 		.handle = handle,
 		.stream = stream,
 		.op = op,

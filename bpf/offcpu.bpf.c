@@ -33,8 +33,8 @@
 #include "unwind.bpf.h"
 #include "python.bpf.h"
 
-#define PF_KTHREAD 0x00200000
-#define TASK_TRACED_BIT 0x00000008	/* __TASK_TRACED */
+#define PF_KTHREAD	0x00200000
+#define TASK_TRACED_BIT 0x00000008 /* __TASK_TRACED */
 
 /* A global function's argument that is the program's context (kernel 6.8+). */
 #define __arg_ctx __attribute__((btf_decl_tag("arg:ctx")))
@@ -54,7 +54,7 @@ struct walk_key {
 
 /* A walked stack and where it was walked from. */
 struct walk_slot {
-	__u32 size;		/* bytes of s that are valid, 0: none walked */
+	__u32 size; /* bytes of s that are valid, 0: none walked */
 	__u32 pad;
 	__u64 walked_ns;
 	struct walk_key key;
@@ -67,9 +67,9 @@ struct walk_slot {
  * read, preempted in a write).
  */
 struct offcpu_thread {
-	__u64 ts;		/* switch-out time, 0: not blocked (or already weighed) */
-	__u32 state;		/* prev_state at switch-out (0: preempted while runnable) */
-	__u32 cur;		/* slot holding this block's stack */
+	__u64 ts;    /* switch-out time, 0: not blocked (or already weighed) */
+	__u32 state; /* prev_state at switch-out (0: preempted while runnable) */
+	__u32 cur;   /* slot holding this block's stack */
 	struct walk_slot slot[2];
 };
 
@@ -139,7 +139,8 @@ static __always_inline __u64 fill_stacks(void *ctx, struct prof_sample *s)
 
 static __always_inline bool urgent(const struct prof_sample *s)
 {
-	return s->hdr.flags & (SAMPLE_F_NO_UNWIND_INFO | SAMPLE_F_STALE_MAPS | SAMPLE_F_PY_NO_THREAD);
+	return s->hdr.flags &
+	       (SAMPLE_F_NO_UNWIND_INFO | SAMPLE_F_STALE_MAPS | SAMPLE_F_PY_NO_THREAD);
 }
 
 /* Where the current task is, cheaply: what a cached walk must match. */
@@ -184,7 +185,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u3
 	struct walk_key k;
 	__u32 victim;
 
-	if (prev->flags & PF_KTHREAD)	/* the idle task too */
+	if (prev->flags & PF_KTHREAD) /* the idle task too */
 		return;
 	if (!is_target(prev->tgid))
 		return;

@@ -22,15 +22,15 @@ const volatile bool want_python = true;
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
-	__type(key, __u32);		/* tgid */
+	__type(key, __u32); /* tgid */
 	__type(value, struct bpf_pyproc);
 } py_procs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
-	__type(key, __u32);		/* tid */
-	__type(value, __u64);		/* PyThreadState * */
+	__type(key, __u32);   /* tid */
+	__type(value, __u64); /* PyThreadState * */
 } py_threads SEC(".maps");
 
 struct pyframe_buf {
@@ -88,7 +88,7 @@ struct {
 struct pysnap_buf {
 	struct prof_sample_hdr hdr;
 	struct pycode_snap snap;
-	__u8 obj[64];		/* a str or bytes object's header (not sent) */
+	__u8 obj[64]; /* a str or bytes object's header (not sent) */
 };
 
 struct {
@@ -100,14 +100,14 @@ struct {
 
 struct pystate {
 	const struct bpf_pyproc *pp;
-	struct pycache *cache;	/* NULL: no snapshots for this process */
+	struct pycache *cache; /* NULL: no snapshots for this process */
 	__u32 tgid;
 	__u16 gen, epoch;
 	__u64 frame;
-	__u64 *out;		/* the sample's frames[] */
-	__u32 base;		/* index of the first Python word in out */
-	__u32 n;		/* frames emitted */
-	__u32 last;		/* index of the last emitted frame's second word + 1, 0: none */
+	__u64 *out; /* the sample's frames[] */
+	__u32 base; /* index of the first Python word in out */
+	__u32 n;    /* frames emitted */
+	__u32 last; /* index of the last emitted frame's second word + 1, 0: none */
 	__u32 err;
 	__u32 full;
 };
@@ -122,7 +122,6 @@ __noinline int py_read(__u64 addr, __u64 *v)
 		return -1;
 	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
 }
-
 
 #define PY_WORDS (MAX_KSTACK + MAX_USTACK + 2 * MAX_PYSTACK)
 
@@ -219,13 +218,14 @@ static long py_step(__u32 i, void *data)
 		st->err = 1;
 		return 1;
 	}
-	code &= ~7ULL;	/* 3.14 tags f_executable's low bits; objects are 8-aligned */
+	code &= ~7ULL; /* 3.14 tags f_executable's low bits; objects are 8-aligned */
 	if (pp->model == PY_MODEL_FRAMEOBJ) {
-		raw = (__u32)w;	/* int f_lasti */
-		flags = PYFRAME_F_ENTRY;	/* one eval call per frame object */
+		raw = (__u32)w;		 /* int f_lasti */
+		flags = PYFRAME_F_ENTRY; /* one eval call per frame object */
 	} else {
 		raw = w;
-		if (pp->frame_is_entry >= 0 && !field(b, pp->frame_is_entry, span, &w) && (w & 0xff))
+		if (pp->frame_is_entry >= 0 && !field(b, pp->frame_is_entry, span, &w) &&
+		    (w & 0xff))
 			flags = PYFRAME_F_ENTRY;
 	}
 	py_note(st, code);
@@ -235,7 +235,7 @@ static long py_step(__u32 i, void *data)
 		return 1;
 	}
 	{
-		__u64 *slot = &st->out[idx];	/* one bounded index for both words */
+		__u64 *slot = &st->out[idx]; /* one bounded index for both words */
 
 		slot[0] = code;
 		slot[1] = (raw & PYFRAME_INSTR_MASK) | flags;
@@ -268,8 +268,8 @@ static __always_inline __u32 snap_u32(const __u8 *buf, __s32 off, __u32 n)
  * validates.
  */
 static __always_inline __u32 snap_obj(struct pysnap_buf *b, struct pysnap_obj *o,
-				      const struct bpf_pyproc *pp, __u64 addr, __u32 off,
-				      __u32 max, bool str)
+				      const struct bpf_pyproc *pp, __u64 addr, __u32 off, __u32 max,
+				      bool str)
 {
 	__u32 hsize = str ? pp->str_ascii_size : pp->bytes_sval, state = 0, kind = 1;
 	__u64 len, nbytes, src;
@@ -287,8 +287,9 @@ static __always_inline __u32 snap_obj(struct pysnap_buf *b, struct pysnap_obj *o
 		len = snap_u64(b->obj, pp->str_length, hsize);
 		state = snap_u32(b->obj, pp->str_state, hsize);
 		kind = (state >> (pp->str_kind_shift & 31)) & 7;
-		src = addr + ((state >> ((pp->str_kind_shift + 4) & 31)) & 1 ? pp->str_ascii_size
-									     : pp->str_compact_size);
+		src = addr + ((state >> ((pp->str_kind_shift + 4) & 31)) & 1
+				      ? pp->str_ascii_size
+				      : pp->str_compact_size);
 	} else {
 		len = snap_u64(b->obj, pp->bytes_size, hsize);
 		src = addr + pp->bytes_sval;
@@ -298,7 +299,7 @@ static __always_inline __u32 snap_obj(struct pysnap_buf *b, struct pysnap_obj *o
 	if (kind != 1 && kind != 2 && kind != 4)
 		return off;
 	nbytes = len > max ? max : len * kind;
-	nbytes &= ~(__u64)(kind - 1);	/* whole code points */
+	nbytes &= ~(__u64)(kind - 1); /* whole code points */
 	asm volatile("" : "+r"(nbytes));
 	if (nbytes > max || off > PYSNAP_DATA - max)
 		return off;
@@ -328,7 +329,7 @@ __noinline int py_snapshot(__u32 tgid, __u32 tid, __u64 code)
 		return 0;
 	k.gen = pp->snap_gen;
 	if (bpf_map_lookup_elem(&pycode_seen, &k))
-		return 0;	/* a repeat in one sample, or another CPU sent it */
+		return 0; /* a repeat in one sample, or another CPU sent it */
 	n = pp->code_read;
 	if (n < 8 || n > PYSNAP_CODE_MAX)
 		return 0;
@@ -354,7 +355,7 @@ __noinline int py_snapshot(__u32 tgid, __u32 tid, __u64 code)
 	if (size > sizeof(b->hdr) + sizeof(b->snap))
 		size = sizeof(b->hdr) + sizeof(b->snap);
 	if (output(b, size, false)) {
-		count(CNT_PY_SNAP_LOST);	/* not marked sent: tried again */
+		count(CNT_PY_SNAP_LOST); /* not marked sent: tried again */
 		return 0;
 	}
 	count(CNT_PY_SNAP_SENT);
@@ -445,7 +446,7 @@ static __always_inline __u64 python_stack(struct prof_sample *s, __u32 base)
 {
 	__u64 pylen = python_frames(s, base);
 
-	asm volatile("" : "+r"(pylen));	/* the verifier's bound, not clang's */
+	asm volatile("" : "+r"(pylen)); /* the verifier's bound, not clang's */
 	if (pylen > MAX_PYSTACK)
 		pylen = MAX_PYSTACK;
 	s->hdr.pystack_len = pylen;

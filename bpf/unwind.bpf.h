@@ -18,7 +18,7 @@ const volatile __u32 unwind_mode = UNWIND_AUTO;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);			/* sized from user space */
+	__uint(max_entries, 1); /* sized from user space */
 	__type(key, __u32);
 	__type(value, struct bpf_urow);
 } unwind_rows SEC(".maps");
@@ -26,8 +26,8 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 4096);		/* sized from user space */
-	__type(key, __u32);			/* tgid */
+	__uint(max_entries, 4096); /* sized from user space */
+	__type(key, __u32);	   /* tgid */
 	__type(value, struct bpf_proc_unwind);
 } proc_unwind SEC(".maps");
 
@@ -42,10 +42,10 @@ struct {
 #define ROW_CACHE 1024
 
 struct row_cache_ent {
-	__u32 first;	/* the table's first row */
-	__u32 pc;	/* the pc looked up (table-relative) */
+	__u32 first; /* the table's first row */
+	__u32 pc;    /* the pc looked up (table-relative) */
 	__u32 gen;
-	__u32 idx;	/* the row that covers it */
+	__u32 idx; /* the row that covers it */
 };
 
 struct row_cache {
@@ -63,15 +63,15 @@ struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u32);		/* starts at 1: a zeroed entry never matches */
+	__type(value, __u32); /* starts at 1: a zeroed entry never matches */
 } unwind_gen SEC(".maps");
 
 /*
  * Reads of the user stack go through a window copied in one probe read: a
  * 64-frame walk of small frames needs a handful of copies, not 64 reads.
  */
-#define STACK_WIN 4096
-#define STACK_PAGE 4096		/* x86-64 base pages: stack mappings end on one */
+#define STACK_WIN  4096
+#define STACK_PAGE 4096 /* x86-64 base pages: stack mappings end on one */
 
 struct stack_win {
 	__u64 base;
@@ -89,28 +89,28 @@ struct {
 
 /* x86-64 sigcontext inside the ucontext that RSP points to in __restore_rt */
 #define UC_MCONTEXT 40
-#define SC_RBP (UC_MCONTEXT + 80)
-#define SC_RSP (UC_MCONTEXT + 120)
-#define SC_RIP (UC_MCONTEXT + 128)
+#define SC_RBP	    (UC_MCONTEXT + 80)
+#define SC_RSP	    (UC_MCONTEXT + 120)
+#define SC_RIP	    (UC_MCONTEXT + 128)
 
 enum unwind_stop {
 	UNW_CONTINUE = 0,
-	UNW_END,		/* outermost frame reached */
-	UNW_FAIL,		/* gave up (counted by reason) */
-	UNW_FULL,		/* MAX_USTACK frames */
+	UNW_END,  /* outermost frame reached */
+	UNW_FAIL, /* gave up (counted by reason) */
+	UNW_FULL, /* MAX_USTACK frames */
 };
 
 struct ustate {
 	__u64 ip, sp, bp;
 	struct bpf_proc_unwind *info;
-	__u64 *frames;		/* MAX_USTACK slots */
+	__u64 *frames; /* MAX_USTACK slots */
 	__u32 n;
-	__u32 stop;		/* enum unwind_stop */
-	__u32 stale;		/* stopped in no mapping or a pending table */
-	const struct bpf_umap *last;	/* consecutive frames are mostly in one file */
-	struct row_cache *cache;	/* NULL: no cache (gen 0: not set up) */
+	__u32 stop;		     /* enum unwind_stop */
+	__u32 stale;		     /* stopped in no mapping or a pending table */
+	const struct bpf_umap *last; /* consecutive frames are mostly in one file */
+	struct row_cache *cache;     /* NULL: no cache (gen 0: not set up) */
 	__u32 gen;
-	bool exact_ip;		/* ip is not a return address (leaf, after a signal) */
+	bool exact_ip; /* ip is not a return address (leaf, after a signal) */
 };
 
 /*
@@ -131,7 +131,7 @@ __noinline int find_umap_idx(const struct bpf_proc_unwind *info, __u64 ip, __u32
 
 	if (!info || hi > MAX_UMAPS)
 		return -1;
-	for (int i = 0; i < 11 && lo < hi; i++) {	/* 2^11 > MAX_UMAPS */
+	for (int i = 0; i < 11 && lo < hi; i++) { /* 2^11 > MAX_UMAPS */
 		mid = lo + (hi - lo) / 2;
 		if (info->maps[mid & (MAX_UMAPS - 1)].end <= ip)
 			lo = mid + 1;
@@ -151,7 +151,7 @@ __noinline int find_row_idx(__u32 first, __u32 count, __u32 pc)
 
 	if (!count)
 		return -1;
-	for (int i = 0; i < 26 && lo + 1 < hi; i++) {	/* 2^26 rows */
+	for (int i = 0; i < 26 && lo + 1 < hi; i++) { /* 2^26 rows */
 		mid = lo + (hi - lo) / 2;
 		r = bpf_map_lookup_elem(&unwind_rows, &mid);
 		if (!r)
@@ -183,8 +183,8 @@ static __always_inline const struct bpf_umap *find_umap(struct bpf_proc_unwind *
 	return &info->maps[i];
 }
 
-static __always_inline const struct bpf_urow *find_row(struct row_cache *c, __u32 gen,
-						       __u32 first, __u32 count, __u32 pc)
+static __always_inline const struct bpf_urow *find_row(struct row_cache *c, __u32 gen, __u32 first,
+						       __u32 count, __u32 pc)
 {
 	struct row_cache_ent *e = NULL;
 	__u32 idx;
@@ -236,7 +236,7 @@ __noinline int read_stack(__u64 addr, __u64 *v)
 		len = STACK_PAGE - (addr & (STACK_PAGE - 1));
 		if (len > STACK_WIN)
 			len = STACK_WIN;
-		if (len < 8) {	/* the word itself crosses a page */
+		if (len < 8) { /* the word itself crosses a page */
 			w->len = 0;
 			return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
 		}
@@ -351,8 +351,7 @@ static long unwind_step(__u32 i, void *data)
 		count(CNT_UNW_OK);
 		return 1;
 	case UROW_CFA_SIGNAL:
-		if (read_stack(st->sp + SC_RIP, &st->ip) ||
-		    read_stack(st->sp + SC_RBP, &st->bp) ||
+		if (read_stack(st->sp + SC_RIP, &st->ip) || read_stack(st->sp + SC_RBP, &st->bp) ||
 		    read_stack(st->sp + SC_RSP, &st->sp))
 			return unwind_fail(st, CNT_UNW_READ_FAILED);
 		st->exact_ip = true;
@@ -366,7 +365,7 @@ static long unwind_step(__u32 i, void *data)
 		if (read_stack(cfa + (__s64)r->rbp_off8 * 8, &st->bp))
 			return unwind_fail(st, CNT_UNW_READ_FAILED);
 	} else if (rbp_rule != UROW_RBP_SAME) {
-		st->bp = 0;	/* unknown from here on; only a FP rule would need it */
+		st->bp = 0; /* unknown from here on; only a FP rule would need it */
 	}
 	st->sp = cfa;
 	st->ip = ra;
@@ -414,7 +413,7 @@ static __always_inline void uregs_perf(struct bpf_perf_event_data *ctx, struct u
 	 */
 	const struct uapi_regs *u = (const void *)ctx;
 
-	if (u->cs & 3) {	/* interrupted in user mode */
+	if (u->cs & 3) { /* interrupted in user mode */
 		r->ip = u->ip;
 		r->sp = u->sp;
 		r->bp = u->bp;

@@ -17,7 +17,7 @@
  */
 #define MAX_USTACK 128
 /* Python frames per sample (the interpreter walker emits code/instr pairs). */
-#define MAX_PYSTACK 128
+#define MAX_PYSTACK   128
 #define TASK_COMM_LEN 16
 
 /*
@@ -27,13 +27,13 @@
  * their kind. Numbered, never reordered.
  */
 enum sample_kind {
-	SAMPLE_CPU = 1,		/* on-CPU sample; weight 1 */
-	SAMPLE_ALLOC = 2,	/* heap: sampled allocation (aux0 address, aux1 size) */
-	SAMPLE_FREE = 3,	/* heap: a sampled block retired */
-	SAMPLE_OFF_CPU = 4,	/* off-CPU: weight = nanoseconds blocked */
-	SAMPLE_CUDA = 5,	/* CUDA driver call */
-	SAMPLE_GPU = 6,		/* GPU activity record */
-	SAMPLE_PYCODE = 7,	/* a Python code object's snapshot (struct pycode_snap) */
+	SAMPLE_CPU = 1,	    /* on-CPU sample; weight 1 */
+	SAMPLE_ALLOC = 2,   /* heap: sampled allocation (aux0 address, aux1 size) */
+	SAMPLE_FREE = 3,    /* heap: a sampled block retired */
+	SAMPLE_OFF_CPU = 4, /* off-CPU: weight = nanoseconds blocked */
+	SAMPLE_CUDA = 5,    /* CUDA driver call */
+	SAMPLE_GPU = 6,	    /* GPU activity record */
+	SAMPLE_PYCODE = 7,  /* a Python code object's snapshot (struct pycode_snap) */
 };
 
 /*
@@ -42,39 +42,41 @@ enum sample_kind {
  * ALLOC_F_* flags, weight = size. SAMPLE_FREE: a sampled block was freed or
  * unmapped, aux0 = address, no frames.
  */
-#define ALLOC_F_UNTRACKED (1ULL << 63)	/* live table full: its free cannot be seen */
-#define ALLOC_SIZE_MASK ((1ULL << 56) - 1)
+#define ALLOC_F_UNTRACKED (1ULL << 63) /* live table full: its free cannot be seen */
+#define ALLOC_SIZE_MASK	  ((1ULL << 56) - 1)
 
 /* Per-CPU heap counters (alloc_cnt map), summed by user space. */
 struct alloc_counters {
-	__u64 calls;		/* outermost allocation calls */
-	__u64 bytes;		/* bytes they asked for */
-	__u64 sampled;		/* calls chosen as samples */
-	__u64 nested;		/* calls made inside another one (ignored) */
-	__u64 failed;		/* sampled calls that returned no memory */
-	__u64 live_full;	/* sampled blocks the live table had no room for */
-	__u64 frees;		/* frees/munmaps of sampled blocks */
-	__u64 lost_alloc;	/* ring buffer full: a sampled allocation lost */
-	__u64 lost_free;	/* ring buffer full: a free of a sampled block lost */
-	__u64 no_tls;		/* no per-thread state (task storage full): call not seen */
+	__u64 calls;	  /* outermost allocation calls */
+	__u64 bytes;	  /* bytes they asked for */
+	__u64 sampled;	  /* calls chosen as samples */
+	__u64 nested;	  /* calls made inside another one (ignored) */
+	__u64 failed;	  /* sampled calls that returned no memory */
+	__u64 live_full;  /* sampled blocks the live table had no room for */
+	__u64 frees;	  /* frees/munmaps of sampled blocks */
+	__u64 lost_alloc; /* ring buffer full: a sampled allocation lost */
+	__u64 lost_free;  /* ring buffer full: a free of a sampled block lost */
+	__u64 no_tls;	  /* no per-thread state (task storage full): call not seen */
 };
 _Static_assert(sizeof(struct alloc_counters) == 80, "alloc_counters layout");
 
 /* sample_hdr.flags */
 enum sample_flags {
-	SAMPLE_F_KSTACK_ERR = 1 << 0,	 /* kernel stack could not be read */
-	SAMPLE_F_USTACK_ERR = 1 << 1,	 /* user stack could not be read */
-	SAMPLE_F_USTACK_TRUNC = 1 << 2,	 /* user stack hit MAX_USTACK */
-	SAMPLE_F_KSTACK_TRUNC = 1 << 3,	 /* kernel stack hit MAX_KSTACK */
-	SAMPLE_F_KTHREAD = 1 << 4,	 /* kernel thread: no user stack exists */
-	SAMPLE_F_UNWIND_FP = 1 << 5,	 /* no unwind info for this process yet: frame pointers */
+	SAMPLE_F_KSTACK_ERR = 1 << 0,	  /* kernel stack could not be read */
+	SAMPLE_F_USTACK_ERR = 1 << 1,	  /* user stack could not be read */
+	SAMPLE_F_USTACK_TRUNC = 1 << 2,	  /* user stack hit MAX_USTACK */
+	SAMPLE_F_KSTACK_TRUNC = 1 << 3,	  /* kernel stack hit MAX_KSTACK */
+	SAMPLE_F_KTHREAD = 1 << 4,	  /* kernel thread: no user stack exists */
+	SAMPLE_F_UNWIND_FP = 1 << 5,	  /* no unwind info for this process yet: frame pointers */
 	SAMPLE_F_UNWIND_STOPPED = 1 << 6, /* table unwinder gave up before the outermost frame */
-	SAMPLE_F_NO_UNWIND_INFO = 1 << 7, /* the process has no tables (yet): user space builds them */
-	SAMPLE_F_STALE_MAPS = 1 << 8,	 /* a PC in no mapping BPF knows: user space must resync */
-	SAMPLE_F_PY_NO_THREAD = 1 << 9,	 /* Python process, thread state unknown: user space rescans */
-	SAMPLE_F_PY_TRUNC = 1 << 10,	 /* Python stack deeper than MAX_PYSTACK */
-	SAMPLE_F_PY_ERR = 1 << 11,	 /* Python frame chain unreadable part way */
-	SAMPLE_F_PY_GIL = 1 << 12,	 /* the thread held the GIL */
+	SAMPLE_F_NO_UNWIND_INFO =
+		1 << 7,		      /* the process has no tables (yet): user space builds them */
+	SAMPLE_F_STALE_MAPS = 1 << 8, /* a PC in no mapping BPF knows: user space must resync */
+	SAMPLE_F_PY_NO_THREAD =
+		1 << 9,		     /* Python process, thread state unknown: user space rescans */
+	SAMPLE_F_PY_TRUNC = 1 << 10, /* Python stack deeper than MAX_PYSTACK */
+	SAMPLE_F_PY_ERR = 1 << 11,   /* Python frame chain unreadable part way */
+	SAMPLE_F_PY_GIL = 1 << 12,   /* the thread held the GIL */
 };
 
 /*
@@ -84,21 +86,21 @@ enum sample_flags {
  * part of frames[] is copied into the ring buffer.
  */
 struct prof_sample_hdr {
-	__u64 time_ns;	  /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
-	__u64 weight;	  /* 1 for a CPU sample; bytes etc. for other kinds */
-	__u64 cgroup_id;  /* cgroup v2 id of the task */
-	__u32 pid;	  /* tgid, root pid namespace */
-	__u32 tid;	  /* task pid, root pid namespace */
+	__u64 time_ns;	 /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
+	__u64 weight;	 /* 1 for a CPU sample; bytes etc. for other kinds */
+	__u64 cgroup_id; /* cgroup v2 id of the task */
+	__u32 pid;	 /* tgid, root pid namespace */
+	__u32 tid;	 /* task pid, root pid namespace */
 	__u32 cpu;
-	__u16 kind;	  /* enum sample_kind */
-	__u16 flags;	  /* enum sample_flags */
+	__u16 kind;  /* enum sample_kind */
+	__u16 flags; /* enum sample_flags */
 	__u16 kstack_len;
 	__u16 ustack_len;
 	__u16 pystack_len;
 	__u16 pad0;
-	char comm[TASK_COMM_LEN];	 /* thread name */
-	char pcomm[TASK_COMM_LEN];	 /* process (thread group leader) name */
-	__u64 aux0, aux1;	 /* per kind (see enum sample_kind); 0 for SAMPLE_CPU */
+	char comm[TASK_COMM_LEN];  /* thread name */
+	char pcomm[TASK_COMM_LEN]; /* process (thread group leader) name */
+	__u64 aux0, aux1;	   /* per kind (see enum sample_kind); 0 for SAMPLE_CPU */
 };
 _Static_assert(sizeof(struct prof_sample_hdr) == 96, "sample_hdr layout");
 
@@ -115,45 +117,45 @@ _Static_assert(sizeof(struct prof_sample) == 96 + 8 * (127 + 128 + 256), "sample
  * cuda_call. A SAMPLE_GPU record is a header followed by a struct gpu_event.
  */
 enum cuda_op {
-	CUDA_OP_LAUNCH = 1,	/* cuLaunchKernel: handle = CUfunction (or CUkernel) */
-	CUDA_OP_LAUNCH_EX,	/* cuLaunchKernelEx */
-	CUDA_OP_LAUNCH_COOP,	/* cuLaunchCooperativeKernel */
-	CUDA_OP_GRAPH_LAUNCH,	/* cuGraphLaunch: handle = CUgraphExec */
-	CUDA_OP_MEMCPY_HTOD,	/* bytes copied */
+	CUDA_OP_LAUNCH = 1,   /* cuLaunchKernel: handle = CUfunction (or CUkernel) */
+	CUDA_OP_LAUNCH_EX,    /* cuLaunchKernelEx */
+	CUDA_OP_LAUNCH_COOP,  /* cuLaunchCooperativeKernel */
+	CUDA_OP_GRAPH_LAUNCH, /* cuGraphLaunch: handle = CUgraphExec */
+	CUDA_OP_MEMCPY_HTOD,  /* bytes copied */
 	CUDA_OP_MEMCPY_DTOH,
 	CUDA_OP_MEMCPY_DTOD,
-	CUDA_OP_MEMCPY,		/* cuMemcpy (unified addressing: direction unknown) */
-	CUDA_OP_MEM_ALLOC,	/* handle = the device pointer allocated, bytes */
-	CUDA_OP_MEM_FREE,	/* handle = the device pointer freed */
-	CUDA_OP_STREAM_SYNC,	/* handle = stream */
+	CUDA_OP_MEMCPY,	     /* cuMemcpy (unified addressing: direction unknown) */
+	CUDA_OP_MEM_ALLOC,   /* handle = the device pointer allocated, bytes */
+	CUDA_OP_MEM_FREE,    /* handle = the device pointer freed */
+	CUDA_OP_STREAM_SYNC, /* handle = stream */
 	CUDA_OP_CTX_SYNC,
-	CUDA_OP_EVENT_SYNC,	/* handle = CUevent */
+	CUDA_OP_EVENT_SYNC, /* handle = CUevent */
 	CUDA_OP__MAX,
 };
 
-#define CUDA_CALL_F_ASYNC 1	/* the *Async variant (stream-ordered) */
-#define CUDA_CALL_F_AT_ENTRY 2	/* a launch sent from its entry probe: no end_ns, result, corr */
+#define CUDA_CALL_F_ASYNC    1 /* the *Async variant (stream-ordered) */
+#define CUDA_CALL_F_AT_ENTRY 2 /* a launch sent from its entry probe: no end_ns, result, corr */
 
 struct cuda_call {
-	__u64 end_ns;		/* when the call returned (CLOCK_MONOTONIC); 0: F_AT_ENTRY */
-	__u64 handle;		/* per enum cuda_op */
-	__u64 stream;		/* CUstream, 0 = the default stream */
+	__u64 end_ns; /* when the call returned (CLOCK_MONOTONIC); 0: F_AT_ENTRY */
+	__u64 handle; /* per enum cuda_op */
+	__u64 stream; /* CUstream, 0 = the default stream */
 	__u64 bytes;
-	__u32 corr;		/* CUPTI correlation id (0: no CUPTI in the process) */
-	__u16 op;		/* enum cuda_op */
-	__u8 flags;		/* CUDA_CALL_F_* */
+	__u32 corr; /* CUPTI correlation id (0: no CUPTI in the process) */
+	__u16 op;   /* enum cuda_op */
+	__u8 flags; /* CUDA_CALL_F_* */
 	__u8 pad;
-	__s32 result;		/* CUresult */
+	__s32 result; /* CUresult */
 	__u32 pad2;
 };
 _Static_assert(sizeof(struct cuda_call) == 48, "cuda_call layout");
 
 enum gpu_event_type {
-	GPU_EV_ACTIVITY = 1,	/* a CUPTI activity record (bpfprof:gpu_activity) */
-	GPU_EV_FUNC_NAME,	/* handle (CUfunction or CUkernel) got name */
-	GPU_EV_FUNC_ALIAS,	/* handle (CUfunction) is the function of handle2 (CUkernel) */
-	GPU_EV_DROPPED,		/* CUPTI dropped `bytes` records */
-	GPU_EV_CORR,		/* corr belongs to the thread's last CUDA_CALL_F_AT_ENTRY launch */
+	GPU_EV_ACTIVITY = 1, /* a CUPTI activity record (bpfprof:gpu_activity) */
+	GPU_EV_FUNC_NAME,    /* handle (CUfunction or CUkernel) got name */
+	GPU_EV_FUNC_ALIAS,   /* handle (CUfunction) is the function of handle2 (CUkernel) */
+	GPU_EV_DROPPED,	     /* CUPTI dropped `bytes` records */
+	GPU_EV_CORR,	     /* corr belongs to the thread's last CUDA_CALL_F_AT_ENTRY launch */
 };
 
 /* enum gpu_event.kind for GPU_EV_ACTIVITY (tools/cupti/gpu_records.h) */
@@ -166,18 +168,18 @@ enum gpu_kind {
 #define GPU_NAME_LEN 256
 
 struct gpu_event {
-	__u64 start_ns, end_ns;	/* GPU_EV_ACTIVITY: on CLOCK_MONOTONIC */
+	__u64 start_ns, end_ns; /* GPU_EV_ACTIVITY: on CLOCK_MONOTONIC */
 	__u64 handle, handle2;	/* GPU_EV_FUNC_*; ACTIVITY: the name's address in the process */
 	__u64 bytes;		/* memcpy/memset bytes; GPU_EV_DROPPED: records dropped */
 	__u32 type;		/* enum gpu_event_type */
 	__u32 kind;		/* enum gpu_kind */
 	__u32 corr;		/* CUPTI correlation id */
 	__u32 device;
-	__u32 stream;		/* CUPTI stream id */
-	__u32 copy_kind;	/* CUpti_ActivityMemcpyKind */
-	__u32 name_len;		/* bytes of name[] used, NUL included; 0: no name sent */
+	__u32 stream;	 /* CUPTI stream id */
+	__u32 copy_kind; /* CUpti_ActivityMemcpyKind */
+	__u32 name_len;	 /* bytes of name[] used, NUL included; 0: no name sent */
 	__u32 pad;
-	char name[GPU_NAME_LEN];	/* sent once per (process, name address) */
+	char name[GPU_NAME_LEN]; /* sent once per (process, name address) */
 };
 _Static_assert(sizeof(struct gpu_event) == 72 + GPU_NAME_LEN, "gpu_event layout");
 
@@ -189,7 +191,7 @@ enum cuda_counter {
 	CUDA_CNT_RB_FULL,	/* ring buffer full: call record lost */
 	CUDA_CNT_GPU_RB_FULL,	/* ring buffer full: GPU record lost */
 	CUDA_CNT_CORR_ORPHAN,	/* a correlation id with no probed call in flight */
-	CUDA_CNT_INFLIGHT_FULL,	/* too many calls in flight: not recorded */
+	CUDA_CNT_INFLIGHT_FULL, /* too many calls in flight: not recorded */
 	CUDA_CNT__MAX
 };
 
@@ -220,7 +222,7 @@ enum bpf_counter {
 	CNT_PY_TRUNCATED,	/* more than MAX_PYSTACK Python frames */
 	CNT_PY_SNAP_SENT,	/* code object snapshots sent (SAMPLE_PYCODE) */
 	CNT_PY_SNAP_LOST,	/* ring buffer full: snapshot lost (sent again later) */
-	CNT_PY_SNAP_UNREADABLE,	/* a code object's header unreadable: no snapshot */
+	CNT_PY_SNAP_UNREADABLE, /* a code object's header unreadable: no snapshot */
 	CNT_PY_SNAP_DEFERRED,	/* more new code objects than a sample snapshots: later */
 	CNT__MAX
 };
@@ -230,15 +232,15 @@ enum bpf_counter {
  * blocked, what was recorded, what was lost. Numbered, never reordered.
  */
 enum offcpu_counter {
-	OFFCPU_CNT_BLOCKS = 0,		/* blocks that ended while recording */
-	OFFCPU_CNT_BLOCKED_NS,		/* their total length */
-	OFFCPU_CNT_SHORT,		/* of which shorter than --min-block */
-	OFFCPU_CNT_SHORT_NS,		/* their total length */
-	OFFCPU_CNT_SHORT_SAMPLED,	/* short blocks recorded (weight --min-block) */
-	OFFCPU_CNT_LOST,		/* records lost (ring buffer full) */
-	OFFCPU_CNT_LOST_NS,		/* the weight they carried */
-	OFFCPU_CNT_NO_STORAGE,		/* switch-outs with no task storage: block not timed */
-	OFFCPU_CNT_WALKS,		/* stacks walked at switch-out (the rest reused one) */
+	OFFCPU_CNT_BLOCKS = 0,	  /* blocks that ended while recording */
+	OFFCPU_CNT_BLOCKED_NS,	  /* their total length */
+	OFFCPU_CNT_SHORT,	  /* of which shorter than --min-block */
+	OFFCPU_CNT_SHORT_NS,	  /* their total length */
+	OFFCPU_CNT_SHORT_SAMPLED, /* short blocks recorded (weight --min-block) */
+	OFFCPU_CNT_LOST,	  /* records lost (ring buffer full) */
+	OFFCPU_CNT_LOST_NS,	  /* the weight they carried */
+	OFFCPU_CNT_NO_STORAGE,	  /* switch-outs with no task storage: block not timed */
+	OFFCPU_CNT_WALKS,	  /* stacks walked at switch-out (the rest reused one) */
 	OFFCPU_CNT__MAX
 };
 
@@ -249,50 +251,50 @@ enum offcpu_counter {
  */
 enum urow_cfa {
 	UROW_CFA_UNSUPPORTED = 0,
-	UROW_CFA_SP = 1,	/* CFA = RSP + cfa_off */
-	UROW_CFA_FP = 2,	/* CFA = RBP + cfa_off */
-	UROW_CFA_PLT = 3,	/* CFA = RSP + 8 + ((RIP & 15) >= cfa_off ? 8 : 0) */
-	UROW_CFA_END = 4,	/* outermost frame */
-	UROW_CFA_SIGNAL = 5,	/* rt_sigreturn trampoline: registers in the ucontext at RSP */
+	UROW_CFA_SP = 1,     /* CFA = RSP + cfa_off */
+	UROW_CFA_FP = 2,     /* CFA = RBP + cfa_off */
+	UROW_CFA_PLT = 3,    /* CFA = RSP + 8 + ((RIP & 15) >= cfa_off ? 8 : 0) */
+	UROW_CFA_END = 4,    /* outermost frame */
+	UROW_CFA_SIGNAL = 5, /* rt_sigreturn trampoline: registers in the ucontext at RSP */
 };
 
 enum urow_rbp {
 	UROW_RBP_SAME = 0,
-	UROW_RBP_CFA = 1,	/* caller's RBP at CFA + rbp_off */
+	UROW_RBP_CFA = 1, /* caller's RBP at CFA + rbp_off */
 	UROW_RBP_UNSUPPORTED = 2,
 };
 
 /* 8 bytes: a file with a million rows costs 8 MB, shared by every process mapping it. */
 struct bpf_urow {
-	__u32 pc;		/* ELF vaddr - mapping's table base */
-	__s16 cfa_off;		/* bytes; larger offsets are compiled as unsupported */
-	__s8 rbp_off8;		/* caller's RBP at CFA + 8 * rbp_off8 */
-	__u8 rules;		/* enum urow_cfa | enum urow_rbp << 4 */
+	__u32 pc;      /* ELF vaddr - mapping's table base */
+	__s16 cfa_off; /* bytes; larger offsets are compiled as unsupported */
+	__s8 rbp_off8; /* caller's RBP at CFA + 8 * rbp_off8 */
+	__u8 rules;    /* enum urow_cfa | enum urow_rbp << 4 */
 };
 _Static_assert(sizeof(struct bpf_urow) == 8, "bpf_urow layout");
 
 enum umap_kind {
-	UMAP_TABLE = 1,		/* unwind with rows [first, first + count) */
-	UMAP_FP = 2,		/* no CFI in the file: frame pointers */
-	UMAP_ANON = 3,		/* anonymous executable memory: stop */
-	UMAP_PENDING = 4,	/* table not built yet: stop, counted */
+	UMAP_TABLE = 1,	  /* unwind with rows [first, first + count) */
+	UMAP_FP = 2,	  /* no CFI in the file: frame pointers */
+	UMAP_ANON = 3,	  /* anonymous executable memory: stop */
+	UMAP_PENDING = 4, /* table not built yet: stop, counted */
 };
 
 /* Executable mappings per process the unwinder can know. */
 #define MAX_UMAPS 512
 
 struct bpf_umap {
-	__u64 start, end;	/* [start, end) runtime addresses */
-	__u64 bias;		/* row pc = ip - bias */
-	__u32 first;		/* index of the first row in unwind_rows */
+	__u64 start, end; /* [start, end) runtime addresses */
+	__u64 bias;	  /* row pc = ip - bias */
+	__u32 first;	  /* index of the first row in unwind_rows */
 	__u32 count;
-	__u32 kind;		/* enum umap_kind */
+	__u32 kind; /* enum umap_kind */
 	__u32 pad;
 };
 _Static_assert(sizeof(struct bpf_umap) == 40, "bpf_umap layout");
 
 struct bpf_proc_unwind {
-	__u32 nmaps;		/* sorted by start, non-overlapping */
+	__u32 nmaps; /* sorted by start, non-overlapping */
 	__u32 pad;
 	struct bpf_umap maps[MAX_UMAPS];
 };
@@ -306,46 +308,46 @@ struct bpf_proc_unwind {
  * numbers are user space's.
  */
 enum py_model {
-	PY_MODEL_FRAMEOBJ = 1,	/* 3.8-3.10: tstate->frame, PyFrameObject, f_back, int f_lasti */
-	PY_MODEL_CFRAME = 2,	/* 3.11-3.12: tstate->cframe->current_frame, _PyInterpreterFrame */
-	PY_MODEL_IFRAME = 3,	/* 3.13+: tstate->current_frame, _PyInterpreterFrame */
+	PY_MODEL_FRAMEOBJ = 1, /* 3.8-3.10: tstate->frame, PyFrameObject, f_back, int f_lasti */
+	PY_MODEL_CFRAME = 2,   /* 3.11-3.12: tstate->cframe->current_frame, _PyInterpreterFrame */
+	PY_MODEL_IFRAME = 3,   /* 3.13+: tstate->current_frame, _PyInterpreterFrame */
 };
 
 struct bpf_pyproc {
-	__u32 model;		/* enum py_model */
-	__u32 version;		/* PY_VERSION_HEX */
-	__s32 tstate_frame;	/* offset in PyThreadState of frame / cframe / current_frame */
-	__s32 cframe_current;	/* PY_MODEL_CFRAME: offset of current_frame in _PyCFrame */
-	__s32 frame_code;	/* f_code / f_executable */
-	__s32 frame_back;	/* f_back / previous */
-	__s32 frame_instr;	/* f_lasti (int) / prev_instr / instr_ptr (pointer) */
-	__s32 frame_owner;	/* owner (char), -1 if the version has none */
-	__s32 frame_is_entry;	/* 3.11: is_entry (bool), else -1 */
-	__u32 owner_cstack;	/* lowest owner value that is not a Python frame (C-stack shims:
+	__u32 model;	      /* enum py_model */
+	__u32 version;	      /* PY_VERSION_HEX */
+	__s32 tstate_frame;   /* offset in PyThreadState of frame / cframe / current_frame */
+	__s32 cframe_current; /* PY_MODEL_CFRAME: offset of current_frame in _PyCFrame */
+	__s32 frame_code;     /* f_code / f_executable */
+	__s32 frame_back;     /* f_back / previous */
+	__s32 frame_instr;    /* f_lasti (int) / prev_instr / instr_ptr (pointer) */
+	__s32 frame_owner;    /* owner (char), -1 if the version has none */
+	__s32 frame_is_entry; /* 3.11: is_entry (bool), else -1 */
+	__u32 owner_cstack;   /* lowest owner value that is not a Python frame (C-stack shims:
 				 * skipped, and mark where an eval call began) */
-	__u64 gil_holder;	/* address of the GIL's last holder (PyThreadState *), 0: unknown */
-	__u64 gil_locked;	/* address of the GIL's locked flag (int) */
-	__u32 frame_span;	/* bytes of a frame that hold every field above (<= PYFRAME_SPAN) */
+	__u64 gil_holder;     /* address of the GIL's last holder (PyThreadState *), 0: unknown */
+	__u64 gil_locked;     /* address of the GIL's locked flag (int) */
+	__u32 frame_span;     /* bytes of a frame that hold every field above (<= PYFRAME_SPAN) */
 	__u32 pad;
 	/*
 	 * Code object snapshots (SAMPLE_PYCODE): offsets into PyCodeObject,
 	 * PyASCIIObject/PyCompactUnicodeObject and PyBytesObject.
 	 */
-	__u16 code_read;	/* bytes of the code object's header to copy; 0: no snapshots */
-	__s16 co_name;		/* co_qualname (3.11+), co_name before */
+	__u16 code_read; /* bytes of the code object's header to copy; 0: no snapshots */
+	__s16 co_name;	 /* co_qualname (3.11+), co_name before */
 	__s16 co_filename;
-	__s16 co_linetable;	/* co_lnotab (3.8, 3.9), co_linetable */
+	__s16 co_linetable; /* co_lnotab (3.8, 3.9), co_linetable */
 	__s16 ob_type;
 	__s16 str_length;
 	__s16 str_state;
 	__u16 str_ascii_size;	/* data of a compact ASCII str starts here */
-	__u16 str_compact_size;	/* data of other compact str starts here */
+	__u16 str_compact_size; /* data of other compact str starts here */
 	__s16 bytes_size;
 	__u16 bytes_sval;
-	__u8 str_kind_shift;	/* state: kind:3 at this bit, then compact, ascii */
+	__u8 str_kind_shift; /* state: kind:3 at this bit, then compact, ascii */
 	__u8 pad2;
-	__u16 snap_gen;		/* part of pycode_seen's key: bumped at exec */
-	__u16 snap_epoch;	/* bumped when user space drops a pycode_seen key */
+	__u16 snap_gen;	  /* part of pycode_seen's key: bumped at exec */
+	__u16 snap_epoch; /* bumped when user space drops a pycode_seen key */
 	__u32 pad3;
 };
 _Static_assert(sizeof(struct bpf_pyproc) == 96, "bpf_pyproc layout");
@@ -359,29 +361,29 @@ _Static_assert(sizeof(struct bpf_pyproc) == 96, "bpf_pyproc layout");
  * Sent before the first sample that names the code object. Everything in it
  * is the target's memory: user space validates it as it does a live read.
  */
-#define PYSNAP_CODE_MAX 256	/* the code object's header (pylayout co_read) */
-#define PYSNAP_NAME_MAX 256	/* bytes of the qualname's data */
-#define PYSNAP_FILE_MAX 512	/* bytes of the filename's data */
-#define PYSNAP_LINES_MAX 4096	/* bytes of the line table: longer ones are cut */
-#define PYSNAP_DATA (PYSNAP_CODE_MAX + PYSNAP_NAME_MAX + PYSNAP_FILE_MAX + PYSNAP_LINES_MAX)
+#define PYSNAP_CODE_MAX	 256  /* the code object's header (pylayout co_read) */
+#define PYSNAP_NAME_MAX	 256  /* bytes of the qualname's data */
+#define PYSNAP_FILE_MAX	 512  /* bytes of the filename's data */
+#define PYSNAP_LINES_MAX 4096 /* bytes of the line table: longer ones are cut */
+#define PYSNAP_DATA	 (PYSNAP_CODE_MAX + PYSNAP_NAME_MAX + PYSNAP_FILE_MAX + PYSNAP_LINES_MAX)
 /* New code objects snapshotted per sample at most; the rest on later samples. */
 #define PYSNAP_PER_SAMPLE 8
 
 /* A str or bytes object the code object points to, as found. */
 struct pysnap_obj {
-	__u64 type;		/* its ob_type */
-	__u64 len;		/* its length field: code points (str), bytes (bytes) */
-	__u32 state;		/* str: its state word; bytes: 0 */
-	__u16 off;		/* its data in pycode_snap.data[] starts here */
-	__u16 bytes;		/* bytes of its data sent (0: unreadable) */
+	__u64 type;  /* its ob_type */
+	__u64 len;   /* its length field: code points (str), bytes (bytes) */
+	__u32 state; /* str: its state word; bytes: 0 */
+	__u16 off;   /* its data in pycode_snap.data[] starts here */
+	__u16 bytes; /* bytes of its data sent (0: unreadable) */
 };
 _Static_assert(sizeof(struct pysnap_obj) == 24, "pysnap_obj layout");
 
 struct pycode_snap {
-	__u64 code;		/* the code object's address */
-	__u16 code_bytes;	/* bytes of its header at data[0] */
+	__u64 code;	  /* the code object's address */
+	__u16 code_bytes; /* bytes of its header at data[0] */
 	__u16 pad[3];
-	struct pysnap_obj name, file, lines;	/* qualname (name before 3.11), filename, line table */
+	struct pysnap_obj name, file, lines; /* qualname (name before 3.11), filename, line table */
 	__u8 data[PYSNAP_DATA];
 };
 _Static_assert(sizeof(struct pycode_snap) == 16 + 3 * 24 + PYSNAP_DATA, "pycode_snap layout");
@@ -389,7 +391,7 @@ _Static_assert(sizeof(struct pycode_snap) == 16 + 3 * 24 + PYSNAP_DATA, "pycode_
 /* pycode_seen's key: the code objects whose snapshot was sent. */
 struct pycode_seen_key {
 	__u32 tgid;
-	__u16 gen;		/* bpf_pyproc.snap_gen */
+	__u16 gen; /* bpf_pyproc.snap_gen */
 	__u16 pad;
 	__u64 code;
 };
@@ -400,19 +402,19 @@ _Static_assert(sizeof(struct pycode_seen_key) == 16, "pycode_seen_key layout");
 
 /* The second word of a Python frame record: raw position | flags. */
 #define PYFRAME_INSTR_MASK ((1ULL << 56) - 1)
-#define PYFRAME_F_ENTRY (1ULL << 63)	/* first frame of its _PyEval_EvalFrameDefault call */
+#define PYFRAME_F_ENTRY	   (1ULL << 63) /* first frame of its _PyEval_EvalFrameDefault call */
 
 /* --unwind */
 enum unwind_mode {
-	UNWIND_AUTO = 0,	/* tables where ready, else frame pointers (flagged) */
+	UNWIND_AUTO = 0, /* tables where ready, else frame pointers (flagged) */
 	UNWIND_FP = 1,
-	UNWIND_DWARF = 2,	/* tables only: a process without them gets its leaf frame */
+	UNWIND_DWARF = 2, /* tables only: a process without them gets its leaf frame */
 };
 
 /* Value of the pid filter map: why the pid is a target. */
 enum target_reason {
-	TARGET_GIVEN = 1,	/* named with -p or started with -- CMD */
-	TARGET_CHILD = 2,	/* a descendant, followed at fork */
+	TARGET_GIVEN = 1, /* named with -p or started with -- CMD */
+	TARGET_CHILD = 2, /* a descendant, followed at fork */
 };
 
 #endif /* BPFPROF_H */

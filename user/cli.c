@@ -39,142 +39,142 @@ struct env env = {
 static bool freq_given;
 
 static const char usage_text[] =
-"Usage: bpfprof [record] [TARGET] [EVENTS] [OPTIONS] [-- CMD [ARG...]]\n"
-"       bpfprof top [TARGET] [--thread T] [OPTIONS]\n"
-"                                        live view of the hottest functions, every\n"
-"                                        second (keys: s self, t total, p pause,\n"
-"                                        q quit; plain text when not a terminal);\n"
-"                                        --thread T: only threads whose name or\n"
-"                                        tid contains T\n"
-"       bpfprof dump -p PID [--json]     every thread's stack now (see dump --help)\n"
-"       bpfprof flamegraph [IN.folded] [-o OUT.svg] [--inverted] [--title T]\n"
-"\n"
-"Profile the whole machine, some processes, a container or a command: on-CPU\n"
-"samples, heap allocations, time blocked, CUDA calls -- each with kernel, native\n"
-"and CPython frames in one stack -- written as folded stacks, pprof, a Chrome\n"
-"trace or an interactive SVG flame graph. 'flamegraph' renders folded stacks\n"
-"(any tool's, stdin without IN or with '-') as that SVG.\n"
-"\n"
-"TARGET (default: whole machine)\n"
-"  -a, --all                 every process on every CPU (the default)\n"
-"  -p, --pid PID[,PID...]    these processes, all their threads\n"
-"  -- CMD [ARG...]           start CMD, profile it and its children, stop when it exits\n"
-"      --cgroup PATH         only tasks in this cgroup v2 directory or below it (also\n"
-"                            cgroups created there later); PATH in the file system\n"
-"                            or as /proc/PID/cgroup shows it\n"
-"      --container ID        only tasks of this container: full id or unique prefix\n"
-"                            (docker, containerd, cri-o, podman, kubepods cgroups)\n"
-"\n"
-"EVENTS (any combination; default --cpu)\n"
-"      --cpu                 on-CPU stack sampling\n"
-"      --cuda                CUDA driver calls (libcuda) with CPU stacks; GPU kernel\n"
-"                            and copy timings where the CUPTI injection library is\n"
-"                            loaded (set for -- CMD: CUDA_INJECTION64_PATH);\n"
-"                            launches are timed only for -f chrome (else one probe\n"
-"                            per launch, at its entry)\n"
-"      --off-cpu             time blocked (sleeping, waiting on I/O or a lock, or\n"
-"                            preempted), by the stack it blocked in; nanoseconds\n"
-"      --wall                on-CPU + off-CPU in one unit (nanoseconds): where each\n"
-"                            thread's wall-clock time went (like py-spy --idle)\n"
-"      --alloc               heap: sampled malloc-family calls and anonymous mmaps,\n"
-"                            where memory was allocated and where it is still held\n"
-"\n"
-"OPTIONS\n"
-"  -F, --freq HZ             samples per second per CPU (default 99, 19 with\n"
-"                            --continuous; at most\n"
-"                            /proc/sys/kernel/perf_event_max_sample_rate)\n"
-"  -d, --duration SECS       stop after SECS (default: Ctrl-C, or when CMD exits)\n"
-"      --min-block TIME      off-CPU: blocks at least TIME long are each recorded;\n"
-"                            a shorter block of length d is recorded with chance\n"
-"                            d/TIME and weight TIME (unbiased, bounded cost);\n"
-"                            TIME is N[ns|us|ms|s], a bare N is microseconds\n"
-"                            (default 1ms)\n"
-"      --unwind MODE         native user stacks: auto (default: .eh_frame tables,\n"
-"                            frame pointers until a process's tables are ready),\n"
-"                            dwarf (tables only), fp (frame pointers only)\n"
-"  -o, --output PATH         where to write ('-' = stdout, the default)\n"
-"  -f, --format FMT          folded | pprof | chrome | svg; default from the\n"
-"                            extension of -o: .pb.gz/.pprof -> pprof, .json ->\n"
-"                            chrome (Perfetto, chrome://tracing), .svg -> svg,\n"
-"                            anything else -> folded; stdout -> folded\n"
-"      --inverted            svg: icicle graph, stacks merged leaf first (callers)\n"
-"      --title TEXT          svg: the title (default 'Flame Graph')\n"
-"      --cuda-lib PATH       libcuda to probe (default: found in each process's maps)\n"
-"      --cuda-weight W       launches (default) | gpu-time: what a [cuda] kernel\n"
-"                            leaf counts in folded output\n"
-"      --per-pid             root frame 'comm [pid]' instead of 'comm'\n"
-"      --per-thread          a 'thread-name [tid]' frame under the process\n"
-"      --per-container       root frame: the short container id (12 digits), or the\n"
-"                            cgroup path of tasks in no container\n"
-"      --no-kernel           leave out kernel frames\n"
-"      --no-user             leave out user-space frames\n"
-"      --no-python           native frames only (no CPython frames)\n"
-"      --alloc-rate BYTES    --alloc: mean bytes between samples (default 524288;\n"
-"                            suffixes k, m, g; 1 = record every call)\n"
-"      --alloc-metric M      --alloc: what folded shows: inuse_space (default: bytes\n"
-"                            still allocated at the end), inuse_objects,\n"
-"                            alloc_space, alloc_objects (everything allocated)\n"
-"      --gil                 keep only Python samples whose thread held the GIL\n"
-"                            (CPython 3.8-3.13; pprof labels every Python sample\n"
-"                            gil=held|released)\n"
-"\n"
-"CONTINUOUS MODE\n"
-"      --continuous DIR      keep running; every interval write one gzipped pprof\n"
-"                            into DIR, named by its start time (UTC), e.g.\n"
-"                            bpfprof-20261122T101500.123Z.pb.gz; one status line\n"
-"                            per interval on stderr; SIGTERM/SIGINT write the\n"
-"                            current interval and exit, SIGHUP starts a new one\n"
-"      --interval SECS       seconds per file (default 60; fractions allowed)\n"
-"      --keep N              keep at most N files in DIR, oldest deleted (default\n"
-"                            1440; 0 keeps all)\n"
-"      --upload URL          also push each interval to a Pyroscope server\n"
-"                            (URL/ingest, pprof), from a thread that retries with\n"
-"                            backoff; failures are counted, the files stay\n"
-"      --app-name NAME       Pyroscope application name (default bpfprof.cpu)\n"
-"\n"
-"  -v, --verbose             more detail on stderr (repeat for debug)\n"
-"  -q, --quiet               no summary, no warnings\n"
-"  -h, --help                this text\n"
-"  -V, --version             print the version\n"
-"\n"
-"Output: folded stacks are 'root;caller;...;leaf COUNT' lines for flamegraph.pl;\n"
-"kernel frames end in '_[k]'; Python frames read 'qualname (file.py:line)' in\n"
-"place of the interpreter's eval loop; unresolved frames read 'module+0xADDR'\n"
-"(an ELF address, for addr2line -e module); '[truncated]' starts a stack deeper\n"
-"than 128 frames. pprof has sample types samples/count and\n"
-"cpu/nanoseconds; with --alloc alloc_objects/count, alloc_space/bytes,\n"
-"inuse_objects/count, inuse_space/bytes (estimates scaled up from the samples),\n"
-"and folded shows --alloc-metric, also with --cpu. A Chrome trace has CPU\n"
-"samples as slices per thread, CUDA calls, GPU kernels and copies per stream\n"
-"with flows from their launches, and with --alloc a 'heap in use' counter per\n"
-"process. A summary line on stderr\n"
-"tells samples taken, lost and why.\n"
-"\n"
-"Needs root, or CAP_BPF + CAP_PERFMON (+ CAP_SYS_PTRACE to read other users'\n"
-"/proc/PID/maps and map_files).\n"
-"\n"
-"EXAMPLES\n"
-"  bpfprof -a -d 5 > machine.folded           whole machine for 5 s, folded to stdout\n"
-"  bpfprof -p 1234 -F 499 -o app.pb.gz        one process at 499 Hz, pprof\n"
-"  bpfprof -o run.folded -- ./my_program arg  launch and profile a command and its children\n"
-"  bpfprof -a --per-pid -d 10 | flamegraph.pl > cpu.svg\n"
-"  bpfprof --wall -o wall.folded -- ./my_program  where its wall-clock time went\n"
-"  bpfprof --off-cpu -p 1234 -d 10            what it waits on, by stack\n"
-"  bpfprof top -p 1234                        live view of one process\n"
-"  bpfprof dump -p 1234                       every thread's stack now (a hang)\n"
-"  bpfprof --alloc -o leaks.folded -- ./my_program   what it still held at exit\n"
-"  bpfprof --alloc -p 1234 -d 30 -o heap.pb.gz       then: go tool pprof\n"
-"                                             -sample_index=alloc_space heap.pb.gz\n"
-"  bpfprof -a -d 10 -o cpu.svg                interactive flame graph (click, search)\n"
-"  bpfprof --cuda -o launches.folded -- python3 train.py   which line launched what\n"
-"  bpfprof --cpu --cuda -o trace.json -- python3 train.py  timeline for ui.perfetto.dev\n"
-"  bpfprof flamegraph perf.folded -o perf.svg render another tool's folded stacks\n"
-"  go tool pprof -http :8080 app.pb.gz        browse a pprof profile\n"
-"  bpfprof --container 3f2a9c1b -d 10 -o c.pb.gz   one container (id prefix)\n"
-"  bpfprof -a --per-container -d 10 > by-container.folded\n"
-"  bpfprof --continuous /var/lib/bpfprof --upload http://pyroscope:4040\n"
-"\n"
-"Exit status: 0 success, 1 runtime failure, 2 bad usage.\n";
+	"Usage: bpfprof [record] [TARGET] [EVENTS] [OPTIONS] [-- CMD [ARG...]]\n"
+	"       bpfprof top [TARGET] [--thread T] [OPTIONS]\n"
+	"                                        live view of the hottest functions, every\n"
+	"                                        second (keys: s self, t total, p pause,\n"
+	"                                        q quit; plain text when not a terminal);\n"
+	"                                        --thread T: only threads whose name or\n"
+	"                                        tid contains T\n"
+	"       bpfprof dump -p PID [--json]     every thread's stack now (see dump --help)\n"
+	"       bpfprof flamegraph [IN.folded] [-o OUT.svg] [--inverted] [--title T]\n"
+	"\n"
+	"Profile the whole machine, some processes, a container or a command: on-CPU\n"
+	"samples, heap allocations, time blocked, CUDA calls -- each with kernel, native\n"
+	"and CPython frames in one stack -- written as folded stacks, pprof, a Chrome\n"
+	"trace or an interactive SVG flame graph. 'flamegraph' renders folded stacks\n"
+	"(any tool's, stdin without IN or with '-') as that SVG.\n"
+	"\n"
+	"TARGET (default: whole machine)\n"
+	"  -a, --all                 every process on every CPU (the default)\n"
+	"  -p, --pid PID[,PID...]    these processes, all their threads\n"
+	"  -- CMD [ARG...]           start CMD, profile it and its children, stop when it exits\n"
+	"      --cgroup PATH         only tasks in this cgroup v2 directory or below it (also\n"
+	"                            cgroups created there later); PATH in the file system\n"
+	"                            or as /proc/PID/cgroup shows it\n"
+	"      --container ID        only tasks of this container: full id or unique prefix\n"
+	"                            (docker, containerd, cri-o, podman, kubepods cgroups)\n"
+	"\n"
+	"EVENTS (any combination; default --cpu)\n"
+	"      --cpu                 on-CPU stack sampling\n"
+	"      --cuda                CUDA driver calls (libcuda) with CPU stacks; GPU kernel\n"
+	"                            and copy timings where the CUPTI injection library is\n"
+	"                            loaded (set for -- CMD: CUDA_INJECTION64_PATH);\n"
+	"                            launches are timed only for -f chrome (else one probe\n"
+	"                            per launch, at its entry)\n"
+	"      --off-cpu             time blocked (sleeping, waiting on I/O or a lock, or\n"
+	"                            preempted), by the stack it blocked in; nanoseconds\n"
+	"      --wall                on-CPU + off-CPU in one unit (nanoseconds): where each\n"
+	"                            thread's wall-clock time went (like py-spy --idle)\n"
+	"      --alloc               heap: sampled malloc-family calls and anonymous mmaps,\n"
+	"                            where memory was allocated and where it is still held\n"
+	"\n"
+	"OPTIONS\n"
+	"  -F, --freq HZ             samples per second per CPU (default 99, 19 with\n"
+	"                            --continuous; at most\n"
+	"                            /proc/sys/kernel/perf_event_max_sample_rate)\n"
+	"  -d, --duration SECS       stop after SECS (default: Ctrl-C, or when CMD exits)\n"
+	"      --min-block TIME      off-CPU: blocks at least TIME long are each recorded;\n"
+	"                            a shorter block of length d is recorded with chance\n"
+	"                            d/TIME and weight TIME (unbiased, bounded cost);\n"
+	"                            TIME is N[ns|us|ms|s], a bare N is microseconds\n"
+	"                            (default 1ms)\n"
+	"      --unwind MODE         native user stacks: auto (default: .eh_frame tables,\n"
+	"                            frame pointers until a process's tables are ready),\n"
+	"                            dwarf (tables only), fp (frame pointers only)\n"
+	"  -o, --output PATH         where to write ('-' = stdout, the default)\n"
+	"  -f, --format FMT          folded | pprof | chrome | svg; default from the\n"
+	"                            extension of -o: .pb.gz/.pprof -> pprof, .json ->\n"
+	"                            chrome (Perfetto, chrome://tracing), .svg -> svg,\n"
+	"                            anything else -> folded; stdout -> folded\n"
+	"      --inverted            svg: icicle graph, stacks merged leaf first (callers)\n"
+	"      --title TEXT          svg: the title (default 'Flame Graph')\n"
+	"      --cuda-lib PATH       libcuda to probe (default: found in each process's maps)\n"
+	"      --cuda-weight W       launches (default) | gpu-time: what a [cuda] kernel\n"
+	"                            leaf counts in folded output\n"
+	"      --per-pid             root frame 'comm [pid]' instead of 'comm'\n"
+	"      --per-thread          a 'thread-name [tid]' frame under the process\n"
+	"      --per-container       root frame: the short container id (12 digits), or the\n"
+	"                            cgroup path of tasks in no container\n"
+	"      --no-kernel           leave out kernel frames\n"
+	"      --no-user             leave out user-space frames\n"
+	"      --no-python           native frames only (no CPython frames)\n"
+	"      --alloc-rate BYTES    --alloc: mean bytes between samples (default 524288;\n"
+	"                            suffixes k, m, g; 1 = record every call)\n"
+	"      --alloc-metric M      --alloc: what folded shows: inuse_space (default: bytes\n"
+	"                            still allocated at the end), inuse_objects,\n"
+	"                            alloc_space, alloc_objects (everything allocated)\n"
+	"      --gil                 keep only Python samples whose thread held the GIL\n"
+	"                            (CPython 3.8-3.13; pprof labels every Python sample\n"
+	"                            gil=held|released)\n"
+	"\n"
+	"CONTINUOUS MODE\n"
+	"      --continuous DIR      keep running; every interval write one gzipped pprof\n"
+	"                            into DIR, named by its start time (UTC), e.g.\n"
+	"                            bpfprof-20261122T101500.123Z.pb.gz; one status line\n"
+	"                            per interval on stderr; SIGTERM/SIGINT write the\n"
+	"                            current interval and exit, SIGHUP starts a new one\n"
+	"      --interval SECS       seconds per file (default 60; fractions allowed)\n"
+	"      --keep N              keep at most N files in DIR, oldest deleted (default\n"
+	"                            1440; 0 keeps all)\n"
+	"      --upload URL          also push each interval to a Pyroscope server\n"
+	"                            (URL/ingest, pprof), from a thread that retries with\n"
+	"                            backoff; failures are counted, the files stay\n"
+	"      --app-name NAME       Pyroscope application name (default bpfprof.cpu)\n"
+	"\n"
+	"  -v, --verbose             more detail on stderr (repeat for debug)\n"
+	"  -q, --quiet               no summary, no warnings\n"
+	"  -h, --help                this text\n"
+	"  -V, --version             print the version\n"
+	"\n"
+	"Output: folded stacks are 'root;caller;...;leaf COUNT' lines for flamegraph.pl;\n"
+	"kernel frames end in '_[k]'; Python frames read 'qualname (file.py:line)' in\n"
+	"place of the interpreter's eval loop; unresolved frames read 'module+0xADDR'\n"
+	"(an ELF address, for addr2line -e module); '[truncated]' starts a stack deeper\n"
+	"than 128 frames. pprof has sample types samples/count and\n"
+	"cpu/nanoseconds; with --alloc alloc_objects/count, alloc_space/bytes,\n"
+	"inuse_objects/count, inuse_space/bytes (estimates scaled up from the samples),\n"
+	"and folded shows --alloc-metric, also with --cpu. A Chrome trace has CPU\n"
+	"samples as slices per thread, CUDA calls, GPU kernels and copies per stream\n"
+	"with flows from their launches, and with --alloc a 'heap in use' counter per\n"
+	"process. A summary line on stderr\n"
+	"tells samples taken, lost and why.\n"
+	"\n"
+	"Needs root, or CAP_BPF + CAP_PERFMON (+ CAP_SYS_PTRACE to read other users'\n"
+	"/proc/PID/maps and map_files).\n"
+	"\n"
+	"EXAMPLES\n"
+	"  bpfprof -a -d 5 > machine.folded           whole machine for 5 s, folded to stdout\n"
+	"  bpfprof -p 1234 -F 499 -o app.pb.gz        one process at 499 Hz, pprof\n"
+	"  bpfprof -o run.folded -- ./my_program arg  launch and profile a command and its children\n"
+	"  bpfprof -a --per-pid -d 10 | flamegraph.pl > cpu.svg\n"
+	"  bpfprof --wall -o wall.folded -- ./my_program  where its wall-clock time went\n"
+	"  bpfprof --off-cpu -p 1234 -d 10            what it waits on, by stack\n"
+	"  bpfprof top -p 1234                        live view of one process\n"
+	"  bpfprof dump -p 1234                       every thread's stack now (a hang)\n"
+	"  bpfprof --alloc -o leaks.folded -- ./my_program   what it still held at exit\n"
+	"  bpfprof --alloc -p 1234 -d 30 -o heap.pb.gz       then: go tool pprof\n"
+	"                                             -sample_index=alloc_space heap.pb.gz\n"
+	"  bpfprof -a -d 10 -o cpu.svg                interactive flame graph (click, search)\n"
+	"  bpfprof --cuda -o launches.folded -- python3 train.py   which line launched what\n"
+	"  bpfprof --cpu --cuda -o trace.json -- python3 train.py  timeline for ui.perfetto.dev\n"
+	"  bpfprof flamegraph perf.folded -o perf.svg render another tool's folded stacks\n"
+	"  go tool pprof -http :8080 app.pb.gz        browse a pprof profile\n"
+	"  bpfprof --container 3f2a9c1b -d 10 -o c.pb.gz   one container (id prefix)\n"
+	"  bpfprof -a --per-container -d 10 > by-container.folded\n"
+	"  bpfprof --continuous /var/lib/bpfprof --upload http://pyroscope:4040\n"
+	"\n"
+	"Exit status: 0 success, 1 runtime failure, 2 bad usage.\n";
 
 void cli__usage(FILE *out)
 {
@@ -282,7 +282,8 @@ static int parse_freq(const char *s)
 	max = read_max_sample_rate();
 	if (max > 0 && v > max) {
 		pr_err("frequency %ld Hz for -F is above the kernel's maximum of %d "
-		       "(/proc/sys/kernel/perf_event_max_sample_rate)", v, max);
+		       "(/proc/sys/kernel/perf_event_max_sample_rate)",
+		       v, max);
 		return -EINVAL;
 	}
 	env.freq = v;
@@ -312,7 +313,8 @@ static int parse_interval(const char *s)
 	errno = 0;
 	v = strtod(s, &end);
 	if (errno || end == s || *end || !isfinite(v) || v < 0.01 || v > 86400) {
-		pr_err("invalid interval '%s' for --interval: expected seconds from 0.01 to 86400", s);
+		pr_err("invalid interval '%s' for --interval: expected seconds from 0.01 to 86400",
+		       s);
 		return -EINVAL;
 	}
 	env.interval = v;
@@ -327,7 +329,8 @@ static int parse_keep(const char *s)
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (errno || end == s || *end || v < 0 || v > 10000000) {
-		pr_err("invalid count '%s' for --keep: expected a number of files (0 = keep all)", s);
+		pr_err("invalid count '%s' for --keep: expected a number of files (0 = keep all)",
+		       s);
 		return -EINVAL;
 	}
 	env.keep = v;
@@ -338,7 +341,8 @@ static int parse_app_name(const char *s)
 {
 	if (!*s || strlen(s) > 200 || strpbrk(s, "{}=,&? \t\n\"")) {
 		pr_err("invalid application name '%s' for --app-name: expected letters, digits, "
-		       "'.', '-' or '_'", s);
+		       "'.', '-' or '_'",
+		       s);
 		return -EINVAL;
 	}
 	env.app_name = s;
@@ -348,7 +352,8 @@ static int parse_app_name(const char *s)
 static int parse_url(const char *s)
 {
 	if (strncmp(s, "http://", 7) && strncmp(s, "https://", 8)) {
-		pr_err("invalid URL '%s' for --upload: expected http://HOST[:PORT] or https://...", s);
+		pr_err("invalid URL '%s' for --upload: expected http://HOST[:PORT] or https://...",
+		       s);
 		return -EINVAL;
 	}
 	env.upload_url = s;
@@ -385,7 +390,10 @@ static int resolve_cgroup(void)
 /* --min-block: N[ns|us|ms|s], bare N in microseconds (as bcc's offcputime). */
 static int parse_min_block(const char *s)
 {
-	static const struct { const char *sfx; double mult; } units[] = {
+	static const struct {
+		const char *sfx;
+		double mult;
+	} units[] = {
 		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "", 1e3 },
 	};
 	char *end;
@@ -466,14 +474,27 @@ static int parse_alloc_rate(const char *s)
 	v = strtoull(s, &end, 10);
 	if (!errno && end != s && *s != '-' && end[0] && !end[1]) {
 		switch (*end) {
-		case 'k': case 'K': mult = 1ULL << 10; end++; break;
-		case 'm': case 'M': mult = 1ULL << 20; end++; break;
-		case 'g': case 'G': mult = 1ULL << 30; end++; break;
+		case 'k':
+		case 'K':
+			mult = 1ULL << 10;
+			end++;
+			break;
+		case 'm':
+		case 'M':
+			mult = 1ULL << 20;
+			end++;
+			break;
+		case 'g':
+		case 'G':
+			mult = 1ULL << 30;
+			end++;
+			break;
 		}
 	}
 	if (errno || end == s || *end || *s == '-' || v == 0 || v > (1ULL << 40) / mult) {
 		pr_err("invalid rate '%s' for --alloc-rate: expected bytes from 1 to 1t "
-		       "(suffixes k, m, g)", s);
+		       "(suffixes k, m, g)",
+		       s);
 		return -EINVAL;
 	}
 	env.alloc_rate = v * mult;
@@ -496,7 +517,8 @@ static int parse_alloc_metric(const char *s)
 			return 0;
 		}
 	pr_err("unknown metric '%s' for --alloc-metric: expected inuse_space, inuse_objects, "
-	       "alloc_space or alloc_objects", s);
+	       "alloc_space or alloc_objects",
+	       s);
 	return -EINVAL;
 }
 
@@ -549,8 +571,11 @@ static int format_from_output(void)
 /* --continuous and the options that only make sense with it. */
 static int check_continuous(bool interval_given, bool keep_given, bool app_given)
 {
-	const char *stray = interval_given ? "--interval" : keep_given ? "--keep"
-			    : env.upload_url ? "--upload" : app_given ? "--app-name" : NULL;
+	const char *stray = interval_given   ? "--interval"
+			    : keep_given     ? "--keep"
+			    : env.upload_url ? "--upload"
+			    : app_given	     ? "--app-name"
+					     : NULL;
 	struct stat st;
 
 	if (!env.continuous_dir) {
@@ -575,7 +600,9 @@ static int check_continuous(bool interval_given, bool keep_given, bool app_given
 	 */
 	if (env.ev_alloc || env.ev_cuda || env.ev_wall) {
 		pr_err("%s is not available with --continuous (use --cpu and/or --off-cpu)",
-		       env.ev_alloc ? "--alloc" : env.ev_cuda ? "--cuda" : "--wall");
+		       env.ev_alloc  ? "--alloc"
+		       : env.ev_cuda ? "--cuda"
+				     : "--wall");
 		return -EINVAL;
 	}
 	if (stat(env.continuous_dir, &st) || !S_ISDIR(st.st_mode) ||
@@ -595,7 +622,7 @@ int cli__parse(int argc, char **argv)
 	int c, err = 0;
 	bool rate_set = false;
 
-	opterr = 0;	/* we print our own one-line messages */
+	opterr = 0; /* we print our own one-line messages */
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+:ap:F:d:o:f:vqhV", long_opts, NULL)) != -1) {
 		switch (c) {
@@ -783,7 +810,7 @@ int cli__parse(int argc, char **argv)
 		env.all = true;
 	if (!env.ev_cpu && !env.ev_alloc && !env.ev_off_cpu && !env.ev_wall && !env.ev_cuda)
 		env.ev_cpu = true;
-	if (env.ev_wall)	/* on-CPU time comes from the sampler */
+	if (env.ev_wall) /* on-CPU time comes from the sampler */
 		env.ev_cpu = true;
 	if (env.no_kernel && env.no_user) {
 		pr_err("--no-kernel and --no-user together leave no frames to record");

@@ -11,13 +11,13 @@
 enum out_format {
 	FMT_FOLDED = 1,
 	FMT_PPROF,
-	FMT_CHROME,	/* Trace Event Format JSON (write/chrome.c) */
-	FMT_SVG,	/* interactive flame graph (write/svg.c) */
+	FMT_CHROME, /* Trace Event Format JSON (write/chrome.c) */
+	FMT_SVG,    /* interactive flame graph (write/svg.c) */
 };
 
 /* --cuda-weight */
 enum cuda_weight {
-	CUDA_WEIGHT_DEFAULT = 0,	/* launches, unless --cpu too (then CPU samples) */
+	CUDA_WEIGHT_DEFAULT = 0, /* launches, unless --cpu too (then CPU samples) */
 	CUDA_WEIGHT_LAUNCHES,
 	CUDA_WEIGHT_GPU_TIME,
 };
@@ -35,64 +35,64 @@ struct env {
 	bool all;
 	uint32_t *pids;
 	size_t npids;
-	char **cmd_argv;	/* after "--", NULL terminated, or NULL */
+	char **cmd_argv; /* after "--", NULL terminated, or NULL */
 	/* EVENTS (none given: --cpu) */
-	bool ev_cpu;		/* on-CPU sampling */
-	bool ev_alloc;		/* heap allocations */
-	bool ev_off_cpu;	/* time blocked */
-	bool ev_wall;		/* on-CPU + off-CPU */
-	bool ev_cuda;		/* CUDA driver calls and GPU activity */
-	const char *cuda_lib;	/* --cuda-lib: probe this libcuda (else found in mappings) */
-	int cuda_weight;	/* enum cuda_weight */
+	bool ev_cpu;	      /* on-CPU sampling */
+	bool ev_alloc;	      /* heap allocations */
+	bool ev_off_cpu;      /* time blocked */
+	bool ev_wall;	      /* on-CPU + off-CPU */
+	bool ev_cuda;	      /* CUDA driver calls and GPU activity */
+	const char *cuda_lib; /* --cuda-lib: probe this libcuda (else found in mappings) */
+	int cuda_weight;      /* enum cuda_weight */
 	/* OPTIONS */
-	unsigned int freq;	/* samples per second per CPU */
-	double duration;	/* seconds; 0 = until Ctrl-C / CMD exits */
-	const char *output;	/* NULL or "-" = stdout */
+	unsigned int freq;  /* samples per second per CPU */
+	double duration;    /* seconds; 0 = until Ctrl-C / CMD exits */
+	const char *output; /* NULL or "-" = stdout */
 	enum out_format format;
 	bool per_pid;
 	bool per_thread;
 	bool no_kernel;
 	bool no_user;
 	bool no_python;
-	bool gil;		/* only Python samples whose thread held the GIL */
-	int unwind;		/* enum unwind_mode (include/bpfprof.h) */
+	bool gil;   /* only Python samples whose thread held the GIL */
+	int unwind; /* enum unwind_mode (include/bpfprof.h) */
 	/* containers (user/proc/cgroup.c) */
-	const char *cgroup_arg;		/* --cgroup as given */
-	const char *container_arg;	/* --container as given */
-	char *cgroup_path;	/* the resolved directory; NULL: no cgroup filter */
-	char *cgroup_rel;	/* its path below the hierarchy root */
-	bool per_container;	/* root frame: short container id or cgroup path */
-	bool want_cgroup;	/* stack keys carry the cgroup id (labels, --per-container) */
+	const char *cgroup_arg;	   /* --cgroup as given */
+	const char *container_arg; /* --container as given */
+	char *cgroup_path;	   /* the resolved directory; NULL: no cgroup filter */
+	char *cgroup_rel;	   /* its path below the hierarchy root */
+	bool per_container;	   /* root frame: short container id or cgroup path */
+	bool want_cgroup;	   /* stack keys carry the cgroup id (labels, --per-container) */
 	/* continuous mode (user/collect/continuous.c) */
-	const char *continuous_dir;	/* NULL: one profile at the end */
-	double interval;	/* seconds per file */
-	unsigned int keep;	/* files kept in continuous_dir, 0 = all */
-	const char *upload_url;	/* Pyroscope server, or NULL */
+	const char *continuous_dir; /* NULL: one profile at the end */
+	double interval;	    /* seconds per file */
+	unsigned int keep;	    /* files kept in continuous_dir, 0 = all */
+	const char *upload_url;	    /* Pyroscope server, or NULL */
 	const char *app_name;
 	/* off-CPU (--off-cpu, --wall) */
-	uint64_t min_block_ns;	/* shorter blocks are sampled, not all recorded */
-	bool no_output;		/* a feature shows the result itself (top, dump): no file */
-	const char *thread_filter;	/* top --thread: only threads whose "name [tid]" has it */
+	uint64_t min_block_ns;	   /* shorter blocks are sampled, not all recorded */
+	bool no_output;		   /* a feature shows the result itself (top, dump): no file */
+	const char *thread_filter; /* top --thread: only threads whose "name [tid]" has it */
 	/* --alloc */
-	uint64_t alloc_rate;	/* mean bytes between allocation samples; 1 = every call */
-	int alloc_metric;	/* enum alloc_metric: the value folded shows */
+	uint64_t alloc_rate; /* mean bytes between allocation samples; 1 = every call */
+	int alloc_metric;    /* enum alloc_metric: the value folded shows */
 	bool alloc_metric_set;
-	bool inverted;		/* svg: icicle (callers) view */
-	const char *title;	/* svg: title, NULL for the default */
+	bool inverted;	   /* svg: icicle (callers) view */
+	const char *title; /* svg: title, NULL for the default */
 	/* sizing (not on the CLI yet: sane defaults, see record.c) */
 	uint32_t ringbuf_bytes;
 	uint32_t max_targets;
-	uint32_t unwind_rows;	/* capacity of the BPF unwind row array */
-	uint32_t unwind_procs;	/* processes with unwind info at once */
-	uint32_t alloc_max_live;	/* sampled heap blocks tracked at once */
+	uint32_t unwind_rows;	 /* capacity of the BPF unwind row array */
+	uint32_t unwind_procs;	 /* processes with unwind info at once */
+	uint32_t alloc_max_live; /* sampled heap blocks tracked at once */
 };
 
 extern struct env env;
 
 /* Exit statuses (DESIGN.md): */
-#define EXIT_OK 0
+#define EXIT_OK	     0
 #define EXIT_RUNTIME 1
-#define EXIT_USAGE 2
+#define EXIT_USAGE   2
 
 /*
  * Parse argv (after the optional "record" word). Returns -1 when the program

@@ -13,25 +13,28 @@
 #include "write/output.h"
 
 static const char usage_text[] =
-"Usage: bpfprof flamegraph [IN.folded] [-o OUT.svg] [--inverted] [--title T]\n"
-"\n"
-"Render folded stacks ('frame;frame;... COUNT' lines: bpfprof's, or\n"
-"`perf script | stackcollapse-perf.pl`'s, or any other tool's) as one\n"
-"self-contained interactive SVG: click a frame to zoom, Search (regex or\n"
-"substring) shows the matched share, hover for counts. IN '-' or none: stdin.\n"
-"Kinds are guessed from the names for colour: '_[k]' kernel, '[cuda] ' GPU,\n"
-"'name (file:line)' Python, the first frame the process.\n"
-"\n"
-"  -o, --output PATH         where to write ('-' = stdout, the default)\n"
-"      --inverted            icicle graph: stacks merged leaf first (callers view)\n"
-"      --title TEXT          the title (default 'Flame Graph' / 'Icicle Graph')\n"
-"  -q, --quiet               no warnings\n"
-"  -h, --help                this text\n"
-"\n"
-"Malformed lines are skipped, counted and reported once; input without a\n"
-"single stack is an error (exit 1).\n";
+	"Usage: bpfprof flamegraph [IN.folded] [-o OUT.svg] [--inverted] [--title T]\n"
+	"\n"
+	"Render folded stacks ('frame;frame;... COUNT' lines: bpfprof's, or\n"
+	"`perf script | stackcollapse-perf.pl`'s, or any other tool's) as one\n"
+	"self-contained interactive SVG: click a frame to zoom, Search (regex or\n"
+	"substring) shows the matched share, hover for counts. IN '-' or none: stdin.\n"
+	"Kinds are guessed from the names for colour: '_[k]' kernel, '[cuda] ' GPU,\n"
+	"'name (file:line)' Python, the first frame the process.\n"
+	"\n"
+	"  -o, --output PATH         where to write ('-' = stdout, the default)\n"
+	"      --inverted            icicle graph: stacks merged leaf first (callers view)\n"
+	"      --title TEXT          the title (default 'Flame Graph' / 'Icicle Graph')\n"
+	"  -q, --quiet               no warnings\n"
+	"  -h, --help                this text\n"
+	"\n"
+	"Malformed lines are skipped, counted and reported once; input without a\n"
+	"single stack is an error (exit 1).\n";
 
-enum { OPT_INVERTED = 256, OPT_TITLE };
+enum {
+	OPT_INVERTED = 256,
+	OPT_TITLE
+};
 
 static const struct option long_opts[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -80,10 +83,12 @@ static int parse(int argc, char **argv, const char **in)
 		default:
 			if (optopt)
 				pr_err("unknown option '-%c' for flamegraph "
-				       "(see bpfprof flamegraph --help)", optopt);
+				       "(see bpfprof flamegraph --help)",
+				       optopt);
 			else
 				pr_err("unknown option '%s' for flamegraph "
-				       "(see bpfprof flamegraph --help)", argv[optind - 1]);
+				       "(see bpfprof flamegraph --help)",
+				       argv[optind - 1]);
 			return EXIT_USAGE;
 		}
 	}
@@ -126,8 +131,8 @@ int flamegraph__main(int argc, char **argv)
 	if (err == -ENODATA) {
 		if (st.bad)
 			pr_err("no stacks in %s: none of its %llu lines reads "
-			       "'frame;frame;... COUNT' (line %llu does not)", name,
-			       (unsigned long long)st.lines,
+			       "'frame;frame;... COUNT' (line %llu does not)",
+			       name, (unsigned long long)st.lines,
 			       (unsigned long long)st.first_bad);
 		else
 			pr_err("no stacks in %s: it is empty", name);
@@ -138,9 +143,9 @@ int flamegraph__main(int argc, char **argv)
 	}
 	if (st.bad) {
 		pr_warn("skipped %llu malformed line%s of %llu in %s (first: line %llu); "
-			"expected 'frame;frame;... COUNT'", (unsigned long long)st.bad,
-			st.bad == 1 ? "" : "s", (unsigned long long)st.lines, name,
-			(unsigned long long)st.first_bad);
+			"expected 'frame;frame;... COUNT'",
+			(unsigned long long)st.bad, st.bad == 1 ? "" : "s",
+			(unsigned long long)st.lines, name, (unsigned long long)st.first_bad);
 	}
 	snprintf(comment, sizeof(comment), "Folded stacks from %s: %llu lines", name,
 		 (unsigned long long)st.stacks);

@@ -16,8 +16,8 @@
 
 struct command {
 	const char *name;
-	int (*run)(void);			/* after cli__parse */
-	int (*main)(int argc, char **argv);	/* parses its own arguments */
+	int (*run)(void);		    /* after cli__parse */
+	int (*main)(int argc, char **argv); /* parses its own arguments */
 };
 
 static const struct command commands[] = {
@@ -40,7 +40,8 @@ int main(int argc, char **argv)
 				break;
 		if (i == sizeof(commands) / sizeof(commands[0])) {
 			pr_err("unknown command '%s': expected record, top, dump, flamegraph, or "
-			       "options (see --help)", argv[1]);
+			       "options (see --help)",
+			       argv[1]);
 			return EXIT_USAGE;
 		}
 		cmd = &commands[i];

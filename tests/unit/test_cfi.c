@@ -31,7 +31,7 @@
 
 #include "unwind/cfi.h"
 
-#define LIBC "/usr/lib/x86_64-linux-gnu/libc.so.6"
+#define LIBC	  "/usr/lib/x86_64-linux-gnu/libc.so.6"
 #define LIBSTDCXX "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"
 /* "well under 100 ms": the bound a slow CI machine must still meet */
 #define BUILD_MS_MAX 100.0
@@ -271,24 +271,24 @@ static bool in_exec(const struct elfinfo *ei, uint64_t pc)
 struct rrow {
 	uint64_t loc;
 	char cfa[24];
-	char rbp[24];	/* "" when readelf has no rbp column */
-	char ra[24];	/* "" when it has no ra column */
+	char rbp[24]; /* "" when readelf has no rbp column */
+	char ra[24];  /* "" when it has no ra column */
 };
 
 struct rcie {
-	int sect;	/* 0 .eh_frame, 1 .debug_frame */
+	int sect; /* 0 .eh_frame, 1 .debug_frame */
 	uint64_t off;
 	char aug[16];
 	uint64_t ra;
 	bool has_row;
-	struct rrow row;	/* the CIE's initial row */
+	struct rrow row; /* the CIE's initial row */
 };
 
 struct rfde {
 	int sect;
 	uint64_t lo, hi;
-	size_t cie;	/* index in cies, or SIZE_MAX */
-	size_t first, n;	/* its rows in rows[] */
+	size_t cie;	 /* index in cies, or SIZE_MAX */
+	size_t first, n; /* its rows in rows[] */
 	bool used;
 };
 
@@ -336,7 +336,11 @@ static int parse_readelf(const char *path, struct rdump *rd)
 {
 	char cmd[PATH_MAX + 64], *line = NULL, *tok[64], *q;
 	int sect = -1, ntok, rbp_col = -1, ra_col = -1, i, nsect = 0;
-	enum { NONE, IN_CIE, IN_FDE } cur = NONE;
+	enum {
+		NONE,
+		IN_CIE,
+		IN_FDE
+	} cur = NONE;
 	unsigned long long a, b, c, d;
 	struct rrow row;
 	size_t cap = 0;
@@ -349,7 +353,7 @@ static int parse_readelf(const char *path, struct rdump *rd)
 		return -errno;
 	while (getline(&line, &cap, fp) > 0) {
 		if (!strncmp(line, "Contents of the ", 16)) {
-			sect = strstr(line, "debug_frame") ? 1
+			sect = strstr(line, "debug_frame")  ? 1
 			       : strstr(line, ".eh_frame ") ? 0
 							    : -1;
 			nsect += sect >= 0;
@@ -359,7 +363,7 @@ static int parse_readelf(const char *path, struct rdump *rd)
 		if (sect < 0)
 			continue;
 		if (line[0] == '\n' || strstr(line, "ZERO terminator")) {
-			cur = NONE;	/* a table ends with a blank line */
+			cur = NONE; /* a table ends with a blank line */
 			continue;
 		}
 		if (sscanf(line, "%llx %llx %llx CIE \"", &a, &b, &c) == 3 &&
@@ -610,8 +614,8 @@ static void compare_at(const char *path, const struct table *t, uint64_t pc,
 		fprintf(stderr,
 			"%s: %#llx (row %#llx: cfa %s rbp %s ra %s): "
 			"want %d/%d/%d/%d, have %d/%d/%d/%d\n",
-			path, (unsigned long long)pc, (unsigned long long)rr->loc, rr->cfa,
-			rr->rbp, rr->ra, e->cfa_rule, e->cfa_off, e->rbp_rule, e->rbp_off,
+			path, (unsigned long long)pc, (unsigned long long)rr->loc, rr->cfa, rr->rbp,
+			rr->ra, e->cfa_rule, e->cfa_off, e->rbp_rule, e->rbp_off,
 			r ? r->cfa_rule : -1, r ? r->cfa_off : -1, r ? r->rbp_rule : -1,
 			r ? r->rbp_off : -1);
 }
@@ -762,8 +766,8 @@ static struct tally total;
 static void test_readelf_fixtures(void **state)
 {
 	static const char *const files[] = {
-		"omitfp", "keepfp", "nopie", "ibtplt", "df1.so", "df3.so",
-		"df4.so", "df64.so", "dfz.so", "mixed", "mixed.debug",
+		"omitfp", "keepfp",  "nopie",  "ibtplt", "df1.so",	"df3.so",
+		"df4.so", "df64.so", "dfz.so", "mixed",	 "mixed.debug",
 	};
 	struct tally ty;
 	size_t i;
@@ -866,19 +870,19 @@ static void assert_row(const struct table *t, uint64_t pc, const struct want *w)
 
 	if (!r)
 		fail_msg("%s (%#llx): no row", w->label, (unsigned long long)pc);
-	if (r->cfa_rule != w->cfa_rule || r->cfa_off != w->cfa_off ||
-	    r->rbp_rule != w->rbp_rule || r->rbp_off != w->rbp_off)
+	if (r->cfa_rule != w->cfa_rule || r->cfa_off != w->cfa_off || r->rbp_rule != w->rbp_rule ||
+	    r->rbp_off != w->rbp_off)
 		fail_msg("%s (%#llx): want %d/%d/%d/%d, have %d/%d/%d/%d", w->label,
 			 (unsigned long long)pc, w->cfa_rule, w->cfa_off, w->rbp_rule, w->rbp_off,
 			 r->cfa_rule, r->cfa_off, r->rbp_rule, r->rbp_off);
 }
 
-#define SP CFA_RULE_SP
-#define FP CFA_RULE_FP
-#define PLT CFA_RULE_PLT
-#define UNSUP CFA_RULE_UNSUPPORTED
-#define SAME RBP_RULE_SAME
-#define CFA RBP_RULE_CFA
+#define SP     CFA_RULE_SP
+#define FP     CFA_RULE_FP
+#define PLT    CFA_RULE_PLT
+#define UNSUP  CFA_RULE_UNSUPPORTED
+#define SAME   RBP_RULE_SAME
+#define CFA    RBP_RULE_CFA
 #define RUNSUP RBP_RULE_UNSUPPORTED
 
 static const struct want asm_rows[] = {
@@ -983,8 +987,7 @@ static bool pushed3(const struct unwind_row *r)
 
 static void check_compiled(const char *file, bool keepfp)
 {
-	static const char *const fns[] = { "cfx_big_frame", "cfx_pushes", "cfx_alloca",
-					   "cfx_plt" };
+	static const char *const fns[] = { "cfx_big_frame", "cfx_pushes", "cfx_alloca", "cfx_plt" };
 	const struct sym *s;
 	struct elfinfo ei;
 	struct table t;
@@ -995,7 +998,7 @@ static void check_compiled(const char *file, bool keepfp)
 	for (i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
 		s = find_sym(&ei, fns[i]);
 		if (!s)
-			continue;	/* not in lib.c */
+			continue; /* not in lib.c */
 		/* every function starts at its entry rule and ends where its FDE does */
 		assert_row(&t, s->addr, &(struct want){ fns[i], SP, 8, SAME, 0 });
 		if (keepfp)
@@ -1129,8 +1132,8 @@ static void test_find(void **state)
 /* ---- hand-made sections in a minimal ELF file ---- */
 
 #define TEXT_ADDR 0x1000
-#define EH_ADDR 0x20000
-#define GOT_ADDR 0x30000
+#define EH_ADDR	  0x20000
+#define GOT_ADDR  0x30000
 
 struct blob {
 	uint8_t b[8192];
@@ -1186,16 +1189,16 @@ static void sleb(struct blob *b, int64_t v)
 }
 
 struct cie_spec {
-	bool eh;		/* .eh_frame, else .debug_frame */
+	bool eh; /* .eh_frame, else .debug_frame */
 	bool dwarf64;
 	uint8_t version;
 	const char *aug;
-	uint8_t fde_enc;	/* 'R' */
-	uint8_t pers_enc;	/* 'P' */
-	uint8_t lsda_enc;	/* 'L' */
+	uint8_t fde_enc;  /* 'R' */
+	uint8_t pers_enc; /* 'P' */
+	uint8_t lsda_enc; /* 'L' */
 	uint64_t ra;
-	uint8_t addr_size;	/* version 4 */
-	const uint8_t *ins;	/* NULL: def_cfa rsp+8, RA at cfa-8 */
+	uint8_t addr_size;  /* version 4 */
+	const uint8_t *ins; /* NULL: def_cfa rsp+8, RA at cfa-8 */
 	size_t nins;
 };
 
@@ -1308,7 +1311,7 @@ static size_t add_cie(struct blob *b, const struct cie_spec *s)
 	if (s->aug && s->aug[0] == 'z') {
 		/* built in place: 'P' pointers are relative to their own position */
 		aug_at = b->n;
-		u8(b, 0);	/* length, patched: always < 128 here */
+		u8(b, 0); /* length, patched: always < 128 here */
 		for (a = s->aug + 1; *a; a++) {
 			if (*a == 'R') {
 				u8(b, s->fde_enc);
@@ -1377,7 +1380,7 @@ struct ssec {
 	uint64_t flags, addr;
 	const void *data;
 	size_t size;
-	uint64_t bad_off;	/* nonzero: claim the data lies there */
+	uint64_t bad_off; /* nonzero: claim the data lies there */
 };
 
 /* An ELF file with just these sections (no program headers), in a memfd. */
@@ -1458,11 +1461,11 @@ static int build_blob(const struct blob *b, bool eh, struct table *t)
 static void test_blob_encodings(void **state)
 {
 	static const uint8_t encs[] = {
-		0x00, 0x01, 0x02, 0x03, 0x04, 0x09, 0x0a, 0x0b, 0x0c,	/* absolute */
-		0x10, 0x19, 0x1b, 0x1c,					/* pcrel */
-		0x3b, 0x3c,						/* datarel */
-		0x50,							/* aligned */
-		0x9b,							/* indirect (ignored) */
+		0x00, 0x01, 0x02, 0x03, 0x04, 0x09, 0x0a, 0x0b, 0x0c, /* absolute */
+		0x10, 0x19, 0x1b, 0x1c,				      /* pcrel */
+		0x3b, 0x3c,					      /* datarel */
+		0x50,						      /* aligned */
+		0x9b,						      /* indirect (ignored) */
 	};
 	struct cie_spec s = { .eh = true, .aug = "zR" };
 	struct table t;
@@ -1571,8 +1574,9 @@ static void test_blob_debug_frame(void **state)
 static void one_fde(struct blob *b, const uint8_t *cie_ins, size_t ncie, const uint8_t *ins,
 		    size_t nins)
 {
-	struct cie_spec s = { .eh = true, .aug = "zR", .fde_enc = 0x1b, .ins = cie_ins,
-			      .nins = ncie };
+	struct cie_spec s = {
+		.eh = true, .aug = "zR", .fde_enc = 0x1b, .ins = cie_ins, .nins = ncie
+	};
 	size_t c;
 
 	memset(b, 0, sizeof(*b));
@@ -1618,8 +1622,8 @@ static void test_blob_programs(void **state)
 	 * the row before; rsp+24 from lo+2 must still follow
 	 */
 	{
-		static const uint8_t again[] = { 0x41, 0x0e, 0x10, 0x40, 0x0e, 0x08,
-						 0x41, 0x0e, 0x18 };
+		static const uint8_t again[] = { 0x41, 0x0e, 0x10, 0x40, 0x0e,
+						 0x08, 0x41, 0x0e, 0x18 };
 
 		one_fde(&b, NULL, 0, again, sizeof(again));
 		assert_int_equal(build_blob(&b, true, &t), 0);
@@ -1631,7 +1635,7 @@ static void test_blob_programs(void **state)
 
 	/* an advance beyond the FDE's end: what follows it never applies */
 	n = 0;
-	ins[n++] = 0x02;	/* advance_loc1 0x80 */
+	ins[n++] = 0x02; /* advance_loc1 0x80 */
 	ins[n++] = 0x80;
 	ins[n++] = 0x0e;
 	ins[n++] = 0x20;
@@ -1707,7 +1711,7 @@ static void test_blob_overlaps(void **state)
 	/* outer [0x100, 0x200), inner [0x140, 0x160): outer resumes at 0x160 */
 	add_fde(&b, &s, c, TEXT_ADDR + 0x100, 0x100, fde_std, sizeof(fde_std));
 	add_fde(&b, &s, c, TEXT_ADDR + 0x140, 0x20, other, sizeof(other));
-	u32(&b, 0);	/* a terminator; readelf and ld read on */
+	u32(&b, 0); /* a terminator; readelf and ld read on */
 	/* [0x300, 0x380) overlapped by [0x340, 0x400): the later wins to its end */
 	add_fde(&b, &s, c, TEXT_ADDR + 0x300, 0x80, fde_std, sizeof(fde_std));
 	add_fde(&b, &s, c, TEXT_ADDR + 0x340, 0xc0, other, sizeof(other));
@@ -1781,7 +1785,7 @@ static void test_blob_malformed(void **state)
 	u32(&b, 0);
 	assert_int_equal(build_blob(&b, true, &t), 0);
 	assert_int_equal(t.st.fdes, 7);
-	assert_int_equal(t.st.bad_fdes, 6);	/* five FDEs and the overrun */
+	assert_int_equal(t.st.bad_fdes, 6); /* five FDEs and the overrun */
 	assert_std(&t, TEXT_ADDR + 0x100, TEXT_ADDR + 0x140);
 	assert_std(&t, TEXT_ADDR + 0x400, TEXT_ADDR + 0x440);
 	assert_row(&t, TEXT_ADDR + 0x200, &(struct want){ "bad", UNSUP, 0, SAME, 0 });

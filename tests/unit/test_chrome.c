@@ -274,13 +274,13 @@ static void test_flows_and_gpu_tracks(void **state)
 	assert_int_not_equal(gtid, gtid2);
 	assert_int_equal(gtid, gtid3);
 
-	assert_int_equal(timeline__add_slice(tl, 100, 101, 1000, 2000, "cuLaunchKernel",
-					     "cuda_api", NULL, 0),
+	assert_int_equal(timeline__add_slice(tl, 100, 101, 1000, 2000, "cuLaunchKernel", "cuda_api",
+					     NULL, 0),
 			 0);
 	/* added before the slice it points into: order must still put the slice first */
-	assert_int_equal(timeline__add_flow(tl, 42, "launch", "cuda_flow", 100, 101, 1000, gpid,
-					    gtid, 5000),
-			 0);
+	assert_int_equal(
+		timeline__add_flow(tl, 42, "launch", "cuda_flow", 100, 101, 1000, gpid, gtid, 5000),
+		0);
 	assert_int_equal(timeline__add_slice(tl, gpid, gtid, 5000, 3000, "vector_add",
 					     "cuda_kernel", NULL, 0),
 			 0);
@@ -343,16 +343,20 @@ static void test_sample_slices(void **state)
 	/* "work_c" under a different parent is a different slice */
 	static const char *axc[] = { "main", "x", "work_c" };
 	const struct tl_sample s[] = {
-		{ 0, abc, 3, 0 },  { 10, abc, 3, 0 }, { 20, abd, 3, 0 }, { 30, ae, 2, 0 },
+		{ 0, abc, 3, 0 },
+		{ 10, abc, 3, 0 },
+		{ 20, abd, 3, 0 },
+		{ 30, ae, 2, 0 },
 		/* gap: off CPU from 40 to 100 */
-		{ 100, a, 1, 0 },  { 110, axc, 3, 0 },
+		{ 100, a, 1, 0 },
+		{ 110, axc, 3, 0 },
 	};
 	const struct want w[] = {
-		{ 'B', "main", 0 },   { 'B', "run", 0 },	{ 'B', "work_c", 0 },
-		{ 'E', NULL, 20 },    { 'B', "work_d", 20 },	{ 'E', NULL, 30 },
-		{ 'E', NULL, 30 },    { 'B', "other", 30 },	{ 'E', NULL, 40 },
-		{ 'E', NULL, 40 },    { 'B', "main", 100 },	{ 'B', "x", 110 },
-		{ 'B', "work_c", 110 }, { 'E', NULL, 120 },	{ 'E', NULL, 120 },
+		{ 'B', "main", 0 },	{ 'B', "run", 0 },     { 'B', "work_c", 0 },
+		{ 'E', NULL, 20 },	{ 'B', "work_d", 20 }, { 'E', NULL, 30 },
+		{ 'E', NULL, 30 },	{ 'B', "other", 30 },  { 'E', NULL, 40 },
+		{ 'E', NULL, 40 },	{ 'B', "main", 100 },  { 'B', "x", 110 },
+		{ 'B', "work_c", 110 }, { 'E', NULL, 120 },    { 'E', NULL, 120 },
 		{ 'E', NULL, 120 },
 	};
 	struct timeline *tl = timeline__new();

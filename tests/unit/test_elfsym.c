@@ -469,8 +469,8 @@ static void test_minidebuginfo(void **state)
 	struct elfsym *es;
 
 	(void)state;
-	assert_int_equal(
-		open_fixture(&es, "prog.mini", fixture_path("prog.mini"), NO_DEBUG, NULL), 0);
+	assert_int_equal(open_fixture(&es, "prog.mini", fixture_path("prog.mini"), NO_DEBUG, NULL),
+			 0);
 	assert_string_equal(elfsym__source(es), ".gnu_debugdata");
 	check_prog_symbols(es);
 	check_lookup(es, nm_addr("prog", "fx_impl", NULL), "fx_public", 0);

@@ -95,11 +95,10 @@ static void test_merge_and_sort(void **state)
 	sample(p, "python3;main;work", 10, 0);
 	out = fold(p, 0, &ret);
 	assert_int_equal(ret, 0);
-	assert_string_equal(out,
-			    "bash;main 1\n"
-			    "python3;main 2\n"
-			    "python3;main;work 10\n"
-			    "python3;main;work;leaf 7\n");
+	assert_string_equal(out, "bash;main 1\n"
+				 "python3;main 2\n"
+				 "python3;main;work 10\n"
+				 "python3;main;work;leaf 7\n");
 	free(out);
 	profile__free(p);
 }
@@ -114,20 +113,19 @@ static void test_byte_order(void **state)
 
 	(void)state;
 	sample(p, "r;a;x", 1, 0);
-	sample(p, "r;a!", 2, 0);	/* '!' < ';': before "r;a;x" */
-	sample(p, "r;a", 3, 0);		/* end of stack sorts first */
-	sample(p, "r;ab", 4, 0);	/* 'b' > ';' */
-	sample(p, "r;B", 5, 0);		/* upper case first */
+	sample(p, "r;a!", 2, 0); /* '!' < ';': before "r;a;x" */
+	sample(p, "r;a", 3, 0);	 /* end of stack sorts first */
+	sample(p, "r;ab", 4, 0); /* 'b' > ';' */
+	sample(p, "r;B", 5, 0);	 /* upper case first */
 	sample(p, "r", 6, 0);
 	out = fold(p, 0, &ret);
 	assert_int_equal(ret, 0);
-	assert_string_equal(out,
-			    "r 6\n"
-			    "r;B 5\n"
-			    "r;a 3\n"
-			    "r;a! 2\n"
-			    "r;a;x 1\n"
-			    "r;ab 4\n");
+	assert_string_equal(out, "r 6\n"
+				 "r;B 5\n"
+				 "r;a 3\n"
+				 "r;a! 2\n"
+				 "r;a;x 1\n"
+				 "r;ab 4\n");
 	free(out);
 	profile__free(p);
 }
@@ -176,9 +174,8 @@ static void test_sanitize(void **state)
 	assert_int_equal(profile__add_sample(p, s, 4, v, NULL, 0), 0);
 	out = fold(p, 0, &ret);
 	assert_int_equal(ret, 0);
-	assert_string_equal(out,
-			    "python3;std::map<int:int>::find;weird name ;"
-			    "Model.forward (train.py:42) 3\n");
+	assert_string_equal(out, "python3;std::map<int:int>::find;weird name ;"
+				 "Model.forward (train.py:42) 3\n");
 	free(out);
 	profile__free(p);
 }
@@ -280,8 +277,9 @@ static void test_100k_stacks_fast(void **state)
 		if (prev) {
 			assert_true(prev_len != (size_t)(sp - line) ||
 				    memcmp(prev, line, prev_len) != 0);
-			cmp = memcmp(prev, line, prev_len < (size_t)(sp - line) ?
-					   prev_len : (size_t)(sp - line));
+			cmp = memcmp(prev, line,
+				     prev_len < (size_t)(sp - line) ? prev_len
+								    : (size_t)(sp - line));
 			assert_true(cmp < 0 || (cmp == 0 && prev_len < (size_t)(sp - line)));
 		}
 		prev = line;
@@ -298,12 +296,9 @@ static void test_100k_stacks_fast(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_merge_and_sort),
-		cmocka_unit_test(test_byte_order),
-		cmocka_unit_test(test_merge_by_name),
-		cmocka_unit_test(test_sanitize),
-		cmocka_unit_test(test_zero_and_value_index),
-		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_merge_and_sort),	     cmocka_unit_test(test_byte_order),
+		cmocka_unit_test(test_merge_by_name),	     cmocka_unit_test(test_sanitize),
+		cmocka_unit_test(test_zero_and_value_index), cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_100k_stacks_fast),
 	};
 

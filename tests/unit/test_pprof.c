@@ -170,8 +170,12 @@ static int add_frame(struct profile *p, const char *name, const char *file, uint
 		     uint32_t kind, int32_t mapping, uint64_t addr)
 {
 	struct pframe f = {
-		.name = name, .file = file, .line = line,
-		.kind = kind, .mapping = mapping, .addr = addr,
+		.name = name,
+		.file = file,
+		.line = line,
+		.kind = kind,
+		.mapping = mapping,
+		.addr = addr,
 	};
 	int idx = profile__add_frame(p, &f);
 
@@ -187,12 +191,18 @@ static struct profile *mixed_profile(int64_t total[2])
 {
 	struct profile *p = profile__new();
 	struct pmapping py = {
-		.path = "/usr/bin/python3.11", .build_id = "0123456789abcdef",
-		.start = 0x400000, .limit = 0x800000, .file_offset = 0,
+		.path = "/usr/bin/python3.11",
+		.build_id = "0123456789abcdef",
+		.start = 0x400000,
+		.limit = 0x800000,
+		.file_offset = 0,
 	};
 	struct pmapping libc = {
-		.path = "/usr/lib/x86_64-linux-gnu/libc.so.6", .build_id = "fedcba9876543210",
-		.start = 0x20000, .limit = 0x1a0000, .file_offset = 0x20000,
+		.path = "/usr/lib/x86_64-linux-gnu/libc.so.6",
+		.build_id = "fedcba9876543210",
+		.start = 0x20000,
+		.limit = 0x1a0000,
+		.file_offset = 0x20000,
 	};
 	struct plabel labels[3] = {
 		{ .key = "thread", .str = "MainThread" },
@@ -251,11 +261,14 @@ static struct profile *mixed_profile(int64_t total[2])
 static void test_structure(void **state)
 {
 	static const char *const st1[] = {
-		"malloc", "PyObject_Call", "Model.forward (train.py:42)", "main (app.py:10)",
-		"python3",
+		"malloc",	    "PyObject_Call", "Model.forward (train.py:42)",
+		"main (app.py:10)", "python3",
 	};
 	static const char *const st2[] = {
-		"do_syscall_64_[k]", "PyObject_Call", "main (app.py:10)", "python3",
+		"do_syscall_64_[k]",
+		"PyObject_Call",
+		"main (app.py:10)",
+		"python3",
 	};
 	static const char *const st3[] = { "[cuda] ampere_sgemm_128x64_nn", "python3" };
 	const Perftools__Profiles__Sample *s1, *s2, *s3;
@@ -334,29 +347,29 @@ static void test_structure(void **state)
 
 	/* locations: native ones carry mapping and address, the rest neither */
 	assert_int_equal(prof->n_location, 8);
-	l = location(prof, s1->location_id[0]);				/* malloc */
+	l = location(prof, s1->location_id[0]); /* malloc */
 	assert_int_equal(l->mapping_id, 2);
 	assert_int_equal(l->address, 0x9a0c0);
 	assert_int_equal(l->line[0]->line, 3287);
-	l = location(prof, s1->location_id[1]);				/* PyObject_Call */
+	l = location(prof, s1->location_id[1]); /* PyObject_Call */
 	assert_int_equal(l->mapping_id, 1);
 	assert_int_equal(l->address, 0x401000);
 	assert_int_not_equal(s1->location_id[1], s2->location_id[1]);
 	assert_int_equal(location(prof, s2->location_id[1])->address, 0x401040);
-	l = location(prof, s1->location_id[2]);				/* Model.forward */
+	l = location(prof, s1->location_id[2]); /* Model.forward */
 	assert_int_equal(l->mapping_id, 0);
 	assert_int_equal(l->address, 0);
 	assert_int_equal(l->line[0]->line, 42);
 	fn = function(prof, l->line[0]->function_id);
 	assert_string_equal(str(prof, fn->filename), "train.py");
 	assert_string_equal(str(prof, fn->system_name), "Model.forward (train.py:42)");
-	l = location(prof, s2->location_id[0]);				/* kernel */
+	l = location(prof, s2->location_id[0]); /* kernel */
 	assert_int_equal(l->mapping_id, 0);
 	assert_int_equal(l->address, 0xffffffff81e3a5b0ULL);
-	l = location(prof, s3->location_id[0]);				/* cuda */
+	l = location(prof, s3->location_id[0]); /* cuda */
 	assert_int_equal(l->mapping_id, 0);
 	assert_int_equal(l->address, 0);
-	l = location(prof, s3->location_id[1]);				/* root */
+	l = location(prof, s3->location_id[1]); /* root */
 	assert_int_equal(l->mapping_id, 0);
 	assert_int_equal(l->address, 0);
 	/* the same root frame in every sample is one location */
@@ -516,7 +529,8 @@ static void test_go_tool_pprof(void **state)
 	/* local caches only, no network, no toolchain switching */
 	snprintf(cmd, sizeof(cmd),
 		 "cd %s && GOTOOLCHAIN=local GOFLAGS= GOCACHE=%s/cache PPROF_TMPDIR=%s "
-		 "go tool pprof -raw -symbolize=none %s 2>&1", dir, dir, dir, path);
+		 "go tool pprof -raw -symbolize=none %s 2>&1",
+		 dir, dir, dir, path);
 	out = run_capture(cmd);
 	/* -raw: header, per-sample values with location ids, locations, mappings */
 	assert_non_null(strstr(out, "PeriodType: cpu nanoseconds"));
@@ -534,7 +548,8 @@ static void test_go_tool_pprof(void **state)
 	/* -traces: stacks as pprof shows them, leaf on top */
 	snprintf(cmd, sizeof(cmd),
 		 "cd %s && GOTOOLCHAIN=local GOFLAGS= GOCACHE=%s/cache PPROF_TMPDIR=%s "
-		 "go tool pprof -traces -symbolize=none %s 2>&1", dir, dir, dir, path);
+		 "go tool pprof -traces -symbolize=none %s 2>&1",
+		 dir, dir, dir, path);
 	out = run_capture(cmd);
 	s = strstr(out, "malloc");
 	assert_non_null(s);

@@ -57,7 +57,8 @@ static void test_parse_special(void **state)
 
 static void test_parse_garbage(void **state)
 {
-	char a[] = "garbage\n", b[] = "2000-1000 r-xp 0 00:00 0 x\n", c[] = "1000-2000 rx 0 0:0 0\n";
+	char a[] = "garbage\n", b[] = "2000-1000 r-xp 0 00:00 0 x\n",
+	     c[] = "1000-2000 rx 0 0:0 0\n";
 	char d[] = "";
 	struct procmaps_entry e;
 
@@ -94,12 +95,12 @@ static void test_for_each_exec(void **state)
 	fclose(f);
 }
 
-static struct mapping M(uint64_t s, uint64_t e, uint64_t off, uint32_t obj)
-{
+static struct mapping M(uint64_t s, uint64_t e, uint64_t off, uint32_t obj) {
 	return (struct mapping){ .start = s, .end = e, .pgoff = off, .obj = obj };
 }
 
-static void test_insert_and_find(void **state)
+static void
+test_insert_and_find(void **state)
 {
 	struct proc p = { 0 };
 	struct mapping m;
@@ -113,7 +114,7 @@ static void test_insert_and_find(void **state)
 	m = M(0x3000, 0x4000, 0, 22);
 	assert_int_equal(proc__insert_mapping(&p, &m), 0);
 	assert_int_equal(p.nmaps, 3);
-	assert_int_equal(p.maps[1].obj, 22);	/* kept sorted */
+	assert_int_equal(p.maps[1].obj, 22); /* kept sorted */
 
 	assert_null(proc__find(&p, 0xfff));
 	assert_int_equal(proc__find(&p, 0x1000)->obj, 20);
@@ -184,12 +185,9 @@ static void test_cpu_list(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_line),
-		cmocka_unit_test(test_parse_special),
-		cmocka_unit_test(test_parse_garbage),
-		cmocka_unit_test(test_for_each_exec),
-		cmocka_unit_test(test_insert_and_find),
-		cmocka_unit_test(test_insert_many),
+		cmocka_unit_test(test_parse_line),	cmocka_unit_test(test_parse_special),
+		cmocka_unit_test(test_parse_garbage),	cmocka_unit_test(test_for_each_exec),
+		cmocka_unit_test(test_insert_and_find), cmocka_unit_test(test_insert_many),
 		cmocka_unit_test(test_cpu_list),
 	};
 

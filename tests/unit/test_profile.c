@@ -31,7 +31,7 @@ static void test_htab_insert_find(void **state)
 		len = (size_t)snprintf(key, sizeof(key), "key-%d", i);
 		ret = htab__upsert(h, key, len, htab__hash(key, len), &e);
 		assert_int_equal(ret, 1);
-		assert_ptr_not_equal(e->key, key);	/* copied */
+		assert_ptr_not_equal(e->key, key); /* copied */
 		e->val = (uint64_t)i;
 	}
 	assert_int_equal(htab__count(h), 20000);
@@ -72,7 +72,7 @@ static void test_htab_collisions_delete(void **state)
 		k[i] = (uint32_t)i * 7;
 		ret = htab__upsert(h, &k[i], sizeof(k[i]), 42, &e);
 		assert_int_equal(ret, 1);
-		assert_ptr_equal(e->key, &k[i]);	/* borrowed */
+		assert_ptr_equal(e->key, &k[i]); /* borrowed */
 		e->val = (uint64_t)i + 100;
 	}
 	/* delete every third, from the middle of the chain: backward shift must keep the rest */
@@ -231,8 +231,11 @@ static void test_mappings(void **state)
 {
 	struct profile *p = profile__new();
 	struct pmapping m = {
-		.path = "/usr/lib/libc.so.6", .build_id = "abc123",
-		.start = 0x1000, .limit = 0x2000, .file_offset = 0x1000,
+		.path = "/usr/lib/libc.so.6",
+		.build_id = "abc123",
+		.start = 0x1000,
+		.limit = 0x2000,
+		.file_offset = 0x1000,
 	};
 	char path[64];
 	int a, b, c, d;
@@ -283,8 +286,11 @@ static void test_frames(void **state)
 	struct profile *p = profile__new();
 	struct pmapping m = { .path = "/bin/x", .start = 0x1000, .limit = 0x9000 };
 	struct pframe f = {
-		.name = "Model.forward (train.py:42)", .file = "train.py", .line = 42,
-		.kind = FRAME_PYTHON, .mapping = -1,
+		.name = "Model.forward (train.py:42)",
+		.file = "train.py",
+		.line = 42,
+		.kind = FRAME_PYTHON,
+		.mapping = -1,
 	};
 	struct pframe g;
 	char name[64];
@@ -347,7 +353,7 @@ static void test_frames(void **state)
 	assert_int_equal(profile__add_frame(p, &g), idx);
 
 	g = f;
-	g.mapping = 1;	/* no such mapping */
+	g.mapping = 1; /* no such mapping */
 	assert_int_equal(profile__add_frame(p, &g), -EINVAL);
 	g.mapping = -2;
 	assert_int_equal(profile__add_frame(p, &g), -EINVAL);
@@ -416,7 +422,7 @@ static void test_samples(void **state)
 	assert_int_equal(profile__add_sample(p, NULL, 0, values, NULL, 0), 0);
 	assert_int_equal(p->samples[1].nframes, 0);
 
-	frames[0] = 3;	/* no such frame */
+	frames[0] = 3; /* no such frame */
 	assert_int_equal(profile__add_sample(p, frames, 3, values, NULL, 0), -EINVAL);
 	frames[0] = 0;
 	assert_int_equal(profile__add_sample(p, frames, 3, values, labels, PROFILE_MAX_LABELS + 1),
@@ -425,8 +431,8 @@ static void test_samples(void **state)
 
 	for (i = 0; i < 100000; i++) {
 		values[0] = i;
-		assert_int_equal(profile__add_sample(p, frames, (uint32_t)(i % 3) + 1, values,
-						     NULL, 0), 0);
+		assert_int_equal(
+			profile__add_sample(p, frames, (uint32_t)(i % 3) + 1, values, NULL, 0), 0);
 	}
 	assert_int_equal(p->nsamples, 100002);
 	assert_int_equal(p->samples[2 + 99999].values[0], 99999);

@@ -18,10 +18,10 @@
 
 #include "python/pyimpl.h"
 
-#define CODE_T 0x7f0000001000ULL
-#define STR_T 0x7f0000002000ULL
+#define CODE_T	0x7f0000001000ULL
+#define STR_T	0x7f0000002000ULL
 #define BYTES_T 0x7f0000003000ULL
-#define HEAD offsetof(struct pycode_snap, data)
+#define HEAD	offsetof(struct pycode_snap, data)
 
 /* state word of a compact str: kind, compact, ascii (pystr__read's bits) */
 static uint32_t str_state(const struct pylayout *l, unsigned kind, bool ascii)
@@ -32,7 +32,7 @@ static uint32_t str_state(const struct pylayout *l, unsigned kind, bool ascii)
 
 struct snapbuf {
 	struct pycode_snap s;
-	size_t len;	/* bytes of the record sent */
+	size_t len; /* bytes of the record sent */
 };
 
 /* Append an object's data as BPF does: returns the next offset. */
@@ -52,8 +52,8 @@ static uint16_t put_obj(struct snapbuf *b, struct pysnap_obj *o, uint64_t type, 
  * A valid snapshot of a code object at 0x5000 named name in file, first
  * line firstlineno, line table lt (cut at PYSNAP_LINES_MAX as BPF cuts it).
  */
-static void build(struct snapbuf *b, const struct pyinfo *info, const char *name,
-		  const char *file, int32_t firstlineno, const uint8_t *lt, size_t ltlen)
+static void build(struct snapbuf *b, const struct pyinfo *info, const char *name, const char *file,
+		  int32_t firstlineno, const uint8_t *lt, size_t ltlen)
 {
 	const struct pylayout *l = pyinfo__layout(info);
 	int32_t name_off = l->co_qualname >= 0 ? l->co_qualname : l->co_name;
@@ -101,7 +101,8 @@ static void test_offsets_for_bpf(void **state)
 		/* what BPF copies is what pycode__read reads and from_snap wants */
 		assert_int_equal(info.bpf.code_read, l->co_read);
 		assert_true(info.bpf.code_read <= PYSNAP_CODE_MAX);
-		assert_int_equal(info.bpf.co_name, l->co_qualname >= 0 ? l->co_qualname : l->co_name);
+		assert_int_equal(info.bpf.co_name,
+				 l->co_qualname >= 0 ? l->co_qualname : l->co_name);
 		assert_int_equal(info.bpf.co_filename, l->co_filename);
 		assert_int_equal(info.bpf.co_linetable, l->co_linetable);
 		assert_int_equal(info.bpf.str_ascii_size, l->str_ascii_size);
@@ -155,8 +156,8 @@ static void test_string_kinds(void **state)
 	struct pyinfo info;
 	struct snapbuf b;
 	struct pycode c;
-	uint8_t latin1[] = { 'c', 0xe9 };	/* "cé" */
-	uint16_t ucs2[] = { 0x3b1, 0x3b2 };	/* "αβ" */
+	uint8_t latin1[] = { 'c', 0xe9 };   /* "cé" */
+	uint16_t ucs2[] = { 0x3b1, 0x3b2 }; /* "αβ" */
 	char longname[400];
 	uint16_t off;
 
@@ -226,7 +227,7 @@ static void test_garbage(void **state)
 	/* the record's own size */
 	REFUSED(b.len = HEAD - 1);
 	REFUSED(b.len = sizeof(b.s) + 1);
-	REFUSED(b.len = good.len - 1);	/* the line table's last byte missing */
+	REFUSED(b.len = good.len - 1); /* the line table's last byte missing */
 	REFUSED(b.len = HEAD + l->co_read - 1);
 	/* the header */
 	REFUSED(b.s.code_bytes = l->co_read - 8);
@@ -242,16 +243,17 @@ static void test_garbage(void **state)
 	/* strings: lengths, kinds, compactness, bytes sent */
 	REFUSED(b.s.name.len = (uint64_t)-1);
 	REFUSED(b.s.name.len = 1ULL << 40);
-	REFUSED(b.s.name.len = 2);	/* 1 code point sent of 2 that fit */
-	REFUSED(b.s.name.bytes = 0);	/* BPF could not read it */
+	REFUSED(b.s.name.len = 2);   /* 1 code point sent of 2 that fit */
+	REFUSED(b.s.name.bytes = 0); /* BPF could not read it */
 	REFUSED(b.s.name.off = 60000);
 	REFUSED(b.s.file.off = (uint16_t)(good.len - HEAD));
 	REFUSED(b.s.name.state = str_state(l, 1, true) & ~(1u << (l->str_kind_shift + 3)));
 	REFUSED(b.s.name.state = str_state(l, 2, true));
 	REFUSED(b.s.name.state = str_state(l, 3, false));
 	REFUSED(b.s.name.state = str_state(l, 0, false));
-	REFUSED(b.s.name.state = str_state(l, 1, false));	/* kind 1, all < 0x80: not compact ASCII */
-	REFUSED(b.s.data[b.s.name.off] = 0x80);	/* ASCII with a byte >= 0x80 */
+	REFUSED(b.s.name.state =
+			str_state(l, 1, false)); /* kind 1, all < 0x80: not compact ASCII */
+	REFUSED(b.s.data[b.s.name.off] = 0x80);	 /* ASCII with a byte >= 0x80 */
 	/* the line table */
 	REFUSED(b.s.lines.len = (uint64_t)-5);
 	REFUSED(b.s.lines.len = 1ULL << 30);
@@ -271,7 +273,9 @@ static void test_cut_line_table(void **state)
 {
 	static const uint32_t versions[] = { PYVER(3, 9) | 0xf0, PYVER(3, 10) | 0xf0,
 					     PYVER(3, 11) | 0x7f0 };
-	enum { N = 6000 };
+	enum {
+		N = 6000
+	};
 	uint8_t *lt = malloc(N);
 	struct pyinfo info;
 	struct snapbuf b;
@@ -285,11 +289,12 @@ static void test_cut_line_table(void **state)
 
 		layout(ver, &info);
 		for (i = 0; i < N; i++) {
-			if (ver < PYVER(3, 11))	/* (2 bytes, +1 or -1 line) pairs */
+			if (ver < PYVER(3, 11)) /* (2 bytes, +1 or -1 line) pairs */
 				lt[i] = i & 1 ? (i % 6 == 1 ? 0xff : 1) : 2;
-			else	/* 1-unit one-line +1 entries, some long (+varint, 3 more) */
-				lt[i] = i % 7 < 2 ? 0x80 | 11 << 3 : (i % 7 == 2 ? 0x80 | 14 << 3
-									 : (i % 7 == 3 ? 2 : 1));
+			else /* 1-unit one-line +1 entries, some long (+varint, 3 more) */
+				lt[i] = i % 7 < 2 ? 0x80 | 11 << 3
+						  : (i % 7 == 2 ? 0x80 | 14 << 3
+								: (i % 7 == 3 ? 2 : 1));
 		}
 		build(&b, &info, "big", "big.py", 100, lt, N);
 		assert_int_equal(b.s.lines.bytes, PYSNAP_LINES_MAX);
@@ -322,13 +327,14 @@ static void test_covered(void **state)
 	/* lnotab pairs: the last, incomplete pair does not count */
 	static const uint8_t lnotab[] = { 6, 1, 4, 2, 9 };
 	/* locations: 2 units, 1 unit, then an entry that may be cut */
-	static const uint8_t loc[] = { 0x80 | 11 << 3 | 1, 0x80 | 13 << 3, 7, 0x80 | 14 << 3, 0x40 };
+	static const uint8_t loc[] = { 0x80 | 11 << 3 | 1, 0x80 | 13 << 3, 7, 0x80 | 14 << 3,
+				       0x40 };
 
 	(void)state;
 	assert_int_equal(pyline__covered(PYVER(3, 9), lnotab, sizeof(lnotab)), 10);
 	assert_int_equal(pyline__covered(PYVER(3, 10), lnotab, 4), 10);
 	assert_int_equal(pyline__covered(PYVER(3, 11), loc, sizeof(loc)), 6);
-	assert_int_equal(pyline__covered(PYVER(3, 11), loc, 3), 4);	/* 2nd not known whole */
+	assert_int_equal(pyline__covered(PYVER(3, 11), loc, 3), 4); /* 2nd not known whole */
 	assert_int_equal(pyline__covered(PYVER(3, 11), loc, 0), 0);
 	assert_int_equal(pyline__covered(PYVER(3, 11), (const uint8_t *)"\x01\x02", 2), 0);
 }

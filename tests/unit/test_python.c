@@ -41,21 +41,25 @@
 #include "python/python.h"
 
 #define LINE_TIMEOUT_MS 20000
-#define MAX_CODES 16
-#define MAX_FRAMES 16
+#define MAX_CODES	16
+#define MAX_FRAMES	16
 /* Beyond any pid_max: process_vm_readv must say ESRCH. */
 #define NO_SUCH_PID 0x7ffffff0
 
 struct pyexe {
 	const char *label;
 	int minor;
-	const char *fixed;	/* a fixed path, else found under $PYENV_ROOT */
+	const char *fixed; /* a fixed path, else found under $PYENV_ROOT */
 	char path[PATH_MAX];
 };
 
 static struct pyexe exes[] = {
-	{ "3.8", 8, NULL, "" },	  { "3.9", 9, NULL, "" },   { "3.10", 10, NULL, "" },
-	{ "3.11", 11, NULL, "" }, { "3.12", 12, NULL, "" }, { "3.13", 13, NULL, "" },
+	{ "3.8", 8, NULL, "" },
+	{ "3.9", 9, NULL, "" },
+	{ "3.10", 10, NULL, "" },
+	{ "3.11", 11, NULL, "" },
+	{ "3.12", 12, NULL, "" },
+	{ "3.13", 13, NULL, "" },
 	{ "system 3.11", 11, "/usr/bin/python3.11", "" },
 };
 
@@ -289,8 +293,8 @@ static void test_lines(void **state)
 		c.linetable = calloc(1, strlen(hex) / 2 + 1);
 		assert_non_null(c.linetable);
 		for (i = 0; strcmp(hex, "-") && hex[2 * i] && hex[2 * i + 1]; i++)
-			c.linetable[i] = (uint8_t)(hexval(hex[2 * i]) << 4 |
-						   hexval(hex[2 * i + 1]));
+			c.linetable[i] =
+				(uint8_t)(hexval(hex[2 * i]) << 4 | hexval(hex[2 * i + 1]));
 		c.linetable_len = i;
 
 		l = child_line(&ch);
@@ -343,7 +347,7 @@ struct expect_frame {
 
 struct live {
 	struct child ch;
-	pid_t pid;		/* the interpreter: ch.pid, or its child under unshare */
+	pid_t pid; /* the interpreter: ch.pid, or its child under unshare */
 	uint32_t hexversion;
 	uint32_t main_tid, worker_tid;
 	struct expect_code codes[MAX_CODES];
@@ -352,7 +356,7 @@ struct live {
 	size_t nframes;
 	int reused;
 	struct pyinfo info;
-	char lib[PATH_MAX];	/* the file that probed as CPython */
+	char lib[PATH_MAX]; /* the file that probed as CPython */
 	uint64_t bias;
 };
 
@@ -446,7 +450,8 @@ static int elf_bias(int fd, uint64_t start, uint64_t *bias)
 		for (i = 0; i < n; i++) {
 			GElf_Phdr ph;
 
-			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && !ph.p_offset) {
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+			    !ph.p_offset) {
 				*bias = start - (ph.p_vaddr & ~(page - 1));
 				err = 0;
 				break;
@@ -512,8 +517,8 @@ static int rd64(pid_t pid, uint64_t addr, uint64_t *v)
  * The frame chain of one thread as the BPF walker reads it, from struct
  * bpf_pyproc alone: (code, raw position), leaf first, shim frames skipped.
  */
-static size_t walk_frames(pid_t pid, const struct bpf_pyproc *b, uint64_t tstate,
-			  uint64_t *code, uint64_t *raw, size_t max)
+static size_t walk_frames(pid_t pid, const struct bpf_pyproc *b, uint64_t tstate, uint64_t *code,
+			  uint64_t *raw, size_t max)
 {
 	uint64_t frame = 0, v;
 	size_t n = 0, steps;
@@ -618,8 +623,9 @@ static void test_live(void **state)
 	else
 		assert_int_equal(PYVER_MINOR(lv->info.version), minor_version(e->minor));
 	assert_int_equal(lv->info.bpf.version, lv->info.version);
-	assert_int_equal(lv->info.bpf.model, e->minor <= 10 ? PY_MODEL_FRAMEOBJ :
-					     e->minor <= 12 ? PY_MODEL_CFRAME : PY_MODEL_IFRAME);
+	assert_int_equal(lv->info.bpf.model, e->minor <= 10   ? PY_MODEL_FRAMEOBJ
+					     : e->minor <= 12 ? PY_MODEL_CFRAME
+							      : PY_MODEL_IFRAME);
 	assert_true(e->minor < 11 || lv->info.code_adaptive > 0);
 
 	/* threads: both native ids, distinct thread states */
@@ -744,8 +750,15 @@ static void test_pid_namespace(void **state)
 {
 	struct pyexe *e = exe_or_skip(state);
 	char spath[PATH_MAX + 64], path[64], buf[64];
-	char *argv[] = { "/usr/bin/unshare", "--pid", "--fork", "--kill-child", e->path,
-			 "-I", "-B", spath, NULL };
+	char *argv[] = { "/usr/bin/unshare",
+			 "--pid",
+			 "--fork",
+			 "--kill-child",
+			 e->path,
+			 "-I",
+			 "-B",
+			 spath,
+			 NULL };
 	struct pythread th[64];
 	uint64_t main_ts = 0;
 	bool seen_main = false, seen_worker = false;
@@ -772,14 +785,14 @@ static void test_pid_namespace(void **state)
 	}
 	assert_true(lv->pid > 0);
 	assert_true(live_read(lv));
-	assert_int_equal(lv->main_tid, 1);	/* pid 1 of its namespace */
+	assert_int_equal(lv->main_tid, 1); /* pid 1 of its namespace */
 	live_probe(lv, e->path);
 	n = pyproc__threads(lv->pid, &lv->info, th, 64);
 	assert_true(n >= 2);
 	for (i = 0; i < n; i++) {
 		uint32_t ns = nspid_of(lv->pid, th[i].tid);
 
-		assert_true(ns != 0);	/* a tid of this namespace, of this process */
+		assert_true(ns != 0); /* a tid of this namespace, of this process */
 		if (ns == lv->main_tid) {
 			seen_main = true;
 			main_ts = th[i].tstate;
@@ -799,13 +812,13 @@ static void test_pid_namespace(void **state)
 #define MAX_NAMED 16
 
 struct named {
-	uint32_t tid;		/* native id */
+	uint32_t tid; /* native id */
 	uint64_t ident;
 	char name[512];
 };
 
 struct names_target {
-	struct live lv;		/* child, pid, probe */
+	struct live lv; /* child, pid, probe */
 	struct named th[MAX_NAMED];
 	size_t n;
 	uint32_t raw_tid;
@@ -886,10 +899,10 @@ static void names_lie(pid_t pid, const struct pyinfo *good)
 			struct pyinfo info = *good;
 			struct pylayout *l = pyinfo__layout_mut(&info);
 			struct pynames_hints hints;
-			int32_t *fields[] = { &l->is_modules, &l->md_dict, &l->tp_basicsize,
-					      &l->tp_flags, &l->tp_dictoffset, &l->ht_cached_keys,
-					      &l->dict_keys, &l->dict_values, &l->long_digits,
-					      &l->long_size, &l->ob_type };
+			int32_t *fields[] = { &l->is_modules, &l->md_dict,	 &l->tp_basicsize,
+					      &l->tp_flags,   &l->tp_dictoffset, &l->ht_cached_keys,
+					      &l->dict_keys,  &l->dict_values,	 &l->long_digits,
+					      &l->long_size,  &l->ob_type };
 
 			if (f == 10)
 				info.runtime += (uint64_t)(int64_t)deltas[d] * 64;
@@ -915,7 +928,7 @@ static void names_lie(pid_t pid, const struct pyinfo *good)
 			}
 		}
 	}
-	assert_true(failed > tried / 2);	/* most lies are caught, not decoded */
+	assert_true(failed > tried / 2); /* most lies are caught, not decoded */
 }
 
 /*
@@ -944,7 +957,7 @@ static void test_thread_names(void **state)
 
 	memset(&hints, 0, sizeof(hints));
 	n = pythreads__names(t->lv.pid, &t->lv.info, &hints, names, 64);
-	assert_int_equal(n, 11);	/* every Thread; not the _thread one */
+	assert_int_equal(n, 11); /* every Thread; not the _thread one */
 	nth = pyproc__threads(t->lv.pid, &t->lv.info, th, 64);
 	assert_true(nth >= 12);
 	for (k = 0; k < t->n; k++) {
@@ -1175,8 +1188,18 @@ static void test_line_tables_by_hand(void **state)
 	 * (code 13, varint 7), 1 unit none (code 15), 1 unit long +200 (varint
 	 * 400: 0x50 | 0x40, 6) with three more varints.
 	 */
-	uint8_t loc[] = { 0x80 | 11 << 3 | 1, 0, 4, 0x80 | 13 << 3, 7, 0x80 | 15 << 3,
-			  0x80 | 14 << 3, 0x40 | 16, 6, 0, 1, 2 };
+	uint8_t loc[] = { 0x80 | 11 << 3 | 1,
+			  0,
+			  4,
+			  0x80 | 13 << 3,
+			  7,
+			  0x80 | 15 << 3,
+			  0x80 | 14 << 3,
+			  0x40 | 16,
+			  6,
+			  0,
+			  1,
+			  2 };
 	struct pycode c = { .firstlineno = 10 };
 
 	(void)state;
@@ -1275,16 +1298,16 @@ static void test_dict_keys(void **state)
 	assert_int_equal(k.esize, 24);
 	assert_int_equal(k.ekey, 8);
 	assert_int_equal(k.evalue, 16);
-	put64(h, 8, 512);	/* 2-byte indices */
+	put64(h, 8, 512); /* 2-byte indices */
 	assert_int_equal(pykeys__parse(l, a, h, &k), 0);
 	assert_true(k.entries == a + 40 + 1024);
-	put64(h, 8, 1 << 17);	/* 4-byte indices */
+	put64(h, 8, 1 << 17); /* 4-byte indices */
 	assert_int_equal(pykeys__parse(l, a, h, &k), 0);
 	assert_true(k.entries == a + 40 + 4 * (1 << 17));
-	put64(h, 8, 24);	/* not a power of two */
+	put64(h, 8, 24); /* not a power of two */
 	assert_int_equal(pykeys__parse(l, a, h, &k), -EINVAL);
 	put64(h, 8, 8);
-	put64(h, 32, 6);	/* more than 2/3 of 8 */
+	put64(h, 32, 6); /* more than 2/3 of 8 */
 	assert_int_equal(pykeys__parse(l, a, h, &k), -EINVAL);
 	put64(h, 32, (uint64_t)-1);
 	assert_int_equal(pykeys__parse(l, a, h, &k), -EINVAL);
@@ -1294,33 +1317,33 @@ static void test_dict_keys(void **state)
 	memset(h, 0, sizeof(h));
 	h[8] = 3;
 	h[9] = 3;
-	h[10] = 1;	/* DICT_KEYS_UNICODE */
+	h[10] = 1; /* DICT_KEYS_UNICODE */
 	put64(h, 24, 5);
 	assert_int_equal(pykeys__parse(l, a, h, &k), 0);
 	assert_true(k.entries == a + 32 + 8);
 	assert_int_equal(k.esize, 16);
 	assert_int_equal(k.ekey, 0);
 	assert_int_equal(k.evalue, 8);
-	h[10] = 0;	/* DICT_KEYS_GENERAL */
+	h[10] = 0; /* DICT_KEYS_GENERAL */
 	assert_int_equal(pykeys__parse(l, a, h, &k), 0);
 	assert_int_equal(k.esize, 24);
 	assert_int_equal(k.ekey, 8);
-	h[10] = 2;	/* DICT_KEYS_SPLIT */
+	h[10] = 2; /* DICT_KEYS_SPLIT */
 	assert_int_equal(pykeys__parse(l, a, h, &k), 0);
 	assert_int_equal(k.esize, 16);
 	h[10] = 3;
 	assert_int_equal(pykeys__parse(l, a, h, &k), -EINVAL);
 	h[10] = 1;
-	h[8] = 8;	/* 256 slots: 2-byte indices */
+	h[8] = 8; /* 256 slots: 2-byte indices */
 	h[9] = 9;
 	assert_int_equal(pykeys__parse(l, a, h, &k), 0);
 	assert_true(k.entries == a + 32 + 512);
-	h[9] = 8;	/* index bytes that do not fit the size */
+	h[9] = 8; /* index bytes that do not fit the size */
 	assert_int_equal(pykeys__parse(l, a, h, &k), -EINVAL);
 	h[8] = 16;
 	h[9] = 18;
 	assert_int_equal(pykeys__parse(l, a, h, &k), 0);
-	h[8] = 40;	/* absurd */
+	h[8] = 40; /* absurd */
 	h[9] = 42;
 	assert_int_equal(pykeys__parse(l, a, h, &k), -EINVAL);
 	h[8] = 2;
@@ -1339,37 +1362,37 @@ static void test_long_ident(void **state)
 	(void)state;
 	assert_int_equal(pyoffsets__from_table(PYVER(3, 11) | 0x7f0, &info), 0);
 	memset(o, 0, sizeof(o));
-	put64(o, 16, 2);	/* ob_size */
+	put64(o, 16, 2); /* ob_size */
 	put32(o, 24, (uint32_t)(ident & 0x3fffffff));
 	put32(o, 28, (uint32_t)(ident >> 30));
 	assert_int_equal(pylong__u64(l, o, sizeof(o), &v), 0);
 	assert_true(v == ident);
-	put64(o, 16, (uint64_t)-2);	/* negative */
+	put64(o, 16, (uint64_t)-2); /* negative */
 	assert_int_equal(pylong__u64(l, o, sizeof(o), &v), -EINVAL);
-	put64(o, 16, 4);	/* more than 64 bits */
+	put64(o, 16, 4); /* more than 64 bits */
 	assert_int_equal(pylong__u64(l, o, sizeof(o), &v), -EINVAL);
-	put64(o, 16, 3);	/* top digit beyond 64 bits */
+	put64(o, 16, 3); /* top digit beyond 64 bits */
 	put32(o, 32, 16);
 	assert_int_equal(pylong__u64(l, o, sizeof(o), &v), -EINVAL);
 	put32(o, 32, 15);
 	assert_int_equal(pylong__u64(l, o, sizeof(o), &v), 0);
 	assert_true(v >> 60 == 15);
-	assert_int_equal(pylong__u64(l, o, 32, &v), -ENOSPC);	/* the third digit not given */
+	assert_int_equal(pylong__u64(l, o, 32, &v), -ENOSPC); /* the third digit not given */
 	put64(o, 16, 1);
-	put32(o, 24, 1u << 30);	/* not a 30-bit digit */
+	put32(o, 24, 1u << 30); /* not a 30-bit digit */
 	assert_int_equal(pylong__u64(l, o, sizeof(o), &v), -EINVAL);
-	assert_int_equal(pylong__u64(l, o, 20, &v), -EINVAL);	/* short buffer */
+	assert_int_equal(pylong__u64(l, o, 20, &v), -EINVAL); /* short buffer */
 
 	assert_int_equal(pyoffsets__from_table(PYVER(3, 12) | 0x1f0, &info), 0);
 	memset(o, 0, sizeof(o));
-	put64(o, 16, 2 << 3);	/* lv_tag: 2 digits, positive */
+	put64(o, 16, 2 << 3); /* lv_tag: 2 digits, positive */
 	put32(o, 24, (uint32_t)(ident & 0x3fffffff));
 	put32(o, 28, (uint32_t)(ident >> 30));
 	assert_int_equal(pylong__u64(l, o, sizeof(o), &v), 0);
 	assert_true(v == ident);
-	put64(o, 16, 2 << 3 | 2);	/* negative */
+	put64(o, 16, 2 << 3 | 2); /* negative */
 	assert_int_equal(pylong__u64(l, o, sizeof(o), &v), -EINVAL);
-	put64(o, 16, 1);	/* zero */
+	put64(o, 16, 1); /* zero */
 	assert_int_equal(pylong__u64(l, o, sizeof(o), &v), 0);
 	assert_true(v == 0);
 	put64(o, 16, 4 << 3);
@@ -1383,7 +1406,9 @@ static void test_name_clean(void **state)
 	(void)state;
 	pyname__clean("worker-3", out, sizeof(out));
 	assert_string_equal(out, "worker-3");
-	pyname__clean("a\tb\nc\x7f" "d", out, sizeof(out));
+	pyname__clean("a\tb\nc\x7f"
+		      "d",
+		      out, sizeof(out));
 	assert_string_equal(out, "a?b?c?d");
 	/* cut at a character boundary: "é" does not fit in the last byte */
 	pyname__clean("ab\xc3\xa9", out, 4);
@@ -1401,11 +1426,11 @@ static void test_name_clean(void **state)
 	assert_string_equal(out, "");
 }
 
-#define PER_EXE(fn)                                                                      \
-	cmocka_unit_test_prestate(fn, &exes[0]), cmocka_unit_test_prestate(fn, &exes[1]), \
-	cmocka_unit_test_prestate(fn, &exes[2]), cmocka_unit_test_prestate(fn, &exes[3]), \
-	cmocka_unit_test_prestate(fn, &exes[4]), cmocka_unit_test_prestate(fn, &exes[5]), \
-	cmocka_unit_test_prestate(fn, &exes[6])
+#define PER_EXE(fn)                                                                               \
+	cmocka_unit_test_prestate(fn, &exes[0]), cmocka_unit_test_prestate(fn, &exes[1]),         \
+		cmocka_unit_test_prestate(fn, &exes[2]), cmocka_unit_test_prestate(fn, &exes[3]), \
+		cmocka_unit_test_prestate(fn, &exes[4]), cmocka_unit_test_prestate(fn, &exes[5]), \
+		cmocka_unit_test_prestate(fn, &exes[6])
 
 int main(void)
 {

@@ -49,10 +49,10 @@ struct mmap2_rec {
 	struct sid sid;
 };
 
-#define PARENT 1000
-#define CHILD 1001
+#define PARENT	    1000
+#define CHILD	    1001
 #define PARENT_TEXT 0x400000ULL
-#define CHILD_TEXT 0x500000ULL
+#define CHILD_TEXT  0x500000ULL
 
 static void mmap2(struct mmap2_rec *r, uint32_t pid, uint64_t addr, const char *path, uint64_t t)
 {
@@ -61,7 +61,7 @@ static void mmap2(struct mmap2_rec *r, uint32_t pid, uint64_t addr, const char *
 	r->pid = r->tid = pid;
 	r->addr = addr;
 	r->len = 0x1000;
-	r->prot = 5;	/* r-x */
+	r->prot = 5; /* r-x */
 	r->ino = 1;
 	strncpy(r->filename, path, sizeof(r->filename) - 1);
 	r->sid = (struct sid){ pid, pid, t };
@@ -73,13 +73,21 @@ static void test_fork_read_after_exec(void **state)
 	struct objtab *objs = objtab__new();
 	struct proctab *t = proctab__new(objs);
 	struct comm_rec exec = {
-		.h = { .type = PERF_RECORD_COMM, .misc = PERF_RECORD_MISC_COMM_EXEC,
+		.h = { .type = PERF_RECORD_COMM,
+		       .misc = PERF_RECORD_MISC_COMM_EXEC,
 		       .size = sizeof(exec) },
-		.pid = CHILD, .tid = CHILD, .comm = "true", .sid = { CHILD, CHILD, 200 },
+		.pid = CHILD,
+		.tid = CHILD,
+		.comm = "true",
+		.sid = { CHILD, CHILD, 200 },
 	};
 	struct fork_rec fork = {
 		.h = { .type = PERF_RECORD_FORK, .size = sizeof(fork) },
-		.pid = CHILD, .ppid = PARENT, .tid = CHILD, .ptid = PARENT, .time = 100,
+		.pid = CHILD,
+		.ppid = PARENT,
+		.tid = CHILD,
+		.ptid = PARENT,
+		.time = 100,
 		.sid = { PARENT, PARENT, 100 },
 	};
 	struct mmap2_rec parent_map, child_map;
@@ -115,9 +123,13 @@ static void test_equal_times_keep_order(void **state)
 	struct proctab *t = proctab__new(objs);
 	struct mmap2_rec a, b;
 	struct comm_rec exec = {
-		.h = { .type = PERF_RECORD_COMM, .misc = PERF_RECORD_MISC_COMM_EXEC,
+		.h = { .type = PERF_RECORD_COMM,
+		       .misc = PERF_RECORD_MISC_COMM_EXEC,
 		       .size = sizeof(exec) },
-		.pid = CHILD, .tid = CHILD, .comm = "true", .sid = { CHILD, CHILD, 300 },
+		.pid = CHILD,
+		.tid = CHILD,
+		.comm = "true",
+		.sid = { CHILD, CHILD, 300 },
 	};
 	const struct perf_event_header *recs[] = { &exec.h, &a.h, &b.h };
 	struct proc *p;

@@ -21,7 +21,7 @@ struct gframe {
 	uint64_t o, v;
 	unsigned d;
 	char name[256];
-	char value[96];		/* the tooltip's second line */
+	char value[96]; /* the tooltip's second line */
 	double x, y, w;
 	int rgb[3];
 };
@@ -96,9 +96,10 @@ static struct svgdoc parse(char *text)
 		nl = strstr(t, "</title>");
 		memcpy(g.value, t, nl - t);
 		t = strstr(nl, "<rect ");
-		got = sscanf(t, "<rect x=\"%lf\" y=\"%lf\" width=\"%lf\" height=\"15\" "
-			     "fill=\"rgb(%d,%d,%d)\"", &g.x, &g.y, &g.w,
-			     &g.rgb[0], &g.rgb[1], &g.rgb[2]);
+		got = sscanf(t,
+			     "<rect x=\"%lf\" y=\"%lf\" width=\"%lf\" height=\"15\" "
+			     "fill=\"rgb(%d,%d,%d)\"",
+			     &g.x, &g.y, &g.w, &g.rgb[0], &g.rgb[1], &g.rgb[2]);
 		assert_int_equal(got, 6);
 		if (d.n == cap) {
 			cap = cap ? cap * 2 : 64;
@@ -168,13 +169,13 @@ static void test_merge_and_totals(void **state)
 	sample(p, "p;main;b", 2, 0);
 	sample(p, "p;main;a", 3, 0x10);
 	sample(p, "q;x", 1, 0);
-	sample(p, "p;main;a", 4, 0x20);	/* another address, same name: one frame */
+	sample(p, "p;main;a", 4, 0x20); /* another address, same name: one frame */
 	sample(p, "p;main", 1, 0);
-	sample(p, "p;zero", 0, 0);	/* no width: not drawn */
+	sample(p, "p;zero", 0, 0); /* no width: not drawn */
 	d = parse(render(p, NULL));
 	assert_non_null(strstr(d.text, "Total: 11 samples"));
 	assert_non_null(strstr(d.text, ">Flame Graph</text>"));
-	assert_int_equal(d.n, 7);	/* all p main a b q x */
+	assert_int_equal(d.n, 7); /* all p main a b q x */
 	all = find(&d, "all", 0);
 	main_ = find(&d, "main", 2);
 	a = find(&d, "a", 3);
@@ -231,11 +232,11 @@ static void test_escaping(void **state)
 	/* long, multi-byte, in a frame too narrow for it: cut between characters */
 #define CAFE "caf\xc3\xa9_"
 	long_utf8 = "\xc3\xa9\xc3\xa8\xe2\x82\xac\xf0\x9f\x94\xa5 " CAFE CAFE CAFE CAFE CAFE CAFE
-		    CAFE CAFE CAFE "caf\xc3\xa9";
+		CAFE CAFE CAFE "caf\xc3\xa9";
 	s[4] = frame(p, long_utf8, FRAME_NATIVE, 0);
 	assert_int_equal(profile__add_sample(p, s, 5, v, NULL, 0), 0);
 	s[1] = frame(p, "wide", FRAME_NATIVE, 0);
-	v[0] = 40;	/* the long name's frame gets 5/45 of 1180 px: ~131 px, 17 chars */
+	v[0] = 40; /* the long name's frame gets 5/45 of 1180 px: ~131 px, 17 chars */
 	assert_int_equal(profile__add_sample(p, s, 2, v, NULL, 0), 0);
 	profile__add_comment(p, "cmd: ./run <in >out & wait");
 	d = parse(render(p, &(struct svg_opts){ .title = "x < y & \"z\"" }));
@@ -253,8 +254,8 @@ static void test_escaping(void **state)
 	t = strstr(t, "<text");
 	assert_non_null(t);
 	/* 17 characters fit: 15 of the name and ".." */
-	assert_non_null(strstr(t, ">\xc3\xa9\xc3\xa8\xe2\x82\xac\xf0\x9f\x94\xa5 "
-				  CAFE CAFE "..</text>"));
+	assert_non_null(
+		strstr(t, ">\xc3\xa9\xc3\xa8\xe2\x82\xac\xf0\x9f\x94\xa5 " CAFE CAFE "..</text>"));
 	/* the only CDATA section is the script's */
 	t = strstr(d.text, "]]>");
 	assert_non_null(t);
@@ -352,9 +353,12 @@ static void test_kind_colours(void **state)
 		const char *name;
 		uint32_t kind;
 	} fr[] = {
-		{ "python3", FRAME_ROOT }, { "Worker [42]", FRAME_ROOT },
-		{ "PyEval_X", FRAME_NATIVE }, { "Model.forward (train.py:42)", FRAME_PYTHON },
-		{ "do_syscall_64_[k]", FRAME_KERNEL }, { "[cuda] sgemm", FRAME_CUDA },
+		{ "python3", FRAME_ROOT },
+		{ "Worker [42]", FRAME_ROOT },
+		{ "PyEval_X", FRAME_NATIVE },
+		{ "Model.forward (train.py:42)", FRAME_PYTHON },
+		{ "do_syscall_64_[k]", FRAME_KERNEL },
+		{ "[cuda] sgemm", FRAME_CUDA },
 	};
 	struct profile *p = new_profile();
 	int64_t v[PROFILE_MAX_VALUES] = { 1 };
@@ -373,19 +377,19 @@ static void test_kind_colours(void **state)
 		int r = g->rgb[0], gr = g->rgb[1], b = g->rgb[2];
 
 		switch (g->kind[0]) {
-		case 'r':	/* grey */
+		case 'r': /* grey */
 			assert_true(r == gr && b >= r && b - r < 30);
 			break;
-		case 'n':	/* red */
+		case 'n': /* red */
 			assert_true(r >= 200 && gr < 100 && b < 100);
 			break;
-		case 'p':	/* green */
+		case 'p': /* green */
 			assert_true(gr > r + 50 && gr > b + 50);
 			break;
-		case 'k':	/* orange */
+		case 'k': /* orange */
 			assert_true(r >= 230 && gr >= 140 && gr < r && b < 50);
 			break;
-		case 'c':	/* blue-violet */
+		case 'c': /* blue-violet */
 			assert_true(b > r + 50 && b > gr + 50);
 			break;
 		default:
@@ -483,19 +487,18 @@ static struct profile *read_text(const char *text, struct folded_read_stats *st,
 
 static void test_folded_read(void **state)
 {
-	const char *text =
-		"cpu_split;main;dispatch;work_a 500\n"
-		"cpu_split;main;dispatch;work_b 300\r\n"
-		"\n"
-		"cpu_split;main;dispatch;work_c   200  \t\r\n"
-		"   \r\n"
-		"python3 [77];MainThread [77];run (x.py:3);zlib_[k] 7\n"
-		"python3 [77];[cuda] sgemm_128;;x 1\n"
-		"no count here\n"
-		"bad count 12x\n"
-		"neg -3\n"
-		"zero;count 0\n"
-		" 5\n";
+	const char *text = "cpu_split;main;dispatch;work_a 500\n"
+			   "cpu_split;main;dispatch;work_b 300\r\n"
+			   "\n"
+			   "cpu_split;main;dispatch;work_c   200  \t\r\n"
+			   "   \r\n"
+			   "python3 [77];MainThread [77];run (x.py:3);zlib_[k] 7\n"
+			   "python3 [77];[cuda] sgemm_128;;x 1\n"
+			   "no count here\n"
+			   "bad count 12x\n"
+			   "neg -3\n"
+			   "zero;count 0\n"
+			   " 5\n";
 	struct folded_read_stats st;
 	struct profile *p;
 	struct svgdoc d;
@@ -532,7 +535,7 @@ static void test_folded_read(void **state)
 	assert_int_equal(find(&d, "work_c", 4)->v, 200);
 	assert_int_equal(find(&d, "dispatch", 3)->v, 1000);
 	assert_string_equal(find(&d, "run (x.py:3)", 3)->kind, "p");
-	assert_non_null(find(&d, "[unknown]", 3));	/* the empty frame */
+	assert_non_null(find(&d, "[unknown]", 3)); /* the empty frame */
 	assert_null(find(&d, "zero", 1));
 	doc_free(&d);
 	profile__free(p);
@@ -590,14 +593,10 @@ static void test_guess_kind(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_merge_and_totals),
-		cmocka_unit_test(test_escaping),
-		cmocka_unit_test(test_inverted),
-		cmocka_unit_test(test_prune_tiny_stacks),
-		cmocka_unit_test(test_kind_colours),
-		cmocka_unit_test(test_units),
-		cmocka_unit_test(test_empty_profile),
-		cmocka_unit_test(test_folded_read),
+		cmocka_unit_test(test_merge_and_totals), cmocka_unit_test(test_escaping),
+		cmocka_unit_test(test_inverted),	 cmocka_unit_test(test_prune_tiny_stacks),
+		cmocka_unit_test(test_kind_colours),	 cmocka_unit_test(test_units),
+		cmocka_unit_test(test_empty_profile),	 cmocka_unit_test(test_folded_read),
 		cmocka_unit_test(test_guess_kind),
 	};
 

@@ -33,18 +33,18 @@
  * leak, 2.8% for the churn. Big blocks are mmapped by malloc and barely
  * touched: little of this is resident.
  */
-#define LEAK_N 200
-#define LEAK_SIZE (1024 * 1024)		/* 200 MiB kept */
-#define CHURN_M 2000
-#define CHURN_SIZE (256 * 1024)		/* 500 MiB allocated, none kept */
-#define SMALL_N 400000
-#define CALLOC_N 50
-#define CALLOC_SIZE (32 * 1024)
-#define ALIGNED_N 40
+#define LEAK_N	     200
+#define LEAK_SIZE    (1024 * 1024) /* 200 MiB kept */
+#define CHURN_M	     2000
+#define CHURN_SIZE   (256 * 1024) /* 500 MiB allocated, none kept */
+#define SMALL_N	     400000
+#define CALLOC_N     50
+#define CALLOC_SIZE  (32 * 1024)
+#define ALIGNED_N    40
 #define ALIGNED_SIZE (100 * 1024)
-#define MMAP_N 30
-#define MMAP_KEEP 10
-#define MMAP_SIZE (1024 * 1024)
+#define MMAP_N	     30
+#define MMAP_KEEP    10
+#define MMAP_SIZE    (1024 * 1024)
 
 static void *volatile sink;
 /* not static: the compiler must not drop allocations whose result only lands here */
@@ -94,7 +94,7 @@ static NOINLINE void realloc_chain(void)
 		p = realloc(p, n);
 		p[n - 1] = 1;
 	}
-	p = reallocarray(p, 2, 1024 * 1024);	/* 2 MiB, kept */
+	p = reallocarray(p, 2, 1024 * 1024); /* 2 MiB, kept */
 	leaked[nleaked++] = p;
 	BARRIER();
 }

@@ -29,7 +29,7 @@ NOINLINE int recurse(int depth, double secs)
 		spin(secs);
 	else
 		recurse(depth - 1, secs);
-	BARRIER();	/* not a tail call: every level keeps its frame */
+	BARRIER(); /* not a tail call: every level keeps its frame */
 	return pad[0];
 }
 

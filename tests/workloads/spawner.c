@@ -90,7 +90,8 @@ int main(int argc, char **argv)
 
 	while ((pid = wait(&status)) > 0) {
 		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-			fprintf(stderr, "spawner: child %d failed (status 0x%x)\n", (int)pid, status);
+			fprintf(stderr, "spawner: child %d failed (status 0x%x)\n", (int)pid,
+				status);
 			failed = 1;
 		}
 	}

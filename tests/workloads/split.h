@@ -47,7 +47,7 @@ NOINLINE int64_t dispatch(int which, int64_t ns)
 {
 	int64_t used = which == 0 ? work_a(ns) : which == 1 ? work_b(ns) : work_c(ns);
 
-	BARRIER();	/* no sibling call: dispatch keeps its frame */
+	BARRIER(); /* no sibling call: dispatch keeps its frame */
 	return used;
 }
 

@@ -34,22 +34,22 @@ enum bpfprof_gpu_kind {
 };
 
 struct bpfprof_gpu_event {
-	uint32_t kind;		/* enum bpfprof_gpu_kind */
-	uint32_t correlation;	/* CUPTI correlation id of the launching API call */
-	uint64_t start;		/* CLOCK_MONOTONIC ns */
+	uint32_t kind;	      /* enum bpfprof_gpu_kind */
+	uint32_t correlation; /* CUPTI correlation id of the launching API call */
+	uint64_t start;	      /* CLOCK_MONOTONIC ns */
 	uint64_t end;
 	uint32_t device;
 	uint32_t stream;
-	uint64_t bytes;		/* memcpy/memset */
-	uint32_t copy_kind;	/* CUpti_ActivityMemcpyKind */
-	const char *name;	/* kernel name, owned by CUPTI; NULL for copies */
+	uint64_t bytes;	    /* memcpy/memset */
+	uint32_t copy_kind; /* CUpti_ActivityMemcpyKind */
+	const char *name;   /* kernel name, owned by CUPTI; NULL for copies */
 };
 
 struct gpu_records_stats {
 	uint64_t emitted;
-	uint64_t ignored;	/* kinds we do not trace */
-	uint64_t malformed;	/* no timestamps, or end before start */
-	uint64_t dropped;	/* reported dropped by CUPTI */
+	uint64_t ignored;   /* kinds we do not trace */
+	uint64_t malformed; /* no timestamps, or end before start */
+	uint64_t dropped;   /* reported dropped by CUPTI */
 };
 
 typedef void (*gpu_event_sink)(const struct bpfprof_gpu_event *ev);

@@ -24,8 +24,8 @@
 
 #include "gpu_records.h"
 
-#define BUF_SIZE (8u << 20)
-#define BUF_ALIGN 8
+#define BUF_SIZE	(8u << 20)
+#define BUF_ALIGN	8
 #define FLUSH_PERIOD_MS 100
 
 #define EXPORT __attribute__((visibility("default")))

@@ -9,10 +9,10 @@
 #include "util/htab.h"
 
 struct profile_priv {
-	struct htab *strings;	/* "s\0" -> (unused); the key copy is the interned string */
-	struct htab *frames;	/* struct frame_key -> index */
-	struct htab *mappings;	/* struct mapping_key -> index */
-	struct arena *arena;	/* sample frame arrays */
+	struct htab *strings;  /* "s\0" -> (unused); the key copy is the interned string */
+	struct htab *frames;   /* struct frame_key -> index */
+	struct htab *mappings; /* struct mapping_key -> index */
+	struct arena *arena;   /* sample frame arrays */
 	const char **comments;
 	size_t cap_comments;
 };

@@ -12,31 +12,31 @@
 #include <stddef.h>
 
 enum frame_kind {
-	FRAME_ROOT = 0,	  /* synthetic: process, thread, container roots */
-	FRAME_KERNEL,	  /* name carries the "_[k]" suffix already */
-	FRAME_NATIVE,	  /* user-space native code */
-	FRAME_PYTHON,	  /* interpreted Python frame */
-	FRAME_CUDA,	  /* GPU kernel leaf */
+	FRAME_ROOT = 0, /* synthetic: process, thread, container roots */
+	FRAME_KERNEL,	/* name carries the "_[k]" suffix already */
+	FRAME_NATIVE,	/* user-space native code */
+	FRAME_PYTHON,	/* interpreted Python frame */
+	FRAME_CUDA,	/* GPU kernel leaf */
 };
 
 /* A binary mapped into one or more processes (pprof Mapping). */
 struct pmapping {
-	const char *path;	/* file name as the process saw it */
-	const char *build_id;	/* lowercase hex, or NULL */
-	uint64_t start;		/* address range of the locations that use it */
+	const char *path;     /* file name as the process saw it */
+	const char *build_id; /* lowercase hex, or NULL */
+	uint64_t start;	      /* address range of the locations that use it */
 	uint64_t limit;
-	uint64_t file_offset;	/* file offset that corresponds to start */
+	uint64_t file_offset; /* file offset that corresponds to start */
 };
 
 /* One distinct frame. Interned: a sample refers to frames by index. */
 struct pframe {
-	const char *name;	/* display name per DESIGN.md "Frame naming" */
-	const char *file;	/* source file, or NULL */
-	uint32_t line;		/* source line, or 0 */
-	uint32_t kind;		/* enum frame_kind */
-	int32_t mapping;	/* index into profile.mappings, or -1 */
+	const char *name; /* display name per DESIGN.md "Frame naming" */
+	const char *file; /* source file, or NULL */
+	uint32_t line;	  /* source line, or 0 */
+	uint32_t kind;	  /* enum frame_kind */
+	int32_t mapping;  /* index into profile.mappings, or -1 */
 	uint32_t pad;
-	uint64_t addr;		/* address within mapping (ELF vaddr), kernel address, or 0 */
+	uint64_t addr; /* address within mapping (ELF vaddr), kernel address, or 0 */
 };
 
 /* A label attached to a sample: string (str != NULL) or number. */
@@ -44,7 +44,7 @@ struct plabel {
 	const char *key;
 	const char *str;
 	int64_t num;
-	const char *unit;	/* for numeric labels, or NULL */
+	const char *unit; /* for numeric labels, or NULL */
 };
 
 #define PROFILE_MAX_VALUES 8
@@ -53,25 +53,25 @@ struct plabel {
 struct psample {
 	uint32_t nframes;
 	uint32_t nlabels;
-	uint32_t *frames;	/* indexes into profile.frames, ROOT FIRST, leaf last */
+	uint32_t *frames; /* indexes into profile.frames, ROOT FIRST, leaf last */
 	int64_t values[PROFILE_MAX_VALUES];
 	struct plabel labels[PROFILE_MAX_LABELS];
 };
 
 struct pvaluetype {
-	const char *type;	/* "samples", "cpu", "alloc_space", ... */
-	const char *unit;	/* "count", "nanoseconds", "bytes" */
+	const char *type; /* "samples", "cpu", "alloc_space", ... */
+	const char *unit; /* "count", "nanoseconds", "bytes" */
 };
 
 struct profile {
 	struct pvaluetype value_types[PROFILE_MAX_VALUES];
 	uint32_t nvalues;
-	uint32_t default_value;	/* index of the value folded/svg show by default */
+	uint32_t default_value; /* index of the value folded/svg show by default */
 	struct pvaluetype period_type;
-	int64_t period;		/* e.g. 1e9/freq nanoseconds of CPU per sample */
-	int64_t time_ns;	/* start, wall clock (CLOCK_REALTIME) */
+	int64_t period;	 /* e.g. 1e9/freq nanoseconds of CPU per sample */
+	int64_t time_ns; /* start, wall clock (CLOCK_REALTIME) */
 	int64_t duration_ns;
-	const char **comments;	/* free-form lines (pprof comment) */
+	const char **comments; /* free-form lines (pprof comment) */
 	size_t ncomments;
 
 	struct pmapping *mappings;

@@ -19,17 +19,17 @@ struct builder {
 	struct profile *p;
 	struct objtab *objs;
 	const struct ksyms *ks;
-	struct htab *cache;	/* (sframe, caller) -> frame index + 1, high bit: unresolved */
+	struct htab *cache; /* (sframe, caller) -> frame index + 1, high bit: unresolved */
 	struct build_stats *bs;
 	const struct pytrack *py;
-	const char *eval_name;	/* the interned "_PyEval_EvalFrameDefault", once seen */
-	uint32_t cv;		/* build_opts.count_value */
+	const char *eval_name; /* the interned "_PyEval_EvalFrameDefault", once seen */
+	uint32_t cv;	       /* build_opts.count_value */
 	const struct build_opts *o;
 };
 
-#define UNRESOLVED_BIT (1ULL << 63)
-#define MAX_USTACK_FRAMES 512	/* >= MAX_USTACK */
-#define MAX_PY_FRAMES 512	/* >= MAX_PYSTACK */
+#define UNRESOLVED_BIT	  (1ULL << 63)
+#define MAX_USTACK_FRAMES 512 /* >= MAX_USTACK */
+#define MAX_PY_FRAMES	  512 /* >= MAX_PYSTACK */
 
 struct cache_key {
 	struct sframe f;
@@ -42,8 +42,8 @@ static uint64_t lookup_addr(uint64_t addr, bool caller)
 	return caller && addr ? addr - 1 : addr;
 }
 
-static int kernel_frame(struct builder *b, const struct sframe *f, bool caller,
-			struct pframe *pf, char *buf, size_t len, bool *unresolved)
+static int kernel_frame(struct builder *b, const struct sframe *f, bool caller, struct pframe *pf,
+			char *buf, size_t len, bool *unresolved)
 {
 	const char *module = NULL, *name = NULL;
 	uint64_t off;
@@ -61,7 +61,8 @@ static int kernel_frame(struct builder *b, const struct sframe *f, bool caller,
 	pf->addr = f->addr;
 	/* one mapping for the kernel, widened by profile__add_mapping to cover every frame */
 	{
-		struct pmapping m = { .path = "[kernel.kallsyms]", .start = f->addr,
+		struct pmapping m = { .path = "[kernel.kallsyms]",
+				      .start = f->addr,
 				      .limit = f->addr + 1 };
 
 		pf->mapping = profile__add_mapping(b->p, &m);
@@ -93,7 +94,7 @@ static int user_frame(struct builder *b, const struct sframe *f, bool caller, st
 	pf->kind = FRAME_NATIVE;
 	pf->mapping = -1;
 	pf->addr = f->addr;
-	if (!o) {	/* OBJ_UNMAPPED, OBJ_ANON */
+	if (!o) { /* OBJ_UNMAPPED, OBJ_ANON */
 		pf->name = "[unknown]";
 		*unresolved = true;
 		return 0;
@@ -132,8 +133,8 @@ static int python_frame(struct builder *b, const struct sframe *f, struct pframe
 
 	pf->kind = FRAME_PYTHON;
 	pf->mapping = -1;
-	if (!b->py || pytrack__describe(b->py, f->addr, f->aux & ~SFRAME_PY_ENTRY, &qualname, &file,
-					&line)) {
+	if (!b->py ||
+	    pytrack__describe(b->py, f->addr, f->aux & ~SFRAME_PY_ENTRY, &qualname, &file, &line)) {
 		pf->name = "[python: unreadable]";
 		*unresolved = true;
 		return 0;
@@ -152,13 +153,12 @@ static int frame_index(struct builder *b, const struct sframe *f, bool caller, b
 {
 	struct cache_key k = { .f = *f, .caller = caller };
 
-	k.f.aux &= ~SFRAME_PY_ENTRY;	/* the same frame whether or not it began an eval call */
+	k.f.aux &= ~SFRAME_PY_ENTRY; /* the same frame whether or not it began an eval call */
 	struct pframe pf = { 0 };
 	struct htab_entry *e;
 	char buf[512];
 	int ret, idx;
 
-	
 	ret = htab__upsert(b->cache, &k, sizeof(k), htab__hash(&k, sizeof(k)), &e);
 	if (ret < 0)
 		return ret;
@@ -235,8 +235,8 @@ static bool is_eval_loop(struct builder *b, int idx)
  * outermost eval frame, and with no eval frame at all the Python stack goes
  * below the native one.
  */
-static int user_and_python(struct builder *b, const struct stack_key *k,
-			   const struct stack_vals *v, uint32_t *idx, uint32_t *n)
+static int user_and_python(struct builder *b, const struct stack_key *k, const struct stack_vals *v,
+			   uint32_t *idx, uint32_t *n)
 {
 	uint32_t nu = k->nuser, np = k->npython, m = 0, g = 0;
 	const struct sframe *uf = &k->frames[k->nkernel], *pf = &k->frames[k->nkernel + nu];
@@ -274,12 +274,12 @@ static int user_and_python(struct builder *b, const struct stack_key *k,
 	if (np && m != g)
 		b->bs->py_merge_mismatch++;
 
-#define EMIT(ix, un)                                                      \
-	do {                                                              \
-		idx[(*n)++] = (ix);                                       \
-		b->bs->frames += v->v[b->cv];                             \
-		if (un)                                                   \
-			b->bs->unresolved += v->v[b->cv];                 \
+#define EMIT(ix, un)                                      \
+	do {                                              \
+		idx[(*n)++] = (ix);                       \
+		b->bs->frames += v->v[b->cv];             \
+		if (un)                                   \
+			b->bs->unresolved += v->v[b->cv]; \
 	} while (0)
 
 	if (np && !m) {
@@ -295,7 +295,7 @@ static int user_and_python(struct builder *b, const struct stack_key *k,
 		}
 		/* eval frame e (root first) of m gets which groups? */
 		if (g <= m) {
-			if (e < m - g) {	/* no Python call left for it */
+			if (e < m - g) { /* no Python call left for it */
 				EMIT(uidx[i], uunres[i]);
 				e++;
 				continue;
@@ -392,8 +392,9 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 	labels[nlabels++] = (struct plabel){ .key = "pid", .num = k->pid };
 	labels[nlabels++] = (struct plabel){ .key = "comm", .str = pcomm };
 	if (k->npython)
-		labels[nlabels++] = (struct plabel){ .key = "gil",
-			.str = k->flags & STACK_F_GIL_HELD ? "held" : "released" };
+		labels[nlabels++] =
+			(struct plabel){ .key = "gil",
+					 .str = k->flags & STACK_F_GIL_HELD ? "held" : "released" };
 	if (o->per_thread) {
 		labels[nlabels++] = (struct plabel){ .key = "tid", .num = k->tid };
 		labels[nlabels++] = (struct plabel){ .key = "thread", .str = tname };
@@ -404,7 +405,8 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 			labels[nlabels++] = (struct plabel){ .key = "container_id",
 							     .str = cn->info.container_id };
 		if (cn->info.pod_uid[0])
-			labels[nlabels++] = (struct plabel){ .key = "pod", .str = cn->info.pod_uid };
+			labels[nlabels++] =
+				(struct plabel){ .key = "pod", .str = cn->info.pod_uid };
 	}
 	if (o->stack_labels)
 		nlabels += o->stack_labels(o->stack_labels_arg, stack, &labels[nlabels],
@@ -435,7 +437,8 @@ int profile__build(struct profile **out, const struct stacks *st, struct objtab 
 	}
 	b.cv = o->count_value;
 	for (uint32_t i = 0; i < o->nvalues; i++)
-		if (profile__add_value_type(b.p, o->value_types[i].type, o->value_types[i].unit) < 0)
+		if (profile__add_value_type(b.p, o->value_types[i].type, o->value_types[i].unit) <
+		    0)
 			goto cleanup;
 	b.p->default_value = o->default_value;
 	if (o->period_type.type &&
@@ -449,7 +452,7 @@ int profile__build(struct profile **out, const struct stacks *st, struct objtab 
 
 		for (uint32_t i = 0; i < o->nvalues; i++)
 			any |= v->v[i] != 0;
-		if (!any)	/* e.g. a heap stack whose blocks were all freed, in an in-use run */
+		if (!any) /* e.g. a heap stack whose blocks were all freed, in an in-use run */
 			continue;
 		err = add_stack(&b, k, v, o, stacks__index(st, v), idx);
 		if (err < 0)

@@ -20,8 +20,8 @@ struct pytrack;
 struct cgroups;
 
 struct build_opts {
-	bool per_pid;		/* root frame "comm [pid]" */
-	bool per_thread;	/* "thread [tid]" frame under the process */
+	bool per_pid;	 /* root frame "comm [pid]" */
+	bool per_thread; /* "thread [tid]" frame under the process */
 	/*
 	 * What stack_vals.v[i] means, for i < nvalues; default_value is the one
 	 * folded and svg show. count_value indexes the value that counts events
@@ -31,13 +31,13 @@ struct build_opts {
 	uint32_t nvalues;
 	uint32_t default_value;
 	uint32_t count_value;
-	struct pvaluetype period_type;	/* optional (type NULL: none) */
-	int64_t period;		/* e.g. nanoseconds of CPU one sample stands for */
-	int64_t time_ns;	/* wall-clock start */
+	struct pvaluetype period_type; /* optional (type NULL: none) */
+	int64_t period;		       /* e.g. nanoseconds of CPU one sample stands for */
+	int64_t time_ns;	       /* wall-clock start */
 	int64_t duration_ns;
-	const struct pytrack *py;	/* names Python frames; NULL: none */
-	bool per_container;	/* root frame: short container id or cgroup path */
-	struct cgroups *cg;	/* names stack_key.cgroup_id (labels); NULL: no cgroup labels */
+	const struct pytrack *py; /* names Python frames; NULL: none */
+	bool per_container;	  /* root frame: short container id or cgroup path */
+	struct cgroups *cg;	  /* names stack_key.cgroup_id (labels); NULL: no cgroup labels */
 	/* names OBJ_SYNTH frames (addr = the feature's id), sets *kind (enum frame_kind) */
 	const char *(*synth_name)(void *arg, uint64_t id, uint32_t *kind);
 	void *synth_arg;
@@ -51,11 +51,11 @@ struct build_opts {
 };
 
 struct build_stats {
-	uint64_t frames;	/* frames in all samples (weighted by sample count) */
-	uint64_t unresolved;	/* of which had no symbol */
+	uint64_t frames;     /* frames in all samples (weighted by sample count) */
+	uint64_t unresolved; /* of which had no symbol */
 	uint64_t distinct_frames;
 	uint64_t objects_without_symbols;
-	uint64_t py_merge_mismatch;	/* stacks whose eval frames and Python calls did not pair up */
+	uint64_t py_merge_mismatch; /* stacks whose eval frames and Python calls did not pair up */
 };
 
 int profile__build(struct profile **out, const struct stacks *st, struct objtab *objs,

@@ -7,7 +7,7 @@
 #include "util/htab.h"
 
 struct stacks {
-	struct htab *tab;	/* key -> index into vals */
+	struct htab *tab; /* key -> index into vals */
 	struct stack_vals *vals;
 	size_t n, cap;
 };

@@ -14,31 +14,31 @@
 /* A frame before symbolization. obj: OBJ_* or an objfile id (proc/objfile.h). */
 struct sframe {
 	uint32_t obj;
-	uint32_t aux;	/* OBJ_PYTHON: instruction byte offset | SFRAME_PY_ENTRY; else 0 */
-	uint64_t addr;	/* kernel address, file offset in obj, raw user address, or code id */
+	uint32_t aux;  /* OBJ_PYTHON: instruction byte offset | SFRAME_PY_ENTRY; else 0 */
+	uint64_t addr; /* kernel address, file offset in obj, raw user address, or code id */
 };
 
 /* aux of a Python frame: the first frame of its eval loop call */
 #define SFRAME_PY_ENTRY (1u << 31)
 
 /* stack_key.flags */
-#define STACK_F_KERNEL_TRUNC 1	/* more kernel frames existed */
-#define STACK_F_USER_TRUNC 2	/* more user frames existed */
-#define STACK_F_USER_ERR 4	/* the user stack could not be read */
-#define STACK_F_KERNEL_ERR 8
-#define STACK_F_PY_TRUNC 16	/* more Python frames existed */
-#define STACK_F_GIL_HELD 32	/* a Python sample whose thread held the GIL */
+#define STACK_F_KERNEL_TRUNC 1 /* more kernel frames existed */
+#define STACK_F_USER_TRUNC   2 /* more user frames existed */
+#define STACK_F_USER_ERR     4 /* the user stack could not be read */
+#define STACK_F_KERNEL_ERR   8
+#define STACK_F_PY_TRUNC     16 /* more Python frames existed */
+#define STACK_F_GIL_HELD     32 /* a Python sample whose thread held the GIL */
 
 struct stack_key {
 	uint32_t pid;
-	uint32_t tid;		/* 0 unless threads are told apart */
-	char pcomm[16];		/* process name */
-	char tcomm[16];		/* thread name, zeroed unless threads are told apart */
-	uint16_t nkernel;	/* frames[0..nkernel) are kernel, leaf first */
-	uint16_t nuser;		/* then nuser user frames, leaf first */
+	uint32_t tid;	  /* 0 unless threads are told apart */
+	char pcomm[16];	  /* process name */
+	char tcomm[16];	  /* thread name, zeroed unless threads are told apart */
+	uint16_t nkernel; /* frames[0..nkernel) are kernel, leaf first */
+	uint16_t nuser;	  /* then nuser user frames, leaf first */
 	uint16_t flags;
-	uint16_t npython;	/* then npython Python frames, leaf first */
-	uint64_t cgroup_id;	/* cgroup v2 id, 0 unless containers are told apart */
+	uint16_t npython;   /* then npython Python frames, leaf first */
+	uint64_t cgroup_id; /* cgroup v2 id, 0 unless containers are told apart */
 	struct sframe frames[];
 };
 

@@ -14,10 +14,10 @@ struct gpu_key {
 };
 
 struct timeline_priv {
-	struct htab *strings;	/* interned strings (keys copied, include the NUL) */
-	struct htab *gpus;	/* struct gpu_key -> pseudo pid */
-	struct htab *streams;	/* (pseudo pid, stream) -> 1 */
-	struct arena *arena;	/* argument arrays */
+	struct htab *strings; /* interned strings (keys copied, include the NUL) */
+	struct htab *gpus;    /* struct gpu_key -> pseudo pid */
+	struct htab *streams; /* (pseudo pid, stream) -> 1 */
+	struct arena *arena;  /* argument arrays */
 	uint32_t next_gpu_pid;
 	uint64_t seq;
 };
@@ -80,8 +80,7 @@ static int grow(void **arr, size_t *cap, size_t n, size_t elem)
 }
 
 static int set_track(struct timeline *tl, struct tl_track **arr, size_t *n, size_t *cap,
-		     uint32_t pid, uint32_t tid, const char *name, int32_t sort_index,
-		     int set_name)
+		     uint32_t pid, uint32_t tid, const char *name, int32_t sort_index, int set_name)
 {
 	const char *iname = NULL;
 	struct tl_track *t;
@@ -214,9 +213,8 @@ static int copy_args(struct timeline *tl, struct tl_event *ev, const struct tl_a
 	return 0;
 }
 
-int timeline__add_slice(struct timeline *tl, uint32_t pid, uint32_t tid, uint64_t ts,
-			uint64_t dur, const char *name, const char *cat, const struct tl_arg *args,
-			size_t nargs)
+int timeline__add_slice(struct timeline *tl, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t dur,
+			const char *name, const char *cat, const struct tl_arg *args, size_t nargs)
 {
 	struct tl_event *ev = new_event(tl, TL_COMPLETE, pid, tid, ts, name, cat);
 
@@ -264,15 +262,15 @@ int timeline__add_sample_slices(struct timeline *tl, uint32_t pid, uint32_t tid,
 	uint64_t last = 0;
 	int err = 0;
 
-#define CLOSE_TO(depth, at)                                                                        \
-	do {                                                                                       \
-		while (nopen > (depth)) {                                                          \
-			if (!new_event(tl, TL_END, pid, tid, (at), NULL, NULL)) {                  \
-				err = -ENOMEM;                                                     \
-				goto out;                                                          \
-			}                                                                          \
-			nopen--;                                                                   \
-		}                                                                                  \
+#define CLOSE_TO(depth, at)                                                       \
+	do {                                                                      \
+		while (nopen > (depth)) {                                         \
+			if (!new_event(tl, TL_END, pid, tid, (at), NULL, NULL)) { \
+				err = -ENOMEM;                                    \
+				goto out;                                         \
+			}                                                         \
+			nopen--;                                                  \
+		}                                                                 \
 	} while (0)
 
 	for (i = 0; i < n; i++) {
@@ -290,8 +288,8 @@ int timeline__add_sample_slices(struct timeline *tl, uint32_t pid, uint32_t tid,
 			common++;
 		CLOSE_TO(common, s->ts);
 		for (d = common; d < s->nframes; d++) {
-			struct tl_event *ev = new_event(tl, TL_BEGIN, pid, tid, s->ts,
-							s->frames[d], cat);
+			struct tl_event *ev =
+				new_event(tl, TL_BEGIN, pid, tid, s->ts, s->frames[d], cat);
 
 			if (!ev || grow((void **)&open, &cap, nopen, sizeof(*open))) {
 				err = -ENOMEM;

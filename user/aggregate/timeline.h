@@ -41,17 +41,17 @@ struct tl_arg {
 };
 
 struct tl_event {
-	uint64_t ts;		/* CLOCK_MONOTONIC ns */
-	uint64_t dur;		/* X: duration in ns */
-	uint64_t id;		/* s/f: flow id */
-	uint64_t seq;		/* insertion order: ties at equal ts keep it */
-	const char *name;	/* interned; E: NULL */
-	const char *cat;	/* interned or NULL */
-	struct tl_arg *args;	/* X/C: nargs of them (C: one per series) */
+	uint64_t ts;	     /* CLOCK_MONOTONIC ns */
+	uint64_t dur;	     /* X: duration in ns */
+	uint64_t id;	     /* s/f: flow id */
+	uint64_t seq;	     /* insertion order: ties at equal ts keep it */
+	const char *name;    /* interned; E: NULL */
+	const char *cat;     /* interned or NULL */
+	struct tl_arg *args; /* X/C: nargs of them (C: one per series) */
 	uint32_t pid;
 	uint32_t tid;
 	uint16_t nargs;
-	char ph;		/* enum tl_phase */
+	char ph; /* enum tl_phase */
 	uint8_t pad[5];
 };
 
@@ -60,7 +60,7 @@ struct tl_track {
 	uint32_t pid;
 	uint32_t tid;
 	const char *name;
-	int32_t sort_index;	/* INT32_MIN: none */
+	int32_t sort_index; /* INT32_MIN: none */
 	uint32_t pad;
 };
 
@@ -95,9 +95,8 @@ int timeline__gpu_track(struct timeline *tl, uint32_t owner_pid, const char *own
 			uint32_t device, uint32_t stream, uint32_t *pid, uint32_t *tid);
 
 /* A complete slice [ts, ts + dur). Strings (args' too) are interned. */
-int timeline__add_slice(struct timeline *tl, uint32_t pid, uint32_t tid, uint64_t ts,
-			uint64_t dur, const char *name, const char *cat, const struct tl_arg *args,
-			size_t nargs);
+int timeline__add_slice(struct timeline *tl, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t dur,
+			const char *name, const char *cat, const struct tl_arg *args, size_t nargs);
 
 /*
  * A flow arrow from the slice enclosing from_ts on (from_pid, from_tid) to the

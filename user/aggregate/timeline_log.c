@@ -9,7 +9,7 @@
 
 struct tl_cpu {
 	uint64_t ts;
-	uint64_t stack;		/* stacks__intern index */
+	uint64_t stack; /* stacks__intern index */
 	uint32_t pid, tid;
 };
 
@@ -159,7 +159,8 @@ int tl_log__write(struct tl_log *l, struct objtab *objs, const struct ksyms *ks,
 			size_t n = 0;
 
 			for (j = i; j < l->ncpu && l->cpu[j].pid == l->cpu[i].pid &&
-				    l->cpu[j].tid == l->cpu[i].tid; j++) {
+				    l->cpu[j].tid == l->cpu[i].tid;
+			     j++) {
 				const struct span *sp = &span[l->cpu[j].stack];
 
 				samples[n++] = (struct tl_sample){ .ts = l->cpu[j].ts,

@@ -59,21 +59,21 @@ struct block_key {
 
 /* A sampled block not freed yet. */
 struct block {
-	struct block_key key;	/* the live htab borrows it */
+	struct block_key key; /* the live htab borrows it */
 	uint64_t time_ns;
 	size_t stack;
-	double objs, bytes;	/* its weights */
-	uint32_t next_free;	/* free list, when not in use */
+	double objs, bytes; /* its weights */
+	uint32_t next_free; /* free list, when not in use */
 };
 
 #define CHUNK_BITS 12
-#define CHUNK (1u << CHUNK_BITS)
-#define NO_BLOCK UINT32_MAX
+#define CHUNK	   (1u << CHUNK_BITS)
+#define NO_BLOCK   UINT32_MAX
 
 /* Per stack (indexed like the stack table) */
 struct stack_acc {
-	double a_objs, a_bytes;	/* everything sampled from it */
-	double i_objs, i_bytes;	/* of which still held */
+	double a_objs, a_bytes; /* everything sampled from it */
+	double i_objs, i_bytes; /* of which still held */
 	uint64_t oldest_ns;	/* allocation time of the oldest block still held; 0: none */
 };
 
@@ -84,22 +84,22 @@ struct exit_note {
 
 /* -f chrome: one process's heap-in-use counter track. */
 struct heap_track {
-	double bytes;		/* estimated bytes in use */
-	uint64_t last_ts;	/* the last sample written; 0: none yet */
-	uint64_t pend_ts;	/* a change not written yet (0: none) ... */
-	double pend_bytes;	/* ... and the value after it */
-	double leaving;		/* blocks of an exited image, summed before the step down */
+	double bytes;	   /* estimated bytes in use */
+	uint64_t last_ts;  /* the last sample written; 0: none yet */
+	uint64_t pend_ts;  /* a change not written yet (0: none) ... */
+	double pend_bytes; /* ... and the value after it */
+	double leaving;	   /* blocks of an exited image, summed before the step down */
 };
 
 #define HEAP_COUNTER_NS 1000000ULL
 
 struct alloc_stats {
-	uint64_t allocs, frees;		/* records */
-	uint64_t untracked;		/* blocks whose free BPF could not track */
-	uint64_t replaced;		/* an address sampled again before its free was seen */
-	uint64_t unmatched;		/* frees of addresses we did not know */
-	uint64_t no_key;		/* allocation records rec__key refused */
-	uint64_t exited_blocks;		/* blocks still held when their process exited */
+	uint64_t allocs, frees; /* records */
+	uint64_t untracked;	/* blocks whose free BPF could not track */
+	uint64_t replaced;	/* an address sampled again before its free was seen */
+	uint64_t unmatched;	/* frees of addresses we did not know */
+	uint64_t no_key;	/* allocation records rec__key refused */
+	uint64_t exited_blocks; /* blocks still held when their process exited */
 	double exited_bytes;
 };
 
@@ -110,23 +110,23 @@ struct alloc {
 	size_t nspecs;
 	int ix_aobj, ix_abytes, ix_iobj, ix_ibytes;
 
-	struct htab *live;		/* struct block_key -> block index */
+	struct htab *live; /* struct block_key -> block index */
 	struct block **chunks;
 	uint32_t nchunks, free_head;
-	struct htab *pid_blocks;	/* pid -> blocks in live */
+	struct htab *pid_blocks; /* pid -> blocks in live */
 
 	struct stack_acc *acc;
 	size_t nacc;
 
-	struct exit_note *exits;	/* processes gone, handled after the ring buffer */
+	struct exit_note *exits; /* processes gone, handled after the ring buffer */
 	size_t nexits, cap_exits;
 
 	uint64_t end_ns;
-	struct timeline *tl;		/* -f chrome, else NULL */
-	struct htab *heap;		/* pid -> struct heap_track * (with tl) */
-	uint64_t counters;		/* counter samples written */
+	struct timeline *tl; /* -f chrome, else NULL */
+	struct htab *heap;   /* pid -> struct heap_track * (with tl) */
+	uint64_t counters;   /* counter samples written */
 	struct alloc_stats st;
-	struct uprobes_stats ust;	/* kept when the probes are gone */
+	struct uprobes_stats ust; /* kept when the probes are gone */
 	/* totals of the final values, for the summary */
 	int64_t inuse_objs, inuse_bytes, alloc_bytes;
 	uint64_t inuse_stacks, live_blocks, oldest_ns;
@@ -203,8 +203,7 @@ static void heap_write(struct alloc *a, uint32_t pid, uint64_t ts, double bytes)
  * when the last sample is HEAP_COUNTER_NS old, else kept pending
  * (heap_flush). Times never go back on the track.
  */
-static void heap_change(struct alloc *a, uint32_t pid, const char *pcomm, uint64_t ts,
-			double delta)
+static void heap_change(struct alloc *a, uint32_t pid, const char *pcomm, uint64_t ts, double delta)
 {
 	struct htab_entry *e;
 	struct heap_track *t;
@@ -247,7 +246,8 @@ static void heap_change(struct alloc *a, uint32_t pid, const char *pcomm, uint64
 
 static struct heap_track *heap_track_of(struct alloc *a, uint32_t pid)
 {
-	struct htab_entry *e = htab__find(a->heap, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
+	struct htab_entry *e =
+		htab__find(a->heap, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
 
 	return e ? (struct heap_track *)(uintptr_t)e->val : NULL;
 }
@@ -279,7 +279,7 @@ static void block_drop(struct alloc *a, uint32_t i, bool freed, uint64_t ts)
 	struct block *b = block_at(a, i);
 	struct stack_acc *s = acc_at(a, b->stack);
 
-	if (freed)	/* (a process's exit is one step: handle_exits) */
+	if (freed) /* (a process's exit is one step: handle_exits) */
 		heap_change(a, b->key.pid, NULL, ts, -b->bytes);
 	if (s && freed) {
 		s->i_objs -= b->objs;
@@ -345,7 +345,7 @@ static void on_alloc(struct recorder *r, struct alloc *a, const struct prof_samp
 	s->a_objs += wo;
 	s->a_bytes += wb;
 	if (h->aux1 & ALLOC_F_UNTRACKED) {
-		a->st.untracked++;	/* counted as allocated, never as in use */
+		a->st.untracked++; /* counted as allocated, never as in use */
 		return;
 	}
 	e = live_find(a, h->pid, h->aux0);
@@ -359,8 +359,11 @@ static void on_alloc(struct recorder *r, struct alloc *a, const struct prof_samp
 		return;
 	}
 	b = block_at(a, i);
-	*b = (struct block){ .key = { .pid = h->pid, .addr = h->aux0 }, .time_ns = h->time_ns,
-			     .stack = stack, .objs = wo, .bytes = wb };
+	*b = (struct block){ .key = { .pid = h->pid, .addr = h->aux0 },
+			     .time_ns = h->time_ns,
+			     .stack = stack,
+			     .objs = wo,
+			     .bytes = wb };
 	if (htab__upsert(a->live, &b->key, sizeof(b->key), htab__hash(&b->key, sizeof(b->key)),
 			 &e) < 0) {
 		b->next_free = a->free_head;
@@ -381,7 +384,7 @@ static void on_free(struct alloc *a, const struct prof_sample_hdr *h)
 
 	a->st.frees++;
 	if (!e) {
-		a->st.unmatched++;	/* e.g. its allocation record was refused or lost */
+		a->st.unmatched++; /* e.g. its allocation record was refused or lost */
 		return;
 	}
 	block_drop(a, (uint32_t)e->val, true, h->time_ns);
@@ -419,8 +422,8 @@ static void handle_exits(struct recorder *r, struct alloc *a)
 	gone = htab__new(a->nexits, HTAB_COPY_KEYS);
 	for (size_t i = 0; gone && i < a->nexits; i++) {
 		uint32_t pid = a->exits[i].pid;
-		struct htab_entry *c = htab__find(a->pid_blocks, &pid, sizeof(pid),
-						  htab__hash(&pid, sizeof(pid)));
+		struct htab_entry *c =
+			htab__find(a->pid_blocks, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
 
 		if (!c || !c->val)
 			continue;
@@ -441,7 +444,7 @@ static void handle_exits(struct recorder *r, struct alloc *a)
 						  htab__hash(&k->pid, sizeof(k->pid)));
 
 		if (!g || b->time_ns > g->val)
-			continue;	/* allocated by the pid's next image */
+			continue; /* allocated by the pid's next image */
 		if (n == cap) {
 			uint32_t *d = realloc(drop, (cap = cap ? cap * 2 : 256) * sizeof(*d));
 
@@ -456,7 +459,7 @@ static void handle_exits(struct recorder *r, struct alloc *a)
 		struct heap_track *t = a->heap ? heap_track_of(a, b->key.pid) : NULL;
 
 		bpf_map_delete_elem(fd, &b->key);
-		if (t)	/* summed: the track falls in one step below */
+		if (t) /* summed: the track falls in one step below */
 			t->leaving += b->bytes;
 		block_drop(a, drop[i], false, 0);
 	}
@@ -502,7 +505,7 @@ static void on_proc(struct recorder *r, void *priv, uint32_t pid, int change)
 		return;
 	}
 	if (change == PROC_EXECED && (p = proctab__lookup(r->procs, pid, 0)))
-		note_exit(a, pid, p->start_ns ? p->start_ns : mono_ns());	/* the old image's end */
+		note_exit(a, pid, p->start_ns ? p->start_ns : mono_ns()); /* the old image's end */
 	if (!a->u || !rec__is_target(r, pid))
 		return;
 	uprobes__scan(a->u, proctab__lookup(r->procs, pid, 0));
@@ -590,7 +593,7 @@ static int place_free(int fd, uint64_t *off)
 		return -EIO;
 	if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa)
 		i = 4;
-	if ((c[i] & 0xf8) == 0x48)	/* REX.W (+B/R for r8-r15) */
+	if ((c[i] & 0xf8) == 0x48) /* REX.W (+B/R for r8-r15) */
 		i++;
 	/* test reg,reg: 85 /r with mod 3 and the same register twice */
 	if (c[i] != 0x85 || (c[i + 1] >> 6) != 3 || ((c[i + 1] >> 3) & 7) != (c[i + 1] & 7))
@@ -606,11 +609,12 @@ static int place_free(int fd, uint64_t *off)
 static void add_spec(struct alloc *a, const char *func, struct bpf_program *entry, bool ret,
 		     bool optional)
 {
-	a->specs[a->nspecs++] = (struct uprobe_spec){ .func = func, .prog = entry,
-						      .optional = optional,
-						      .place = entry == a->skel->progs.alloc_free
-								       ? place_free
-								       : NULL };
+	a->specs[a->nspecs++] =
+		(struct uprobe_spec){ .func = func,
+				      .prog = entry,
+				      .optional = optional,
+				      .place = entry == a->skel->progs.alloc_free ? place_free
+										  : NULL };
 	if (ret)
 		a->specs[a->nspecs++] = (struct uprobe_spec){ .func = func,
 							      .prog = a->skel->progs.alloc_ret,
@@ -635,7 +639,7 @@ static int setup(struct recorder *r, void **priv)
 		return -ENOMEM;
 	*priv = a;
 	a->free_head = NO_BLOCK;
-	a->live = htab__new(1024, 0);	/* keys borrowed from the blocks */
+	a->live = htab__new(1024, 0); /* keys borrowed from the blocks */
 	a->pid_blocks = htab__new(256, HTAB_COPY_KEYS);
 	if (!a->live || !a->pid_blocks)
 		return -ENOMEM;
@@ -728,7 +732,7 @@ static int start(struct recorder *r, void *priv)
 	for (size_t i = 0; i < env.npids; i++)
 		scan_pid(r, a, env.pids[i]);
 	if (r->child > 0)
-		scan_pid(r, a, r->child);	/* held before exec: the probes follow it through exec */
+		scan_pid(r, a, r->child); /* held before exec: the probes follow it through exec */
 	us = uprobes__stats(a->u);
 	if (!us->probes) {
 		pr_err("--alloc: no allocator found to probe in the %s (no mapped file defines malloc)",
@@ -804,7 +808,8 @@ static uint32_t labels(struct recorder *r, void *priv, size_t stack, struct plab
 	s = &a->acc[stack];
 	if (!s->oldest_ns || s->oldest_ns > a->end_ns)
 		return 0;
-	out[0] = (struct plabel){ .key = "oldest_age", .num = (int64_t)(a->end_ns - s->oldest_ns),
+	out[0] = (struct plabel){ .key = "oldest_age",
+				  .num = (int64_t)(a->end_ns - s->oldest_ns),
 				  .unit = "nanoseconds" };
 	return 1;
 }
@@ -835,11 +840,13 @@ static void summary(struct recorder *r, void *priv, FILE *f)
 	struct alloc_counters c = bpf_counters(a);
 	uint64_t lost = c.lost_alloc + c.lost_free + c.live_full + c.no_tls + a->st.no_key +
 			a->st.unmatched;
-	double age = a->oldest_ns && a->end_ns > a->oldest_ns ? (a->end_ns - a->oldest_ns) / 1e9 : 0;
+	double age =
+		a->oldest_ns && a->end_ns > a->oldest_ns ? (a->end_ns - a->oldest_ns) / 1e9 : 0;
 
 	if (log_level < 1)
 		return;
-	fprintf(f, "bpfprof: heap: %llu allocation calls, %.1f MiB asked for; %llu sampled (1 in "
+	fprintf(f,
+		"bpfprof: heap: %llu allocation calls, %.1f MiB asked for; %llu sampled (1 in "
 		"%llu bytes), %llu frees of sampled blocks; estimated %.1f MiB allocated, %.1f MiB "
 		"in %lld blocks still held in %llu stacks (oldest %.1f s)\n",
 		(unsigned long long)c.calls, c.bytes / 1048576.0, (unsigned long long)c.sampled,
@@ -847,23 +854,26 @@ static void summary(struct recorder *r, void *priv, FILE *f)
 		a->alloc_bytes / 1048576.0, a->inuse_bytes / 1048576.0, (long long)a->inuse_objs,
 		(unsigned long long)a->inuse_stacks, age);
 	if (a->tl)
-		fprintf(f, "bpfprof: heap: %llu samples of %llu processes' heap in use in the "
+		fprintf(f,
+			"bpfprof: heap: %llu samples of %llu processes' heap in use in the "
 			"trace (at most one per %.0f ms each)\n",
 			(unsigned long long)a->counters, (unsigned long long)htab__count(a->heap),
 			HEAP_COUNTER_NS / 1e6);
 	if (lost || a->st.replaced || a->st.untracked || a->ust.attach_failed)
-		fprintf(f, "bpfprof: heap: lost: %llu probes not attached, %llu allocations and %llu "
+		fprintf(f,
+			"bpfprof: heap: lost: %llu probes not attached, %llu allocations and %llu "
 			"frees (ring buffer full), "
 			"%llu blocks untracked (live table of %u full), %llu calls without thread "
 			"state, %llu frees of unknown blocks, %llu records refused; %llu blocks "
 			"sampled again before their free was seen\n",
-			(unsigned long long)a->ust.attach_failed,
-			(unsigned long long)c.lost_alloc, (unsigned long long)c.lost_free,
-			(unsigned long long)c.live_full, env.alloc_max_live,
-			(unsigned long long)c.no_tls, (unsigned long long)a->st.unmatched,
-			(unsigned long long)a->st.no_key, (unsigned long long)a->st.replaced);
+			(unsigned long long)a->ust.attach_failed, (unsigned long long)c.lost_alloc,
+			(unsigned long long)c.lost_free, (unsigned long long)c.live_full,
+			env.alloc_max_live, (unsigned long long)c.no_tls,
+			(unsigned long long)a->st.unmatched, (unsigned long long)a->st.no_key,
+			(unsigned long long)a->st.replaced);
 	if (log_level >= 2) {
-		fprintf(f, "bpfprof: heap: %llu nested calls ignored, %llu sampled calls failed, "
+		fprintf(f,
+			"bpfprof: heap: %llu nested calls ignored, %llu sampled calls failed, "
 			"%llu blocks held when their process exited; probes: %llu in %llu files, "
 			"%llu attach failures\n",
 			(unsigned long long)c.nested, (unsigned long long)c.failed,

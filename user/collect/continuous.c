@@ -29,11 +29,11 @@ struct continuous {
 	char *dir;
 	uint64_t interval_ns;
 	unsigned int keep;
-	uint64_t start_mono;	/* the current interval */
+	uint64_t start_mono; /* the current interval */
 	int64_t start_wall;
 	uint64_t deadline;
 	uint64_t ksyms_loaded_ns;
-	struct interval_totals last;	/* totals at the previous interval's end */
+	struct interval_totals last; /* totals at the previous interval's end */
 	struct rusage last_ru;
 	uint64_t intervals, written, failed, deleted;
 	struct uploader *up;
@@ -74,7 +74,9 @@ int continuous__new(struct continuous **out)
 			.app_name = env.app_name,
 			.sample_rate = env.freq,
 			.attempts = 4,
-			.backoff = backoff < 0.05 ? 0.05 : backoff > 5 ? 5 : backoff,
+			.backoff = backoff < 0.05 ? 0.05
+				   : backoff > 5  ? 5
+						  : backoff,
 			.timeout = env.interval < 10 ? 10 : env.interval,
 		};
 
@@ -123,7 +125,7 @@ int continuous__kernel_symbols(struct continuous *c, struct ksyms **ks)
 	if (err) {
 		if (!*ks)
 			pr_warn("no kernel symbols (/proc/kallsyms: %s)", strerror(-err));
-		c->ksyms_loaded_ns = now;	/* not every interval */
+		c->ksyms_loaded_ns = now; /* not every interval */
 		return err;
 	}
 	ksyms__free(*ks);
@@ -141,8 +143,7 @@ static void file_name(int64_t wall, char *buf, size_t len)
 
 	gmtime_r(&s, &tm);
 	strftime(ts, sizeof(ts), "%Y%m%dT%H%M%S", &tm);
-	snprintf(buf, len, FILE_PREFIX "%s.%03dZ" FILE_SUFFIX, ts,
-		 (int)(wall / 1000000LL % 1000));
+	snprintf(buf, len, FILE_PREFIX "%s.%03dZ" FILE_SUFFIX, ts, (int)(wall / 1000000LL % 1000));
 }
 
 static bool ours(const char *name)
@@ -271,14 +272,16 @@ void continuous__summary(struct continuous *c)
 	struct upload_stats us;
 
 	pr_info("continuous: %llu intervals, %llu files written to %s (%llu failed), %llu deleted "
-		"by --keep", (unsigned long long)c->intervals, (unsigned long long)c->written, c->dir,
+		"by --keep",
+		(unsigned long long)c->intervals, (unsigned long long)c->written, c->dir,
 		(unsigned long long)c->failed, (unsigned long long)c->deleted);
 	if (!c->up)
 		return;
 	uploader__stop(c->up, UPLOAD_GRACE_S);
 	uploader__stats(c->up, &us);
 	pr_info("upload: %llu of %llu files sent to %s, %llu failed after %llu retries, %llu "
-		"dropped from a full queue (those stay in %s)", (unsigned long long)us.sent,
-		(unsigned long long)us.queued, env.upload_url, (unsigned long long)us.failed,
-		(unsigned long long)us.retries, (unsigned long long)us.dropped, c->dir);
+		"dropped from a full queue (those stay in %s)",
+		(unsigned long long)us.sent, (unsigned long long)us.queued, env.upload_url,
+		(unsigned long long)us.failed, (unsigned long long)us.retries,
+		(unsigned long long)us.dropped, c->dir);
 }

@@ -19,10 +19,10 @@ struct ksyms;
 
 /* Cumulative counts since the start; the status line shows each interval's share. */
 struct interval_totals {
-	uint64_t samples;	/* received from BPF */
-	uint64_t lost;		/* every loss the end-of-run summary counts */
-	size_t processes;	/* in this interval's profile */
-	size_t cache_entries;	/* cached names evicted at this interval's end (for -v) */
+	uint64_t samples;     /* received from BPF */
+	uint64_t lost;	      /* every loss the end-of-run summary counts */
+	size_t processes;     /* in this interval's profile */
+	size_t cache_entries; /* cached names evicted at this interval's end (for -v) */
 };
 
 /* From env (continuous_dir, interval, keep, upload_url, app_name). Returns 0 or -errno (printed). */

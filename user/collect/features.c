@@ -16,10 +16,5 @@ extern const struct rec_feature top_feature;
 extern const struct rec_feature alloc_feature;
 
 const struct rec_feature *const rec_features[] = {
-	&cuda_feature,
-	&offcpu_feature,
-	&dump_feature,
-	&top_feature,
-	&alloc_feature,
-	NULL,
+	&cuda_feature, &offcpu_feature, &dump_feature, &top_feature, &alloc_feature, NULL,
 };

@@ -21,9 +21,9 @@
 
 struct offcpu {
 	struct offcpu_bpf *skel;
-	int v_off;		/* off_cpu/nanoseconds */
-	int v_wall;		/* wall/nanoseconds, -1 without --wall */
-	uint64_t bad;		/* records rec__key refused */
+	int v_off;    /* off_cpu/nanoseconds */
+	int v_wall;   /* wall/nanoseconds, -1 without --wall */
+	uint64_t bad; /* records rec__key refused */
 };
 
 static bool offcpu_wanted(void)
@@ -52,11 +52,13 @@ int offcpu__open(struct recorder *r, struct offcpu_bpf **out, bool dump)
 	bpf_program__set_autoload(skel->progs.offcpu_switch, !dump);
 	bpf_program__set_autoload(skel->progs.dump_switch, dump);
 	if (log_level >= 3)
-		bpf_program__set_log_level(dump ? skel->progs.dump_switch : skel->progs.offcpu_switch,
+		bpf_program__set_log_level(dump ? skel->progs.dump_switch
+						: skel->progs.offcpu_switch,
 					   log_level >= 4 ? 1 | 4 : 4);
 	err = offcpu_bpf__load(skel);
 	if (err) {
-		pr_err("cannot load the off-CPU BPF programs: %s (kernel needs BTF and task storage)", strerror(-err));
+		pr_err("cannot load the off-CPU BPF programs: %s (kernel needs BTF and task storage)",
+		       strerror(-err));
 		goto fail;
 	}
 	*out = skel;
@@ -170,7 +172,8 @@ static void offcpu_summary(struct recorder *r, void *priv, FILE *f)
 	(void)r;
 	if (log_level < 1)
 		return;
-	fprintf(f, "off-CPU: %llu blocks, %.3f s blocked; %llu shorter than --min-block %.3f ms "
+	fprintf(f,
+		"off-CPU: %llu blocks, %.3f s blocked; %llu shorter than --min-block %.3f ms "
 		"(%.3f s) stand for %llu sampled stacks; lost %llu (%.3f s, ring buffer full), "
 		"%llu not timed (no task storage), %llu malformed\n",
 		(unsigned long long)blocks, ns / 1e9, (unsigned long long)shrt,
@@ -181,11 +184,13 @@ static void offcpu_summary(struct recorder *r, void *priv, FILE *f)
 		struct bpf_prog_info a = { 0 };
 		uint32_t len = sizeof(a);
 
-		if (!bpf_obj_get_info_by_fd(bpf_program__fd(o->skel->progs.offcpu_switch), &a, &len) &&
+		if (!bpf_obj_get_info_by_fd(bpf_program__fd(o->skel->progs.offcpu_switch), &a,
+					    &len) &&
 		    a.run_cnt)
-			fprintf(f, "off-CPU BPF: %.0f ns per switch (%llu switches), %llu stacks "
-				"walked\n", (double)a.run_time_ns / a.run_cnt,
-				(unsigned long long)a.run_cnt,
+			fprintf(f,
+				"off-CPU BPF: %.0f ns per switch (%llu switches), %llu stacks "
+				"walked\n",
+				(double)a.run_time_ns / a.run_cnt, (unsigned long long)a.run_cnt,
 				(unsigned long long)offcpu__counter(o->skel, OFFCPU_CNT_WALKS));
 	}
 }

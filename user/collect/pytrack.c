@@ -21,7 +21,7 @@
  * reused by the functions that then run for the whole profile.
  */
 #define REVALIDATE_NS (100 * 1000000ULL)
-#define RESCAN_NS (20 * 1000000ULL)
+#define RESCAN_NS     (20 * 1000000ULL)
 /*
  * Thread names: read again at most this often per process (renames, threads
  * that come and go), and at most every RESCAN_NS when a thread is new.
@@ -35,16 +35,16 @@
 
 /* What is known of a sampled thread's threading name. */
 enum tname_state {
-	TN_UNKNOWN = 0,		/* not read yet */
-	TN_NAMED,		/* name holds threading's name */
-	TN_NOT_THREADING,	/* no threading.Thread runs on it: its OS name stands */
-	TN_FAILED,		/* its Thread's name, or threading._active, unreadable */
+	TN_UNKNOWN = 0,	  /* not read yet */
+	TN_NAMED,	  /* name holds threading's name */
+	TN_NOT_THREADING, /* no threading.Thread runs on it: its OS name stands */
+	TN_FAILED,	  /* its Thread's name, or threading._active, unreadable */
 };
 
 struct tname {
 	uint8_t state;
-	uint8_t tries;		/* reads that found its thread state but no Thread yet */
-	char *name;		/* last name read; kept when a later read fails */
+	uint8_t tries; /* reads that found its thread state but no Thread yet */
+	char *name;    /* last name read; kept when a later read fails */
 };
 
 /*
@@ -59,17 +59,17 @@ struct pyp {
 	bool probed;
 	bool python;
 	struct pyinfo info;
-	uint32_t *tids;		/* thread ids written to py_threads */
+	uint32_t *tids; /* thread ids written to py_threads */
 	uint32_t ntids;
 	uint64_t last_scan_ns;
-	uint32_t gen;		/* bumped at exec: a new image's code objects */
-	bool gone;		/* exited: still decodes what its samples named */
-	struct htab *names;	/* sampled tid -> struct tname * (--per-thread) */
+	uint32_t gen;	    /* bumped at exec: a new image's code objects */
+	bool gone;	    /* exited: still decodes what its samples named */
+	struct htab *names; /* sampled tid -> struct tname * (--per-thread) */
 	uint64_t names_read_ns;
-	uint64_t names_cost_ns;	/* how long the last read took */
+	uint64_t names_cost_ns; /* how long the last read took */
 	bool names_pending;	/* a tid was sampled that the last read did not cover */
 	struct pynames_hints hints;
-	uint64_t code_type;	/* ob_type of the code objects read live (0: none yet) */
+	uint64_t code_type; /* ob_type of the code objects read live (0: none yet) */
 };
 
 struct code_key {
@@ -80,13 +80,13 @@ struct code_key {
 
 /* A code object decoded from its BPF snapshot, waiting for a frame the live read fails. */
 struct snap {
-	struct code_key k;	/* the table's key */
+	struct code_key k; /* the table's key */
 	struct pycode c;
 };
 
 struct code_entry {
 	struct pycode code;
-	const struct pyinfo *info;	/* of its process (pyp entries never move) */
+	const struct pyinfo *info; /* of its process (pyp entries never move) */
 	uint32_t pid;
 	uint64_t validated_ns;
 	/*
@@ -94,24 +94,24 @@ struct code_entry {
 	 * (BPF sends a few per sample), or a later live read may work.
 	 */
 	bool pending;
-	uint64_t pending_frames;	/* frames that named it while pending */
+	uint64_t pending_frames; /* frames that named it while pending */
 };
 
 struct pytrack {
 	int procs_fd, threads_fd;
 	struct objtab *objs;
-	struct htab *procs;	/* pid -> struct pyp * */
-	struct htab *codes;	/* code_key -> code id */
-	struct htab *snaps;	/* code_key -> struct snap * (keys borrowed from it) */
-	int seen_fd;		/* BPF pycode_seen, -1: none */
-	struct code_entry **ents;	/* by code id - 1; NULL: freed by pytrack__gc */
+	struct htab *procs;	  /* pid -> struct pyp * */
+	struct htab *codes;	  /* code_key -> code id */
+	struct htab *snaps;	  /* code_key -> struct snap * (keys borrowed from it) */
+	int seen_fd;		  /* BPF pycode_seen, -1: none */
+	struct code_entry **ents; /* by code id - 1; NULL: freed by pytrack__gc */
 	size_t nents, capents;
-	uint64_t *free_ids;	/* ids pytrack__gc freed, reused first */
+	uint64_t *free_ids; /* ids pytrack__gc freed, reused first */
 	size_t nfree, capfree;
-	size_t deleted;		/* keys deleted from `codes` since it was rebuilt */
-	uint64_t gc_unread_codes, gc_unread_frames;	/* pending entries pytrack__gc freed */
+	size_t deleted; /* keys deleted from `codes` since it was rebuilt */
+	uint64_t gc_unread_codes, gc_unread_frames; /* pending entries pytrack__gc freed */
 	struct pythread *scratch;
-	struct pyname *name_scratch;	/* allocated at the first name read */
+	struct pyname *name_scratch; /* allocated at the first name read */
 	struct pytrack_stats st;
 };
 
@@ -274,7 +274,7 @@ static void set_span(struct bpf_pyproc *b)
 	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
 		if (offs[i] > max)
 			max = offs[i];
-	b->frame_span = max + 8 <= PYFRAME_SPAN ? max + 8 : 0;	/* 0: BPF will not walk */
+	b->frame_span = max + 8 <= PYFRAME_SPAN ? max + 8 : 0; /* 0: BPF will not walk */
 }
 
 static bool python_name(const char *name)
@@ -320,7 +320,7 @@ void pytrack__sync(struct pytrack *t, const struct proc *p)
 			return;
 		}
 		set_span(&pp->info.bpf);
-		pp->info.bpf.snap_gen = (uint16_t)pp->gen;	/* a new image's snapshots */
+		pp->info.bpf.snap_gen = (uint16_t)pp->gen; /* a new image's snapshots */
 		if (t->seen_fd < 0)
 			pp->info.bpf.code_read = 0;
 		if (bpf_map_update_elem(t->procs_fd, &p->pid, &pp->info.bpf, BPF_ANY)) {
@@ -372,7 +372,8 @@ void pytrack__forget(struct pytrack *t, uint32_t pid, bool exited)
 
 bool pytrack__is_python(const struct pytrack *t, uint32_t pid)
 {
-	struct htab_entry *e = htab__find(t->procs, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
+	struct htab_entry *e =
+		htab__find(t->procs, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
 
 	return e && ((struct pyp *)(uintptr_t)e->val)->python;
 }
@@ -413,7 +414,7 @@ static struct snap *take_snap(struct pytrack *t, const struct code_key *k)
 	if (!e)
 		return NULL;
 	sn = (struct snap *)(uintptr_t)e->val;
-	htab__delete(t->snaps, k, sizeof(*k), h);	/* borrowed key: nothing kept */
+	htab__delete(t->snaps, k, sizeof(*k), h); /* borrowed key: nothing kept */
 	return sn;
 }
 
@@ -487,7 +488,8 @@ static uint64_t decode(struct pytrack *t, struct pyp *pp, uint64_t addr)
 	ce->info = &pp->info;
 	ce->pid = pp->pid;
 	if (resolve(t, pp, ce, addr)) {
-		pr_debug("pid %u: code object at 0x%llx unreadable", pp->pid, (unsigned long long)addr);
+		pr_debug("pid %u: code object at 0x%llx unreadable", pp->pid,
+			 (unsigned long long)addr);
 		ce->pending = true;
 		ce->pending_frames = 1;
 	}
@@ -536,13 +538,13 @@ void pytrack__snapshot(struct pytrack *t, uint32_t pid, const void *snap, size_t
 		t->st.snap_refused++;
 		return;
 	}
-	if (ret == 0)	/* sent again (its key was dropped, or aged out of the LRU) */
+	if (ret == 0) /* sent again (its key was dropped, or aged out of the LRU) */
 		free_snap((struct snap *)(uintptr_t)e->val);
 	e->key = &sn->k;
 	e->val = (uintptr_t)sn;
 	e = htab__find(t->codes, &sn->k, sizeof(sn->k), htab__hash(&sn->k, sizeof(sn->k)));
 	if (!e || !e->val || !t->ents[e->val - 1])
-		return;	/* kept for the sample that follows */
+		return; /* kept for the sample that follows */
 	ce = t->ents[e->val - 1];
 	if (ce->pending) {
 		/* after a sample that named it (sent on a later sample): name that one too */
@@ -557,8 +559,7 @@ void pytrack__snapshot(struct pytrack *t, uint32_t pid, const void *snap, size_t
 	}
 }
 
-uint64_t pytrack__code(struct pytrack *t, uint32_t pid, uint64_t addr, uint64_t raw,
-		       uint32_t *off)
+uint64_t pytrack__code(struct pytrack *t, uint32_t pid, uint64_t addr, uint64_t raw, uint32_t *off)
 {
 	struct pyp *pp = pyp_of(t, pid, false);
 	struct code_key k = { .pid = pid, .gen = pp ? pp->gen : 0, .addr = addr };
@@ -586,7 +587,7 @@ uint64_t pytrack__code(struct pytrack *t, uint32_t pid, uint64_t addr, uint64_t 
 				ce->validated_ns = now;
 			} else {
 				t->st.code_reused++;
-				forget_seen(t, pp, addr);	/* BPF sends the new one's snapshot */
+				forget_seen(t, pp, addr); /* BPF sends the new one's snapshot */
 				id = decode(t, pp, addr);
 				e = htab__find(t->codes, &k, sizeof(k), htab__hash(&k, sizeof(k)));
 				if (e)
@@ -699,7 +700,7 @@ static void read_names(struct pytrack *t, struct pyp *pp)
 	pp->names_cost_ns = mono_ns() - start;
 	t->st.name_read_ns += pp->names_cost_ns;
 	if (nth == -ESRCH || nnames == -ESRCH)
-		return;	/* gone: what was read before stands */
+		return; /* gone: what was read before stands */
 	if (nnames < 0 && nnames != -ENOENT && nnames != -ENOTSUP) {
 		t->st.name_read_failed++;
 		pr_debug("pid %u: cannot read threading's thread names: %s", pp->pid,
@@ -784,7 +785,8 @@ void pytrack__thread_names_final(struct pytrack *t)
 
 const char *pytrack__thread_name(const struct pytrack *t, uint32_t pid, uint32_t tid)
 {
-	struct htab_entry *e = htab__find(t->procs, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
+	struct htab_entry *e =
+		htab__find(t->procs, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
 	const struct pyp *pp = e ? (const struct pyp *)(uintptr_t)e->val : NULL;
 	const struct tname *tn;
 
@@ -824,7 +826,7 @@ struct pytrack_stats *pytrack__stats(struct pytrack *t)
 				t->st.threads_unnamed++;
 			else if (tn->state == TN_FAILED)
 				t->st.threads_name_failed++;
-			else	/* the process ended before a read */
+			else /* the process ended before a read */
 				t->st.threads_name_late++;
 		}
 	}
@@ -857,7 +859,7 @@ static void free_code(struct pytrack *t, uint64_t id)
 
 		v = realloc(t->free_ids, cap * sizeof(*v));
 		if (!v)
-			return;	/* the slot stays unused: a few bytes */
+			return; /* the slot stays unused: a few bytes */
 		t->free_ids = v;
 		t->capfree = cap;
 	}
@@ -913,7 +915,8 @@ size_t pytrack__gc(struct pytrack *t)
 			continue;
 		free(pp->tids);
 		free(pp);
-		htab__delete(t->procs, &gone[i], sizeof(gone[i]), htab__hash(&gone[i], sizeof(gone[i])));
+		htab__delete(t->procs, &gone[i], sizeof(gone[i]),
+			     htab__hash(&gone[i], sizeof(gone[i])));
 		t->deleted++;
 	}
 	/* deleted keys' copies live as long as the table: rebuild both when they dominate */

@@ -18,29 +18,30 @@ struct proc;
 struct pytrack;
 
 struct pytrack_stats {
-	uint64_t interpreters;	/* processes found to be CPython */
-	uint64_t unsupported;	/* CPython of a version we have no layout for */
+	uint64_t interpreters; /* processes found to be CPython */
+	uint64_t unsupported;  /* CPython of a version we have no layout for */
 	uint64_t thread_scans;
-	uint64_t threads;	/* thread states written to BPF */
-	uint64_t codes;		/* code objects decoded */
-	uint64_t code_failed;	/* code objects never read, live or from a snapshot (by pytrack__stats) */
-	uint64_t frames_unread;	/* frames that named them: dropped (by pytrack__stats) */
-	uint64_t code_reused;	/* addresses found reused by another code object */
+	uint64_t threads; /* thread states written to BPF */
+	uint64_t codes;	  /* code objects decoded */
+	uint64_t
+		code_failed; /* code objects never read, live or from a snapshot (by pytrack__stats) */
+	uint64_t frames_unread;	 /* frames that named them: dropped (by pytrack__stats) */
+	uint64_t code_reused;	 /* addresses found reused by another code object */
 	uint64_t merge_mismatch; /* stacks whose eval frames and Python frames did not pair up */
 	/* code object snapshots from BPF (SAMPLE_PYCODE) */
 	uint64_t snap_received;
 	uint64_t snap_used;	/* code objects named from a snapshot (live read failed) */
 	uint64_t snap_refused;	/* invalid, or of a process no longer known as Python */
-	uint64_t snap_outdated;	/* a live read found another code object at its address */
+	uint64_t snap_outdated; /* a live read found another code object at its address */
 	uint64_t snap_late;	/* arrived after a sample that named its code object */
 	/* thread names (pytrack__thread_seen); the thread counts are tallied by pytrack__stats */
-	uint64_t name_reads;		/* reads of threading._active */
-	uint64_t name_read_failed;	/* of which found memory that was not what it should be */
-	uint64_t name_read_ns;		/* time spent in them */
-	uint64_t threads_named;		/* sampled threads named by threading.Thread */
-	uint64_t threads_unnamed;	/* not threading's (no Thread, no thread state): OS name */
-	uint64_t threads_name_failed;	/* whose name could not be read: OS name */
-	uint64_t threads_name_late;	/* sampled too late to be read before their process ended */
+	uint64_t name_reads;	      /* reads of threading._active */
+	uint64_t name_read_failed;    /* of which found memory that was not what it should be */
+	uint64_t name_read_ns;	      /* time spent in them */
+	uint64_t threads_named;	      /* sampled threads named by threading.Thread */
+	uint64_t threads_unnamed;     /* not threading's (no Thread, no thread state): OS name */
+	uint64_t threads_name_failed; /* whose name could not be read: OS name */
+	uint64_t threads_name_late;   /* sampled too late to be read before their process ended */
 };
 
 int pytrack__new(struct pytrack **out, int procs_fd, int threads_fd, struct objtab *objs);
@@ -77,8 +78,7 @@ void pytrack__snapshot(struct pytrack *t, uint32_t pid, const void *snap, size_t
  * frame is dropped at the end (pytrack__describe fails; counted in
  * frames_unread).
  */
-uint64_t pytrack__code(struct pytrack *t, uint32_t pid, uint64_t addr, uint64_t raw,
-		       uint32_t *off);
+uint64_t pytrack__code(struct pytrack *t, uint32_t pid, uint64_t addr, uint64_t raw, uint32_t *off);
 
 /* Name a code id at an instruction offset: qualname, file, line. */
 int pytrack__describe(const struct pytrack *t, uint64_t id, uint32_t off, const char **qualname,

@@ -50,7 +50,7 @@
 
 /* Re-read a process's maps after an address missed at most this often. */
 #define RELOAD_INTERVAL_NS (200 * 1000000ULL)
-#define SIDEBAND_PAGES 64
+#define SIDEBAND_PAGES	   64
 /*
  * The ring buffer wakes us only when a quarter full; otherwise it is drained
  * this often. Latency here only delays building a new process's unwind
@@ -61,7 +61,7 @@
 static volatile sig_atomic_t exiting;
 static volatile sig_atomic_t got_signal;
 static volatile sig_atomic_t child_changed;
-static volatile sig_atomic_t new_interval;	/* SIGHUP in continuous mode */
+static volatile sig_atomic_t new_interval; /* SIGHUP in continuous mode */
 
 static int libbpf_debug(enum libbpf_print_level level, const char *fmt, va_list args)
 {
@@ -139,8 +139,7 @@ bool rec__is_target(struct recorder *r, uint32_t pid)
 {
 	uint32_t v;
 
-	return env.all ||
-	       !bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.targets), &pid, &v);
+	return env.all || !bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.targets), &pid, &v);
 }
 
 /* The process table changed: keep the BPF unwinder's view of the process in step. */
@@ -160,7 +159,7 @@ static void on_proc_change(void *ctx, uint32_t pid, int change)
 	if (change == PROC_FORKED || (!r->unw && !r->py))
 		return;
 	if (r->py && change != PROC_MAPPED)
-		pytrack__forget(r->py, pid, change == PROC_EXITED);	/* or a new image */
+		pytrack__forget(r->py, pid, change == PROC_EXITED); /* or a new image */
 	if (change == PROC_EXITED) {
 		if (r->unw)
 			unwinder__forget(r->unw, pid);
@@ -209,7 +208,7 @@ static void python_frames(struct recorder *r, const struct prof_sample_hdr *h,
 		pytrack__rescan(r->py, h->pid);
 	}
 	if (!h->pystack_len && !pytrack__seen(r->py, h->pid))
-		mark_dirty(r, h->pid);	/* not looked at yet (--unwind fp, or no tables needed) */
+		mark_dirty(r, h->pid); /* not looked at yet (--unwind fp, or no tables needed) */
 	if (h->flags & SAMPLE_F_PY_ERR)
 		r->st.py_err++;
 	if (h->flags & SAMPLE_F_PY_TRUNC) {
@@ -263,9 +262,9 @@ struct stack_key *rec__key(struct recorder *r, const struct prof_sample *s, size
 		k->tid = h->tid;
 		memcpy(k->tcomm, h->comm, sizeof(k->tcomm));
 		if (r->py && !env.no_python)
-			pytrack__thread_seen(r->py, h->pid, h->tid);	/* threading's names */
+			pytrack__thread_seen(r->py, h->pid, h->tid); /* threading's names */
 	}
-	if (r->cg) {	/* named now: the cgroup may be gone when the profile is built */
+	if (r->cg) { /* named now: the cgroup may be gone when the profile is built */
 		k->cgroup_id = h->cgroup_id;
 		cgroups__get(r->cg, h->cgroup_id);
 	}
@@ -357,7 +356,7 @@ static int handle_record(void *ctx, void *data, size_t size)
 		cpu_sample(r, data, size);
 		return 0;
 	}
-	if (h->kind == SAMPLE_PYCODE) {	/* before the first sample that needs it */
+	if (h->kind == SAMPLE_PYCODE) { /* before the first sample that needs it */
 		if (r->py)
 			pytrack__snapshot(r->py, h->pid, (const char *)data + sizeof(*h),
 					  size - sizeof(*h));
@@ -409,7 +408,7 @@ int rec__share_maps(struct recorder *r, struct bpf_object *obj)
 	bpf_object__for_each_map(m, obj) {
 		const char *name = bpf_map__name(m);
 
-		if (bpf_map__is_internal(m))	/* .rodata, .bss: the object's own */
+		if (bpf_map__is_internal(m)) /* .rodata, .bss: the object's own */
 			continue;
 		src = bpf_object__find_map_by_name(r->skel->obj, name);
 		if (!src)
@@ -441,8 +440,7 @@ static int install_signals(void)
 	sigemptyset(&sa.sa_mask);
 	/* no SA_RESTART: epoll_wait must return so that we notice */
 	if (sigaction(SIGINT, &sa, NULL) || sigaction(SIGTERM, &sa, NULL) ||
-	    sigaction(SIGCHLD, &sa, NULL) ||
-	    (env.continuous_dir && sigaction(SIGHUP, &sa, NULL)))
+	    sigaction(SIGCHLD, &sa, NULL) || (env.continuous_dir && sigaction(SIGHUP, &sa, NULL)))
 		return -errno;
 	signal(SIGPIPE, SIG_IGN);
 	return 0;
@@ -466,7 +464,7 @@ static int spawn_held(struct recorder *r)
 		close(err[0]);
 		signal(SIGPIPE, SIG_DFL);
 		if (read(go[0], &c, 1) != 1)
-			_exit(127);	/* bpfprof gave up before starting us */
+			_exit(127); /* bpfprof gave up before starting us */
 		execvp(env.cmd_argv[0], env.cmd_argv);
 		e = errno;
 		if (write(err[1], &e, sizeof(e)) < 0)
@@ -490,7 +488,7 @@ static int release_child(struct recorder *r)
 		return -errno;
 	close(r->go_fd);
 	r->go_fd = -1;
-	n = read(r->err_fd, &e, sizeof(e));	/* EOF: exec succeeded (CLOEXEC) */
+	n = read(r->err_fd, &e, sizeof(e)); /* EOF: exec succeeded (CLOEXEC) */
 	close(r->err_fd);
 	r->err_fd = -1;
 	if (n == sizeof(e)) {
@@ -545,8 +543,9 @@ static int setup_bpf(struct recorder *r)
 		bpf_map__set_max_entries(r->skel->maps.proc_unwind, env.unwind_procs);
 	}
 
-	if (log_level >= 3)	/* verifier statistics (-vvv), whole log (-vvvv) */
-		bpf_program__set_log_level(r->skel->progs.on_cpu_sample, log_level >= 4 ? 1 | 4 : 4);
+	if (log_level >= 3) /* verifier statistics (-vvv), whole log (-vvvv) */
+		bpf_program__set_log_level(r->skel->progs.on_cpu_sample,
+					   log_level >= 4 ? 1 | 4 : 4);
 	err = cpu_bpf__load(r->skel);
 	if (err) {
 		pr_err("cannot load the BPF programs: %s (needs root or CAP_BPF+CAP_PERFMON)",
@@ -573,8 +572,8 @@ static int setup_bpf(struct recorder *r)
 		return err;
 	}
 	if (env.unwind != UNWIND_FP && !env.no_user) {
-		err = unwinder__new(&r->unw, bpf_map__fd(r->skel->maps.unwind_rows), env.unwind_rows,
-				    bpf_map__fd(r->skel->maps.proc_unwind),
+		err = unwinder__new(&r->unw, bpf_map__fd(r->skel->maps.unwind_rows),
+				    env.unwind_rows, bpf_map__fd(r->skel->maps.proc_unwind),
 				    bpf_map__fd(r->skel->maps.unwind_gen), r->objs);
 		if (err) {
 			pr_err("cannot map the unwind tables: %s", strerror(-err));
@@ -607,11 +606,11 @@ static int setup_bpf(struct recorder *r)
 			return -E2BIG;
 		r->feat[r->nfeat] = *f;
 		err = (*f)->setup(r, &r->feat_priv[r->nfeat]);
-		r->nfeat++;	/* destroy() even after a failed setup */
+		r->nfeat++; /* destroy() even after a failed setup */
 		if (err)
 			return err;
 	}
-	err = cpu_bpf__attach(r->skel);	/* fork/exit tracepoints */
+	err = cpu_bpf__attach(r->skel); /* fork/exit tracepoints */
 	if (err) {
 		pr_err("cannot attach the BPF tracepoints: %s", strerror(-err));
 		return err;
@@ -696,7 +695,7 @@ static int end_interval(struct recorder *r)
 	err = profile__build(&p, r->stacks, r->objs, r->ks, &bo, &bs);
 	if (err) {
 		pr_err("cannot build the profile: %s", strerror(-err));
-		p = profile__new();	/* an empty file still marks the interval */
+		p = profile__new(); /* an empty file still marks the interval */
 		if (!p)
 			return -ENOMEM;
 	}
@@ -783,14 +782,15 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 	struct rusage ru;
 
 	if (lost || sb_lost)
-		snprintf(why, sizeof(why), " (ring buffer full %llu, table full %llu, malformed %llu; "
+		snprintf(why, sizeof(why),
+			 " (ring buffer full %llu, table full %llu, malformed %llu; "
 			 "side-band records lost %llu)",
 			 (unsigned long long)rb_full, (unsigned long long)r->st.agg_failed,
-			 (unsigned long long)(r->st.bad + r->st.unknown_kind), (unsigned long long)sb_lost);
+			 (unsigned long long)(r->st.bad + r->st.unknown_kind),
+			 (unsigned long long)sb_lost);
 	pr_info("%llu samples, %llu lost%s, %zu processes, %.1f%% frames unresolved, %.1f s",
 		(unsigned long long)(r->st.received - r->st.before_exec), (unsigned long long)lost,
-		why, nprocs,
-		bs->frames ? 100.0 * bs->unresolved / bs->frames : 0.0, secs);
+		why, nprocs, bs->frames ? 100.0 * bs->unresolved / bs->frames : 0.0, secs);
 	if (r->st.kstack_err || r->st.ustack_err || r->st.ktrunc || r->st.utrunc)
 		pr_info("stacks: %llu kernel and %llu user unreadable; %llu kernel and %llu user "
 			"truncated at %d/%d frames",
@@ -801,7 +801,8 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 		pr_info("unwinding: %llu samples before their process's tables were ready (%llu "
 			"walked with frame pointers), %llu stopped early (no row %llu, unsupported "
 			"rule %llu, unreadable stack %llu, JIT/anonymous code %llu, no mapping %llu)",
-			(unsigned long long)r->st.no_unwind_info, (unsigned long long)r->st.unwind_fp,
+			(unsigned long long)r->st.no_unwind_info,
+			(unsigned long long)r->st.unwind_fp,
 			(unsigned long long)r->st.unwind_stopped,
 			(unsigned long long)rec__counter(r, CNT_UNW_NO_ROW),
 			(unsigned long long)rec__counter(r, CNT_UNW_UNSUPPORTED),
@@ -828,11 +829,12 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			(unsigned long long)rec__counter(r, CNT_PY_SNAP_UNREADABLE),
 			(unsigned long long)rec__counter(r, CNT_PY_SNAP_DEFERRED),
 			(unsigned long long)ps->snap_received, (unsigned long long)ps->snap_used,
-			(unsigned long long)ps->snap_late,
-			(unsigned long long)ps->snap_refused, (unsigned long long)ps->snap_outdated);
+			(unsigned long long)ps->snap_late, (unsigned long long)ps->snap_refused,
+			(unsigned long long)ps->snap_outdated);
 		pr_info("python: the thread held the GIL in %llu of %llu Python samples; %llu "
-			"samples left out by --gil", (unsigned long long)r->st.gil_held,
-			(unsigned long long)r->st.py_samples, (unsigned long long)r->st.gil_left_out);
+			"samples left out by --gil",
+			(unsigned long long)r->st.gil_held, (unsigned long long)r->st.py_samples,
+			(unsigned long long)r->st.gil_left_out);
 		if (env.per_thread && ps->name_reads)
 			pr_info("python: thread names: %llu threads named by threading.Thread; OS "
 				"name kept for %llu not threading's, %llu unreadable, %llu ended "
@@ -880,34 +882,37 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 		if (r->unw) {
 			const struct unwinder_stats *us = unwinder__stats(r->unw);
 
-			pr_verbose("unwind tables: %llu files (%llu without, %llu shared by build id), "
-				   "%llu rows in use, peak "
-				   "%llu of %llu (%.1f MiB), %llu evicted, %.1f ms compiling CFI, "
-				   "%llu processes",
-				   (unsigned long long)us->tables,
-				   (unsigned long long)us->tables_failed,
-				   (unsigned long long)us->tables_shared,
-				   (unsigned long long)us->rows_used,
-				   (unsigned long long)us->rows_peak,
-				   (unsigned long long)us->rows_cap,
-				   us->rows_peak * sizeof(struct bpf_urow) / 1048576.0,
-				   (unsigned long long)us->tables_evicted, us->build_ns / 1e6,
-				   (unsigned long long)us->procs);
+			pr_verbose(
+				"unwind tables: %llu files (%llu without, %llu shared by build id), "
+				"%llu rows in use, peak "
+				"%llu of %llu (%.1f MiB), %llu evicted, %.1f ms compiling CFI, "
+				"%llu processes",
+				(unsigned long long)us->tables,
+				(unsigned long long)us->tables_failed,
+				(unsigned long long)us->tables_shared,
+				(unsigned long long)us->rows_used,
+				(unsigned long long)us->rows_peak, (unsigned long long)us->rows_cap,
+				us->rows_peak * sizeof(struct bpf_urow) / 1048576.0,
+				(unsigned long long)us->tables_evicted, us->build_ns / 1e6,
+				(unsigned long long)us->procs);
 		}
 		if (r->stats_fd >= 0) {
 			struct bpf_prog_info info = { 0 };
 			uint32_t len = sizeof(info);
 
 			if (!bpf_obj_get_info_by_fd(bpf_program__fd(r->skel->progs.on_cpu_sample),
-						    &info, &len) && info.run_cnt)
-				pr_verbose("BPF: %.0f ns per run (%llu runs), %.0f ns per recorded "
-					   "sample (all runs' time over recorded samples), %.0f bytes "
-					   "per sample to user space",
-					   (double)info.run_time_ns / info.run_cnt,
-					   (unsigned long long)info.run_cnt,
-					   r->st.received ? (double)info.run_time_ns / r->st.received
-							  : 0.0,
-					   r->st.received ? (double)r->st.bytes / r->st.received : 0.0);
+						    &info, &len) &&
+			    info.run_cnt)
+				pr_verbose(
+					"BPF: %.0f ns per run (%llu runs), %.0f ns per recorded "
+					"sample (all runs' time over recorded samples), %.0f bytes "
+					"per sample to user space",
+					(double)info.run_time_ns / info.run_cnt,
+					(unsigned long long)info.run_cnt,
+					r->st.received ? (double)info.run_time_ns / r->st.received
+						       : 0.0,
+					r->st.received ? (double)r->st.bytes / r->st.received
+						       : 0.0);
 		}
 		pr_verbose("agent: %.3f s user, %.3f s sys, %.2f us per sample, peak RSS %ld KiB",
 			   ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
@@ -931,7 +936,8 @@ static size_t count_processes(const struct stacks *st)
 	if (!pids)
 		return 0;
 	while ((k = stacks__next(st, &iter, &v)))
-		htab__upsert(pids, &k->pid, sizeof(k->pid), htab__hash(&k->pid, sizeof(k->pid)), &e);
+		htab__upsert(pids, &k->pid, sizeof(k->pid), htab__hash(&k->pid, sizeof(k->pid)),
+			     &e);
 	n = htab__count(pids);
 	htab__free(pids);
 	return n;
@@ -944,7 +950,7 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 	int err;
 
 	if (r->py && env.per_thread)
-		pytrack__thread_names_final(r->py);	/* threads sampled since the last read */
+		pytrack__thread_names_final(r->py); /* threads sampled since the last read */
 	build_opts_init(r, &bo);
 	bo.time_ns = ts_ns(&r->wall_start);
 	bo.duration_ns = ts_ns(&r->t_stop) - ts_ns(&r->t_start);
@@ -955,7 +961,7 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 			r->ks = NULL;
 		}
 	}
-	if (r->tl) {	/* -f chrome: the timeline, not the aggregate */
+	if (r->tl) { /* -f chrome: the timeline, not the aggregate */
 		*nprocs = count_processes(r->stacks);
 		err = tl_log__write(r->tl, r->objs, r->ks, &bo, r->out.f);
 		if (err) {
@@ -981,8 +987,13 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 
 int record__run(void)
 {
-	struct recorder r = { .epfd = -1, .go_fd = -1, .err_fd = -1, .stats_fd = -1,
-			      .default_value = -1, .cpu_samples = -1, .cpu_ns = -1 };
+	struct recorder r = { .epfd = -1,
+			      .go_fd = -1,
+			      .err_fd = -1,
+			      .stats_fd = -1,
+			      .default_value = -1,
+			      .cpu_samples = -1,
+			      .cpu_ns = -1 };
 	struct build_stats bs = { 0 };
 	size_t nprocs = 0;
 	int err, status = EXIT_RUNTIME;
@@ -996,7 +1007,8 @@ int record__run(void)
 	raise_nofile();
 	libbpf_set_print(log_level >= 3 ? libbpf_debug : NULL);
 	err = install_signals();
-	r.key = malloc(sizeof(*r.key) + (MAX_KSTACK + MAX_USTACK + MAX_PYSTACK) * sizeof(struct sframe));
+	r.key = malloc(sizeof(*r.key) +
+		       (MAX_KSTACK + MAX_USTACK + MAX_PYSTACK) * sizeof(struct sframe));
 	r.objs = objtab__new();
 	r.procs = r.objs ? proctab__new(r.objs) : NULL;
 	r.stacks = stacks__new();
@@ -1058,7 +1070,7 @@ int record__run(void)
 			goto cleanup;
 		}
 	}
-	if (env.continuous_dir && continuous__new(&r.cont))	/* the first interval starts now */
+	if (env.continuous_dir && continuous__new(&r.cont)) /* the first interval starts now */
 		goto cleanup;
 	if (r.sampler)
 		pr_verbose("sampling %s at %u Hz on %d CPUs",
@@ -1083,8 +1095,8 @@ int record__run(void)
 		if (r.feat[i]->finish)
 			r.feat[i]->finish(&r, r.feat_priv[i]);
 
-	if (r.cont) {	/* the interval in progress is written, the rest summarized */
-		nprocs = count_processes(r.stacks);	/* the last interval's */
+	if (r.cont) { /* the interval in progress is written, the rest summarized */
+		nprocs = count_processes(r.stacks); /* the last interval's */
 		end_interval(&r);
 	} else if (env.no_output) {
 		nprocs = count_processes(r.stacks);
@@ -1099,7 +1111,7 @@ cleanup:
 	if (status != EXIT_OK)
 		output__abort(&r.out);
 	if (r.child > 0 && !r.child_done) {
-		if (r.go_fd >= 0)	/* never released: let it die */
+		if (r.go_fd >= 0) /* never released: let it die */
 			close(r.go_fd), r.go_fd = -1;
 		if (status != EXIT_OK)
 			kill(r.child, SIGTERM);

@@ -33,24 +33,24 @@ struct prof_sample;
 struct tl_log;
 
 struct rec_stats {
-	uint64_t received;	/* records read from the ring buffer */
-	uint64_t bytes;		/* ring buffer bytes they took */
-	uint64_t bad;		/* malformed ring buffer records */
-	uint64_t unknown_kind;	/* records of a kind no enabled feature handles */
-	uint64_t before_exec;	/* -- CMD: the child's records before its exec (our code) */
-	uint64_t agg_failed;	/* could not be added to the stack table */
+	uint64_t received;     /* records read from the ring buffer */
+	uint64_t bytes;	       /* ring buffer bytes they took */
+	uint64_t bad;	       /* malformed ring buffer records */
+	uint64_t unknown_kind; /* records of a kind no enabled feature handles */
+	uint64_t before_exec;  /* -- CMD: the child's records before its exec (our code) */
+	uint64_t agg_failed;   /* could not be added to the stack table */
 	uint64_t user_frames;
-	uint64_t user_unmapped;	/* user addresses in no known mapping */
+	uint64_t user_unmapped; /* user addresses in no known mapping */
 	uint64_t kstack_err, ustack_err, ktrunc, utrunc;
-	uint64_t no_unwind_info;	/* samples taken before the process's tables were ready */
-	uint64_t unwind_fp;		/* of which were walked with frame pointers */
-	uint64_t unwind_stopped;	/* table unwinding gave up before the outermost frame */
-	uint64_t py_samples;		/* samples with Python frames */
-	uint64_t py_no_thread;		/* Python process, thread state not known yet */
+	uint64_t no_unwind_info; /* samples taken before the process's tables were ready */
+	uint64_t unwind_fp;	 /* of which were walked with frame pointers */
+	uint64_t unwind_stopped; /* table unwinding gave up before the outermost frame */
+	uint64_t py_samples;	 /* samples with Python frames */
+	uint64_t py_no_thread;	 /* Python process, thread state not known yet */
 	uint64_t py_err, py_trunc;
-	uint64_t py_frames_dropped;	/* code objects that could not be read */
-	uint64_t gil_held;		/* Python samples whose thread held the GIL */
-	uint64_t gil_left_out;		/* samples --gil did not keep */
+	uint64_t py_frames_dropped; /* code objects that could not be read */
+	uint64_t gil_held;	    /* Python samples whose thread held the GIL */
+	uint64_t gil_left_out;	    /* samples --gil did not keep */
 };
 
 struct recorder;
@@ -88,33 +88,33 @@ struct rec_feature {
 	/* extra pprof labels of a stack (its stacks__intern index); returns how many */
 	uint32_t (*labels)(struct recorder *r, void *priv, size_t stack, struct plabel *out,
 			   uint32_t max);
-	uint16_t kinds[4];	/* enum sample_kind values it handles; 0-terminated */
+	uint16_t kinds[4]; /* enum sample_kind values it handles; 0-terminated */
 };
 
 #define REC_MAX_FEATURES 8
 
 struct recorder {
-	struct cpu_bpf *skel;	/* owns the shared maps (events, targets, unwind, python) */
+	struct cpu_bpf *skel; /* owns the shared maps (events, targets, unwind, python) */
 	struct ring_buffer *rb;
 	struct sideband *sb;
-	struct sampler *sampler;	/* NULL unless --cpu */
+	struct sampler *sampler; /* NULL unless --cpu */
 	struct objtab *objs;
 	struct proctab *procs;
 	struct stacks *stacks;
 	struct ksyms *ks;
 	struct unwinder *unw;
 	struct pytrack *py;
-	struct continuous *cont;	/* --continuous, or NULL */
-	struct cgroups *cg;	/* cgroup id -> path, container (env.want_cgroup) */
-	struct htab *dirty;	/* pids whose unwind description must be (re)written */
+	struct continuous *cont; /* --continuous, or NULL */
+	struct cgroups *cg;	 /* cgroup id -> path, container (env.want_cgroup) */
+	struct htab *dirty;	 /* pids whose unwind description must be (re)written */
 	struct output out;
 	int epfd;
-	int stats_fd;		/* BPF run-time statistics on while open (-v) */
+	int stats_fd; /* BPF run-time statistics on while open (-v) */
 	pid_t child;
 	int go_fd, err_fd;
 	int child_status;
 	bool child_done;
-	uint64_t child_exec_ns;	/* when the command's exec happened (CLOCK_MONOTONIC), 0: not yet */
+	uint64_t child_exec_ns; /* when the command's exec happened (CLOCK_MONOTONIC), 0: not yet */
 	struct stack_key *key;	/* scratch for the sample being aggregated */
 	struct rec_stats st;
 	struct timespec t_start, t_stop;
@@ -123,13 +123,13 @@ struct recorder {
 	/* what stack_vals.v[i] means (rec__value) */
 	struct pvaluetype values[STACK_MAX_VALUES];
 	uint32_t nvalues;
-	int32_t default_value;	/* -1: the first registered */
-	int32_t cpu_samples, cpu_ns;	/* CPU value indexes, -1 without --cpu */
+	int32_t default_value;	     /* -1: the first registered */
+	int32_t cpu_samples, cpu_ns; /* CPU value indexes, -1 without --cpu */
 
 	/* names OBJ_SYNTH frames (a feature's synthetic leaves), see build_opts */
 	const char *(*synth_name)(void *arg, uint64_t id, uint32_t *kind);
 	void *synth_arg;
-	struct tl_log *tl;	/* -f chrome: the run's timeline (aggregate/timeline_log.h) */
+	struct tl_log *tl; /* -f chrome: the run's timeline (aggregate/timeline_log.h) */
 
 	const struct rec_feature *feat[REC_MAX_FEATURES];
 	void *feat_priv[REC_MAX_FEATURES];
@@ -176,14 +176,14 @@ uint64_t rec__start_ns(const struct recorder *r);
  * Settings every BPF object has (they live in the shared headers in bpf/):
  * set them on a feature's skeleton before load, as on the CPU one.
  */
-#define REC_SET_COMMON_RODATA(rodata)                                                    \
-	do {                                                                             \
-		(rodata)->filter_pids = !env.all;                                        \
-		(rodata)->follow_children = env.cmd_argv != NULL;                        \
-		(rodata)->filter_cgroup = env.cgroup_path != NULL;                       \
-		(rodata)->wakeup_bytes = env.ringbuf_bytes / 4;                          \
-		(rodata)->want_python = !env.no_python && !env.no_user;                  \
-		(rodata)->unwind_mode = env.no_user ? UNWIND_FP : env.unwind;             \
+#define REC_SET_COMMON_RODATA(rodata)                                         \
+	do {                                                                  \
+		(rodata)->filter_pids = !env.all;                             \
+		(rodata)->follow_children = env.cmd_argv != NULL;             \
+		(rodata)->filter_cgroup = env.cgroup_path != NULL;            \
+		(rodata)->wakeup_bytes = env.ringbuf_bytes / 4;               \
+		(rodata)->want_python = !env.no_python && !env.no_user;       \
+		(rodata)->unwind_mode = env.no_user ? UNWIND_FP : env.unwind; \
 	} while (0)
 
 /* The features, in the order they are set up (record.c). */

@@ -25,8 +25,8 @@
  */
 struct queued {
 	uint64_t time;
-	uint32_t seq;		/* arrival: keeps equal times (and timeless records) in order */
-	uint32_t off;		/* in the arena */
+	uint32_t seq; /* arrival: keeps equal times (and timeless records) in order */
+	uint32_t off; /* in the arena */
 };
 
 struct sideband {
@@ -36,10 +36,10 @@ struct sideband {
 	uint64_t consumed_until;
 	struct queued *q;
 	size_t nq, capq;
-	char *arena;		/* the records, 8-byte aligned */
+	char *arena; /* the records, 8-byte aligned */
 	size_t used, cap;
 	uint64_t last_time;
-	bool busy;		/* handling the queue: a nested consume waits for the next */
+	bool busy; /* handling the queue: a nested consume waits for the next */
 	struct sideband_stats stats;
 };
 
@@ -49,7 +49,7 @@ struct sample_id {
 	uint64_t time;
 };
 
-struct rec_task {	/* PERF_RECORD_FORK, PERF_RECORD_EXIT */
+struct rec_task { /* PERF_RECORD_FORK, PERF_RECORD_EXIT */
 	struct perf_event_header h;
 	uint32_t pid, ppid, tid, ptid;
 	uint64_t time;
@@ -92,7 +92,7 @@ static void handle(struct sideband *sb, const struct perf_event_header *h)
 	case PERF_RECORD_FORK: {
 		const struct rec_task *r = (const void *)h;
 
-		if (h->size >= sizeof(*r) && r->pid != r->ppid)	/* a process, not a thread */
+		if (h->size >= sizeof(*r) && r->pid != r->ppid) /* a process, not a thread */
 			proctab__fork(sb->procs, r->ppid, r->pid, r->time);
 		break;
 	}
@@ -119,7 +119,7 @@ static void handle(struct sideband *sb, const struct perf_event_header *h)
 
 		if (h->size < sizeof(*r) + sizeof(struct sample_id))
 			break;
-		if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID)	/* not requested */
+		if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) /* not requested */
 			break;
 		n = strnlen(r->filename, max < sizeof(name) - 1 ? max : sizeof(name) - 1);
 		memcpy(name, r->filename, n);
@@ -154,13 +154,14 @@ static void queue(struct sideband *sb, const struct perf_event_header *h)
 	/* a record without a time (LOST) goes with the one before it */
 	if (sid)
 		sb->last_time = sid->time;
-	sb->q[sb->nq] = (struct queued){ .time = sb->last_time, .seq = (uint32_t)sb->nq,
+	sb->q[sb->nq] = (struct queued){ .time = sb->last_time,
+					 .seq = (uint32_t)sb->nq,
 					 .off = (uint32_t)sb->used };
 	sb->nq++;
 	sb->used += size;
 	return;
 now:
-	handle(sb, h);	/* out of memory: in buffer order rather than not at all */
+	handle(sb, h); /* out of memory: in buffer order rather than not at all */
 }
 
 static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_header *h)
@@ -193,7 +194,7 @@ int sideband__new(struct sideband **out, struct proctab *procs, size_t pages_per
 		.comm_exec = 1,
 		.task = 1,
 		.use_clockid = 1,
-		.clockid = CLOCK_MONOTONIC,	/* the clock bpf_ktime_get_ns() reads */
+		.clockid = CLOCK_MONOTONIC, /* the clock bpf_ktime_get_ns() reads */
 		/* drained with every poll; wake us only when filling up */
 		.watermark = 1,
 		.wakeup_watermark = 0,
@@ -266,8 +267,7 @@ int sideband__consume(struct sideband *sb)
 	return err;
 }
 
-int sideband__replay(struct proctab *procs, const struct perf_event_header *const *recs,
-		     size_t n)
+int sideband__replay(struct proctab *procs, const struct perf_event_header *const *recs, size_t n)
 {
 	struct sideband sb = { .procs = procs };
 

@@ -15,7 +15,7 @@ struct sideband;
 
 struct sideband_stats {
 	uint64_t records;
-	uint64_t lost;		/* records the kernel dropped (buffer full) */
+	uint64_t lost; /* records the kernel dropped (buffer full) */
 };
 
 int sideband__new(struct sideband **out, struct proctab *procs, size_t pages_per_cpu);
@@ -32,7 +32,6 @@ const struct sideband_stats *sideband__stats(const struct sideband *sb);
  * whichever order they come in. For tests and replays.
  */
 struct perf_event_header;
-int sideband__replay(struct proctab *procs, const struct perf_event_header *const *recs,
-		     size_t n);
+int sideband__replay(struct proctab *procs, const struct perf_event_header *const *recs, size_t n);
 
 #endif

@@ -22,7 +22,7 @@ struct job {
 	char *path;
 	int64_t from_ns, until_ns;
 	unsigned int tries;
-	uint64_t not_before_ns;	/* CLOCK_MONOTONIC: retry after backoff */
+	uint64_t not_before_ns; /* CLOCK_MONOTONIC: retry after backoff */
 };
 
 struct uploader {
@@ -35,10 +35,10 @@ struct uploader {
 	bool stopping;
 	uint64_t stop_deadline_ns;
 	struct upload_opts o;
-	char *base;		/* URL without trailing '/' */
-	char *name_enc;		/* url-encoded APP{hostname=...} */
+	char *base;	/* URL without trailing '/' */
+	char *name_enc; /* url-encoded APP{hostname=...} */
 	struct upload_stats st;
-	CURL *curl;		/* used by the thread only */
+	CURL *curl; /* used by the thread only */
 };
 
 static void job_free(struct job *j)
@@ -76,8 +76,10 @@ static bool send_one(struct uploader *u, const struct job *j)
 
 	if (until <= from)
 		until = from + 1;
-	if (asprintf(&url, "%s/ingest?name=%s&from=%lld&until=%lld&format=pprof&sampleRate=%u"
-		     "&spyName=bpfprof", u->base, u->name_enc, from, until, u->o.sample_rate) < 0)
+	if (asprintf(&url,
+		     "%s/ingest?name=%s&from=%lld&until=%lld&format=pprof&sampleRate=%u"
+		     "&spyName=bpfprof",
+		     u->base, u->name_enc, from, until, u->o.sample_rate) < 0)
 		return false;
 	mime = curl_mime_init(u->curl);
 	part = mime ? curl_mime_addpart(mime) : NULL;
@@ -90,7 +92,7 @@ static bool send_one(struct uploader *u, const struct job *j)
 	curl_easy_reset(u->curl);
 	curl_easy_setopt(u->curl, CURLOPT_URL, url);
 	curl_easy_setopt(u->curl, CURLOPT_MIMEPOST, mime);
-	curl_easy_setopt(u->curl, CURLOPT_NOSIGNAL, 1L);	/* a thread: no SIGALRM */
+	curl_easy_setopt(u->curl, CURLOPT_NOSIGNAL, 1L); /* a thread: no SIGALRM */
 	curl_easy_setopt(u->curl, CURLOPT_TIMEOUT_MS, (long)(u->o.timeout * 1000));
 	curl_easy_setopt(u->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)(u->o.timeout * 1000));
 	curl_easy_setopt(u->curl, CURLOPT_USERAGENT, "bpfprof/" BPFPROF_VERSION);
@@ -159,7 +161,8 @@ static void *run(void *arg)
 			   !(u->stopping && now >= u->stop_deadline_ns)) {
 			/* first in line again: files go out in order once the server is back */
 			u->st.retries++;
-			j->not_before_ns = now + (uint64_t)(u->o.backoff * 1e9) * (1ULL << (j->tries - 1));
+			j->not_before_ns =
+				now + (uint64_t)(u->o.backoff * 1e9) * (1ULL << (j->tries - 1));
 			j->next = u->head;
 			u->head = j;
 			if (!u->tail)

@@ -16,21 +16,21 @@
 struct uploader;
 
 struct upload_stats {
-	uint64_t queued;	/* files handed to the uploader */
-	uint64_t sent;		/* accepted by the server (2xx) */
-	uint64_t retries;	/* attempts after a first failure */
-	uint64_t failed;	/* given up after every retry */
-	uint64_t dropped;	/* pushed off a full queue, never tried */
-	uint64_t pending;	/* in the queue or in flight now */
+	uint64_t queued;  /* files handed to the uploader */
+	uint64_t sent;	  /* accepted by the server (2xx) */
+	uint64_t retries; /* attempts after a first failure */
+	uint64_t failed;  /* given up after every retry */
+	uint64_t dropped; /* pushed off a full queue, never tried */
+	uint64_t pending; /* in the queue or in flight now */
 };
 
 struct upload_opts {
-	const char *url;	/* server base URL: /ingest is appended */
+	const char *url; /* server base URL: /ingest is appended */
 	const char *app_name;
-	unsigned int sample_rate;	/* Hz */
-	unsigned int attempts;	/* tries per file (default 4) */
-	double backoff;		/* seconds before the first retry, doubled each time (default 1) */
-	double timeout;		/* seconds per request (default 10) */
+	unsigned int sample_rate; /* Hz */
+	unsigned int attempts;	  /* tries per file (default 4) */
+	double backoff; /* seconds before the first retry, doubled each time (default 1) */
+	double timeout; /* seconds per request (default 10) */
 };
 
 /* Starts the thread. Returns 0 or -errno. */

@@ -21,13 +21,14 @@
 
 struct ufile {
 	bool matched;
-	char path[PATH_MAX];	/* what the kernel and libbpf open: /proc/self/fd/N, or --cuda-lib PATH */
-	uint64_t *offs;		/* per spec; NO_OFFSET: the file lacks it */
+	char path
+		[PATH_MAX]; /* what the kernel and libbpf open: /proc/self/fd/N, or --cuda-lib PATH */
+	uint64_t *offs;	    /* per spec; NO_OFFSET: the file lacks it */
 	struct bpf_link **links; /* whole-machine mode: per spec */
 };
 
 struct upid {
-	uint32_t *objs;		/* files probed in this process */
+	uint32_t *objs; /* files probed in this process */
 	uint32_t nobjs;
 	struct bpf_link **links;
 	uint32_t nlinks, cap;
@@ -41,10 +42,10 @@ struct uprobes {
 	void *arg;
 	const struct uprobe_spec *specs;
 	size_t nspecs;
-	struct htab *files;	/* objfile id -> struct ufile * */
-	struct htab *pids;	/* pid -> struct upid * */
+	struct htab *files; /* objfile id -> struct ufile * */
+	struct htab *pids;  /* pid -> struct upid * */
 	struct uprobes_stats st;
-	int reapers;		/* threads still destroying links of exited processes */
+	int reapers; /* threads still destroying links of exited processes */
 };
 
 int uprobes__func_offset(int fd, const char *func, uint64_t *off)
@@ -89,7 +90,8 @@ int uprobes__func_offset(int fd, const char *func, uint64_t *off)
 				    !sym.st_value || GELF_ST_TYPE(sym.st_info) != STT_FUNC)
 					continue;
 				name = elf_strptr(e, sh.sh_link, sym.st_name);
-				if (!name || strncmp(name, func, flen) || (name[flen] && name[flen] != '@'))
+				if (!name || strncmp(name, func, flen) ||
+				    (name[flen] && name[flen] != '@'))
 					continue;
 				vaddr = sym.st_value;
 				found = true;
@@ -232,7 +234,8 @@ void uprobes__free(struct uprobes *u)
 			if (!f->links[i])
 				continue;
 			if (n == cap) {
-				struct bpf_link **a = realloc(all, (cap = cap ? 2 * cap : 64) * sizeof(*a));
+				struct bpf_link **a =
+					realloc(all, (cap = cap ? 2 * cap : 64) * sizeof(*a));
 
 				if (!a) {
 					bpf_link__destroy(f->links[i]);
@@ -281,8 +284,9 @@ static struct ufile *get_file(struct uprobes *u, struct objfile *o, const char *
 	if (ret < 0)
 		return NULL;
 	if (ret == 0)
-		return ((struct ufile *)(uintptr_t)e->val)->matched ? (struct ufile *)(uintptr_t)e->val
-								     : NULL;
+		return ((struct ufile *)(uintptr_t)e->val)->matched
+			       ? (struct ufile *)(uintptr_t)e->val
+			       : NULL;
 	f = calloc(1, sizeof(*f));
 	if (!f) {
 		htab__delete(u->files, &id, sizeof(id), e->hash);
@@ -441,7 +445,8 @@ int uprobes__add_path(struct uprobes *u, const char *path)
 
 void uprobes__forget(struct uprobes *u, uint32_t pid)
 {
-	struct htab_entry *e = htab__find(u->pids, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
+	struct htab_entry *e =
+		htab__find(u->pids, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
 
 	if (!e)
 		return;

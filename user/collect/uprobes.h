@@ -26,10 +26,10 @@ struct objtab;
 struct proc;
 
 struct uprobe_spec {
-	const char *func;	/* symbol name (versions such as @@GLIBC_2.2.5 ignored) */
+	const char *func; /* symbol name (versions such as @@GLIBC_2.2.5 ignored) */
 	struct bpf_program *prog;
 	bool retprobe;
-	bool optional;		/* a file may lack it (e.g. pvalloc in musl): not an error */
+	bool optional; /* a file may lack it (e.g. pvalloc in musl): not an error */
 	/*
 	 * Optional: move the probe from the function's file offset *off (fd:
 	 * the file), e.g. past a first instruction the kernel would have to
@@ -41,7 +41,7 @@ struct uprobe_spec {
 struct uprobes_stats {
 	uint64_t files;		/* files probed */
 	uint64_t probes;	/* probes attached (live and gone) */
-	uint64_t attach_failed;	/* attach calls that failed (process exited, no permission) */
+	uint64_t attach_failed; /* attach calls that failed (process exited, no permission) */
 	uint64_t missing;	/* non-optional functions a matched file lacks */
 };
 

@@ -35,24 +35,24 @@
 struct cuda_fn {
 	uint32_t pid;
 	uint64_t handle;
-	uint64_t alias;		/* CUkernel this CUfunction came from (cuKernelGetFunction) */
-	char *mangled;		/* from the name probes or CUPTI; NULL: not known (yet) */
-	char *leaf;		/* "[cuda] demangled", made at build time */
-	uint16_t op;		/* launch kind, for graphs */
+	uint64_t alias; /* CUkernel this CUfunction came from (cuKernelGetFunction) */
+	char *mangled;	/* from the name probes or CUPTI; NULL: not known (yet) */
+	char *leaf;	/* "[cuda] demangled", made at build time */
+	uint16_t op;	/* launch kind, for graphs */
 };
 
 /* A launch waiting for its GPU record. */
 struct pending {
-	size_t stack;		/* stacks__intern index */
+	size_t stack; /* stacks__intern index */
 	uint32_t fn;
 	uint32_t tid;
-	uint64_t start_ns;	/* call start, the flow's tail */
+	uint64_t start_ns; /* call start, the flow's tail */
 };
 
 /* A GPU record that came before its call's record (CUPTI flushed mid-call). */
 struct orphan {
 	uint64_t start_ns, dur_ns;
-	uint32_t gpid, gtid;	/* its timeline track, 0: none */
+	uint32_t gpid, gtid; /* its timeline track, 0: none */
 	uint32_t kind;
 	uint32_t pad;
 	char *mangled;
@@ -62,16 +62,16 @@ struct cuda_stats {
 	uint64_t calls[CUDA_OP__MAX];
 	uint64_t call_ns[CUDA_OP__MAX];
 	uint64_t bytes[CUDA_OP__MAX];
-	uint64_t failed;	/* calls that returned an error */
-	uint64_t at_entry;	/* launches recorded at entry: untimed, result unknown */
-	uint64_t with_corr;	/* calls CUPTI gave a correlation id */
-	uint64_t corr_orphans;	/* GPU_EV_CORR with no launch of that thread waiting */
-	uint64_t bad;		/* malformed records */
+	uint64_t failed;       /* calls that returned an error */
+	uint64_t at_entry;     /* launches recorded at entry: untimed, result unknown */
+	uint64_t with_corr;    /* calls CUPTI gave a correlation id */
+	uint64_t corr_orphans; /* GPU_EV_CORR with no launch of that thread waiting */
+	uint64_t bad;	       /* malformed records */
 	uint64_t names, aliases;
-	uint64_t gpu[4];	/* by enum gpu_kind */
+	uint64_t gpu[4]; /* by enum gpu_kind */
 	uint64_t gpu_ns;
-	uint64_t gpu_joined;	/* GPU records joined with their launch's stack */
-	uint64_t gpu_dropped;	/* reported dropped by CUPTI */
+	uint64_t gpu_joined;  /* GPU records joined with their launch's stack */
+	uint64_t gpu_dropped; /* reported dropped by CUPTI */
 	uint64_t usdt_files, usdt_attached, usdt_failed;
 };
 
@@ -82,13 +82,13 @@ struct cuda {
 	int v_launches, v_gpu;
 	struct cuda_fn *fns;
 	size_t nfns, cap_fns;
-	struct htab *fn_idx;	/* (pid, handle) -> fn index */
-	struct htab *gpu_names;	/* (pid, name address) -> char * (mangled) */
-	struct htab *pending;	/* (pid, corr) -> struct pending * */
-	struct htab *orphans;	/* (pid, corr) -> struct orphan * */
-	struct htab *last_launch;	/* (pid, tid) -> struct pending *: at-entry launch, no corr yet */
-	bool at_entry;		/* launches recorded at entry (bpf launch_at_entry) */
-	struct htab *usdt_files;	/* objfile id -> 1 (looked at) */
+	struct htab *fn_idx;	  /* (pid, handle) -> fn index */
+	struct htab *gpu_names;	  /* (pid, name address) -> char * (mangled) */
+	struct htab *pending;	  /* (pid, corr) -> struct pending * */
+	struct htab *orphans;	  /* (pid, corr) -> struct orphan * */
+	struct htab *last_launch; /* (pid, tid) -> struct pending *: at-entry launch, no corr yet */
+	bool at_entry;		  /* launches recorded at entry (bpf launch_at_entry) */
+	struct htab *usdt_files;  /* objfile id -> 1 (looked at) */
 	struct bpf_link **links;
 	size_t nlinks, cap_links;
 	struct stack_key *key;
@@ -134,7 +134,8 @@ static bool is_launch(uint32_t op)
 const char *cuda__injection_path(void)
 {
 	static char path[PATH_MAX + 64];
-	static const char *const rel[] = { "libbpfprof_cupti.so", "../lib/bpfprof/libbpfprof_cupti.so" };
+	static const char *const rel[] = { "libbpfprof_cupti.so",
+					   "../lib/bpfprof/libbpfprof_cupti.so" };
 	char self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	char *slash;
@@ -166,43 +167,65 @@ static bool is_libcuda(struct objfile *o, void *arg)
 /* (function, entry program); each also gets the return probe, but launches at entry */
 static const struct {
 	const char *func;
-	int prog;	/* index into progs() */
+	int prog; /* index into progs() */
 } probe_list[] = {
-	{ "cuLaunchKernel", 0 }, { "cuLaunchKernel_ptsz", 0 },
-	{ "cuLaunchKernelEx", 1 }, { "cuLaunchKernelEx_ptsz", 1 },
-	{ "cuLaunchCooperativeKernel", 2 }, { "cuLaunchCooperativeKernel_ptsz", 2 },
-	{ "cuGraphLaunch", 3 }, { "cuGraphLaunch_ptsz", 3 },
-	{ "cuMemcpyHtoD_v2", 4 }, { "cuMemcpyHtoD_v2_ptds", 4 },
-	{ "cuMemcpyHtoDAsync_v2", 5 }, { "cuMemcpyHtoDAsync_v2_ptsz", 5 },
-	{ "cuMemcpyDtoH_v2", 6 }, { "cuMemcpyDtoH_v2_ptds", 6 },
-	{ "cuMemcpyDtoHAsync_v2", 7 }, { "cuMemcpyDtoHAsync_v2_ptsz", 7 },
-	{ "cuMemcpyDtoD_v2", 8 }, { "cuMemcpyDtoD_v2_ptds", 8 },
-	{ "cuMemcpyDtoDAsync_v2", 9 }, { "cuMemcpyDtoDAsync_v2_ptsz", 9 },
-	{ "cuMemcpy", 10 }, { "cuMemcpy_ptds", 10 },
-	{ "cuMemcpyAsync", 11 }, { "cuMemcpyAsync_ptsz", 11 },
-	{ "cuMemAlloc_v2", 12 }, { "cuMemAllocAsync", 13 }, { "cuMemAllocAsync_ptsz", 13 },
-	{ "cuMemFree_v2", 14 }, { "cuMemFreeAsync", 15 }, { "cuMemFreeAsync_ptsz", 15 },
-	{ "cuStreamSynchronize", 16 }, { "cuStreamSynchronize_ptsz", 16 },
-	{ "cuCtxSynchronize", 17 }, { "cuEventSynchronize", 18 },
+	{ "cuLaunchKernel", 0 },
+	{ "cuLaunchKernel_ptsz", 0 },
+	{ "cuLaunchKernelEx", 1 },
+	{ "cuLaunchKernelEx_ptsz", 1 },
+	{ "cuLaunchCooperativeKernel", 2 },
+	{ "cuLaunchCooperativeKernel_ptsz", 2 },
+	{ "cuGraphLaunch", 3 },
+	{ "cuGraphLaunch_ptsz", 3 },
+	{ "cuMemcpyHtoD_v2", 4 },
+	{ "cuMemcpyHtoD_v2_ptds", 4 },
+	{ "cuMemcpyHtoDAsync_v2", 5 },
+	{ "cuMemcpyHtoDAsync_v2_ptsz", 5 },
+	{ "cuMemcpyDtoH_v2", 6 },
+	{ "cuMemcpyDtoH_v2_ptds", 6 },
+	{ "cuMemcpyDtoHAsync_v2", 7 },
+	{ "cuMemcpyDtoHAsync_v2_ptsz", 7 },
+	{ "cuMemcpyDtoD_v2", 8 },
+	{ "cuMemcpyDtoD_v2_ptds", 8 },
+	{ "cuMemcpyDtoDAsync_v2", 9 },
+	{ "cuMemcpyDtoDAsync_v2_ptsz", 9 },
+	{ "cuMemcpy", 10 },
+	{ "cuMemcpy_ptds", 10 },
+	{ "cuMemcpyAsync", 11 },
+	{ "cuMemcpyAsync_ptsz", 11 },
+	{ "cuMemAlloc_v2", 12 },
+	{ "cuMemAllocAsync", 13 },
+	{ "cuMemAllocAsync_ptsz", 13 },
+	{ "cuMemFree_v2", 14 },
+	{ "cuMemFreeAsync", 15 },
+	{ "cuMemFreeAsync_ptsz", 15 },
+	{ "cuStreamSynchronize", 16 },
+	{ "cuStreamSynchronize_ptsz", 16 },
+	{ "cuCtxSynchronize", 17 },
+	{ "cuEventSynchronize", 18 },
 	/* names: their own return program */
-	{ "cuModuleGetFunction", 19 }, { "cuLibraryGetKernel", 20 },
+	{ "cuModuleGetFunction", 19 },
+	{ "cuLibraryGetKernel", 20 },
 	{ "cuKernelGetFunction", 21 },
 };
-#define NPROBES (sizeof(probe_list) / sizeof(probe_list[0]))
-#define FIRST_NAME_PROG 19
-#define LAST_LAUNCH_PROG 3	/* programs 0-3 are launches (bpf: launch()) */
+#define NPROBES		 (sizeof(probe_list) / sizeof(probe_list[0]))
+#define FIRST_NAME_PROG	 19
+#define LAST_LAUNCH_PROG 3 /* programs 0-3 are launches (bpf: launch()) */
 
 static struct bpf_program *entry_prog(struct cuda_bpf *s, int i)
 {
 	struct bpf_program *p[] = {
-		s->progs.on_launch,	  s->progs.on_launch_ex,   s->progs.on_launch_coop,
-		s->progs.on_graph_launch, s->progs.on_htod,	   s->progs.on_htod_async,
-		s->progs.on_dtoh,	  s->progs.on_dtoh_async,  s->progs.on_dtod,
-		s->progs.on_dtod_async,	  s->progs.on_memcpy,	   s->progs.on_memcpy_async,
-		s->progs.on_alloc,	  s->progs.on_alloc_async, s->progs.on_free,
-		s->progs.on_free_async,	  s->progs.on_stream_sync, s->progs.on_ctx_sync,
-		s->progs.on_event_sync,	  s->progs.on_get_function, s->progs.on_get_kernel,
-		s->progs.on_kernel_get_function,
+		s->progs.on_launch,	 s->progs.on_launch_ex,
+		s->progs.on_launch_coop, s->progs.on_graph_launch,
+		s->progs.on_htod,	 s->progs.on_htod_async,
+		s->progs.on_dtoh,	 s->progs.on_dtoh_async,
+		s->progs.on_dtod,	 s->progs.on_dtod_async,
+		s->progs.on_memcpy,	 s->progs.on_memcpy_async,
+		s->progs.on_alloc,	 s->progs.on_alloc_async,
+		s->progs.on_free,	 s->progs.on_free_async,
+		s->progs.on_stream_sync, s->progs.on_ctx_sync,
+		s->progs.on_event_sync,	 s->progs.on_get_function,
+		s->progs.on_get_kernel,	 s->progs.on_kernel_get_function,
 	};
 
 	return p[i];
@@ -297,7 +320,8 @@ static void scan_usdt(struct cuda *c, const struct proc *p)
 		if (id < OBJ_FIRST || id == last)
 			continue;
 		last = id;
-		if (htab__upsert(c->usdt_files, &id, sizeof(id), htab__hash(&id, sizeof(id)), &e) != 1)
+		if (htab__upsert(c->usdt_files, &id, sizeof(id), htab__hash(&id, sizeof(id)), &e) !=
+		    1)
 			continue;
 		o = objtab__by_id(c->r->objs, id);
 		if (o && has_bpfprof_usdt(o->fd))
@@ -418,7 +442,7 @@ static void add_pending(struct cuda *c, uint32_t pid, uint32_t corr, const struc
 	struct pending *pd;
 	uint32_t fn = p->fn;
 
-	if (e) {	/* its GPU record is already here */
+	if (e) { /* its GPU record is already here */
 		struct orphan *o = (struct orphan *)(uintptr_t)e->val;
 
 		if (o->kind == GPU_KERNEL && fn != UINT32_MAX) {
@@ -446,8 +470,6 @@ static void add_pending(struct cuda *c, uint32_t pid, uint32_t corr, const struc
 	free((void *)(uintptr_t)e->val);
 	e->val = (uintptr_t)pd;
 }
-
-
 
 static void timeline_call(struct cuda *c, const struct prof_sample_hdr *h,
 			  const struct cuda_call *call, uint32_t fn)
@@ -488,10 +510,10 @@ static void timeline_gpu(struct cuda *c, const struct prof_sample_hdr *h,
 			 const struct gpu_event *ev, const char *mangled, const struct pending *pd,
 			 struct orphan *o)
 {
-	static const char *const copy_names[] = { "memcpy", "memcpy HtoD", "memcpy DtoH",
-						   "memcpy HtoA", "memcpy AtoH", "memcpy AtoA",
-						   "memcpy AtoD", "memcpy DtoA", "memcpy DtoD",
-						   "memcpy HtoH", "memcpy PtoP" };
+	static const char *const copy_names[] = { "memcpy",	 "memcpy HtoD", "memcpy DtoH",
+						  "memcpy HtoA", "memcpy AtoH", "memcpy AtoA",
+						  "memcpy AtoD", "memcpy DtoA", "memcpy DtoD",
+						  "memcpy HtoH", "memcpy PtoP" };
 	struct timeline *tl = tl_log__timeline(c->r->tl);
 	struct tl_arg args[3];
 	char comm[17], *d = NULL;
@@ -582,8 +604,10 @@ static void on_call(struct cuda *c, const struct prof_sample *s, size_t size)
 			timeline_call(c, h, call, UINT32_MAX);
 		if (call->corr && !call->result)
 			add_pending(c, h->pid, call->corr,
-				    &(struct pending){ .stack = SIZE_MAX, .fn = UINT32_MAX,
-						       .tid = h->tid, .start_ns = h->time_ns });
+				    &(struct pending){ .stack = SIZE_MAX,
+						       .fn = UINT32_MAX,
+						       .tid = h->tid,
+						       .start_ns = h->time_ns });
 		return;
 	}
 
@@ -701,16 +725,18 @@ static void on_gpu(struct cuda *c, const struct prof_sample_hdr *h, size_t size)
 	if (pd && ev->kind == GPU_KERNEL && pd->fn != UINT32_MAX) {
 		c->st.gpu_joined++;
 		add_gpu_time(c, pd, ev->end_ns - ev->start_ns);
-		fn_set_name(c, pd->fn, name);	/* launches of handles we saw no name for */
+		fn_set_name(c, pd->fn, name); /* launches of handles we saw no name for */
 	}
 	orphan = NULL;
 	if (!pd && ev->corr && (orphan = calloc(1, sizeof(*orphan)))) {
 		struct htab_entry *oe;
 
 		*orphan = (struct orphan){ .start_ns = ev->start_ns,
-					   .dur_ns = ev->end_ns - ev->start_ns, .kind = ev->kind,
+					   .dur_ns = ev->end_ns - ev->start_ns,
+					   .kind = ev->kind,
 					   .mangled = name ? strdup(name) : NULL };
-		if (htab__upsert(c->orphans, &pk, sizeof(pk), htab__hash(&pk, sizeof(pk)), &oe) < 0) {
+		if (htab__upsert(c->orphans, &pk, sizeof(pk), htab__hash(&pk, sizeof(pk)), &oe) <
+		    0) {
 			free(orphan->mangled);
 			free(orphan);
 			orphan = NULL;
@@ -899,14 +925,15 @@ static void cuda_summary(struct recorder *r, void *priv, FILE *f)
 	for (int op = 1; op < CUDA_OP__MAX; op++) {
 		if (!c->st.calls[op])
 			continue;
-		if (c->at_entry && is_launch(op))	/* recorded at entry: no duration */
+		if (c->at_entry && is_launch(op)) /* recorded at entry: no duration */
 			len += snprintf(buf + len, sizeof(buf) - len, "%s%s %llu (untimed)",
 					len ? ", " : "", op_names[op],
 					(unsigned long long)c->st.calls[op]);
 		else
 			len += snprintf(buf + len, sizeof(buf) - len, "%s%s %llu (%.3f ms)",
 					len ? ", " : "", op_names[op],
-					(unsigned long long)c->st.calls[op], c->st.call_ns[op] / 1e6);
+					(unsigned long long)c->st.calls[op],
+					c->st.call_ns[op] / 1e6);
 		if (len >= sizeof(buf))
 			break;
 	}
@@ -929,13 +956,15 @@ static void cuda_summary(struct recorder *r, void *priv, FILE *f)
 		(unsigned long long)c->st.calls[CUDA_OP_MEM_FREE],
 		(unsigned long long)(c->st.bytes[CUDA_OP_MEMCPY_HTOD] +
 				     c->st.bytes[CUDA_OP_MEMCPY_DTOH] +
-				     c->st.bytes[CUDA_OP_MEMCPY_DTOD] + c->st.bytes[CUDA_OP_MEMCPY]));
+				     c->st.bytes[CUDA_OP_MEMCPY_DTOD] +
+				     c->st.bytes[CUDA_OP_MEMCPY]));
 	if (c->st.usdt_files || c->st.with_corr)
 		pr_info("cuda: GPU (CUPTI in %llu files): %llu kernels, %llu memcpys, %llu memsets, "
 			"%.3f ms GPU time; %llu kernels joined with their launch, %llu calls "
 			"without a GPU record, %llu records dropped by CUPTI, %llu lost (ring buffer "
 			"full)",
-			(unsigned long long)c->st.usdt_files, (unsigned long long)c->st.gpu[GPU_KERNEL],
+			(unsigned long long)c->st.usdt_files,
+			(unsigned long long)c->st.gpu[GPU_KERNEL],
 			(unsigned long long)c->st.gpu[GPU_MEMCPY],
 			(unsigned long long)c->st.gpu[GPU_MEMSET], c->st.gpu_ns / 1e6,
 			(unsigned long long)c->st.gpu_joined, (unsigned long long)pending,

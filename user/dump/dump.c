@@ -48,13 +48,13 @@
 struct dthread {
 	uint32_t tid;
 	char name[64];
-	char state;		/* /proc stat: R S D T t Z ... */
-	long syscall;		/* -1: not in a syscall, -2: running / unknown */
+	char state;   /* /proc stat: R S D T t Z ... */
+	long syscall; /* -1: not in a syscall, -2: running / unknown */
 	unsigned long args[3];
-	char *kframes[MAX_KFRAMES];	/* /proc/PID/task/TID/stack, leaf first */
+	char *kframes[MAX_KFRAMES]; /* /proc/PID/task/TID/stack, leaf first */
 	int nk;
 	bool seized, stopped, captured;
-	const char *why;	/* no user stack: why */
+	const char *why; /* no user stack: why */
 };
 
 struct dump {
@@ -63,7 +63,7 @@ struct dump {
 	size_t n;
 	uint32_t pid;
 	char comm[64];
-	uint64_t stopped_ns;	/* first interrupt to last detach */
+	uint64_t stopped_ns; /* first interrupt to last detach */
 	uint64_t deadline;
 	size_t captured;
 	struct profile *prof;
@@ -75,15 +75,38 @@ static const struct {
 	int nr;
 	const char *name;
 } syscalls[] = {
-	{ 0, "read" }, { 1, "write" }, { 7, "poll" }, { 17, "pread64" }, { 19, "readv" },
-	{ 23, "select" }, { 24, "sched_yield" }, { 34, "pause" }, { 35, "nanosleep" },
-	{ 42, "connect" }, { 43, "accept" }, { 45, "recvfrom" }, { 47, "recvmsg" },
-	{ 61, "wait4" }, { 72, "fcntl" }, { 73, "flock" }, { 74, "fsync" },
-	{ 128, "rt_sigtimedwait" }, { 130, "rt_sigsuspend" }, { 202, "futex" },
-	{ 208, "io_getevents" }, { 230, "clock_nanosleep" }, { 232, "epoll_wait" },
-	{ 247, "waitid" }, { 270, "pselect6" }, { 271, "ppoll" }, { 281, "epoll_pwait" },
-	{ 288, "accept4" }, { 299, "recvmmsg" }, { 426, "io_uring_enter" },
-	{ 441, "epoll_pwait2" }, { 449, "futex_waitv" },
+	{ 0, "read" },
+	{ 1, "write" },
+	{ 7, "poll" },
+	{ 17, "pread64" },
+	{ 19, "readv" },
+	{ 23, "select" },
+	{ 24, "sched_yield" },
+	{ 34, "pause" },
+	{ 35, "nanosleep" },
+	{ 42, "connect" },
+	{ 43, "accept" },
+	{ 45, "recvfrom" },
+	{ 47, "recvmsg" },
+	{ 61, "wait4" },
+	{ 72, "fcntl" },
+	{ 73, "flock" },
+	{ 74, "fsync" },
+	{ 128, "rt_sigtimedwait" },
+	{ 130, "rt_sigsuspend" },
+	{ 202, "futex" },
+	{ 208, "io_getevents" },
+	{ 230, "clock_nanosleep" },
+	{ 232, "epoll_wait" },
+	{ 247, "waitid" },
+	{ 270, "pselect6" },
+	{ 271, "ppoll" },
+	{ 281, "epoll_pwait" },
+	{ 288, "accept4" },
+	{ 299, "recvmmsg" },
+	{ 426, "io_uring_enter" },
+	{ 441, "epoll_pwait2" },
+	{ 449, "futex_waitv" },
 };
 
 static const char *syscall_name(long nr, char *buf, size_t len)
@@ -98,13 +121,20 @@ static const char *syscall_name(long nr, char *buf, size_t len)
 static const char *state_name(char s)
 {
 	switch (s) {
-	case 'R': return "running";
-	case 'S': return "sleeping";
-	case 'D': return "uninterruptible";
-	case 'T': return "stopped";
-	case 't': return "traced";
-	case 'Z': return "zombie";
-	default: return "unknown";
+	case 'R':
+		return "running";
+	case 'S':
+		return "sleeping";
+	case 'D':
+		return "uninterruptible";
+	case 'T':
+		return "stopped";
+	case 't':
+		return "traced";
+	case 'Z':
+		return "zombie";
+	default:
+		return "unknown";
 	}
 }
 
@@ -202,8 +232,9 @@ static void stop_and_go(struct dump *d)
 		struct dthread *t = &d->t[i];
 
 		if (ptrace(PTRACE_SEIZE, t->tid, NULL, NULL)) {
-			t->why = errno == EPERM ? "cannot ptrace it (traced already, or not allowed)"
-						: "cannot ptrace it";
+			t->why = errno == EPERM
+					 ? "cannot ptrace it (traced already, or not allowed)"
+					 : "cannot ptrace it";
 			continue;
 		}
 		t->seized = true;
@@ -228,7 +259,7 @@ static void stop_and_go(struct dump *d)
 	d->stopped_ns = mono_ns() - t0;
 }
 
-static struct dump *the_dump;	/* set by dump__main: only its recording dumps */
+static struct dump *the_dump; /* set by dump__main: only its recording dumps */
 
 static bool dump_wanted(void)
 {
@@ -400,7 +431,8 @@ static void print_text(struct dump *d, FILE *f)
 		if (sc[0] && t->state != 'R')
 			fprintf(f, " in %s()", sc);
 		if (gil)
-			fprintf(f, ", %s", !strcmp(gil, "held") ? "holding the GIL" : "not holding the GIL");
+			fprintf(f, ", %s",
+				!strcmp(gil, "held") ? "holding the GIL" : "not holding the GIL");
 		fputc('\n', f);
 		for (int j = 0; j < t->nk; j++)
 			fprintf(f, "    %s\n", t->kframes[j]);
@@ -435,7 +467,8 @@ static void print_json(struct dump *d, FILE *f)
 			json_str(f, sc);
 		else
 			fputs("null", f);
-		fprintf(f, ", \"gil\": %s", gil ? (!strcmp(gil, "held") ? "true" : "false") : "null");
+		fprintf(f, ", \"gil\": %s",
+			gil ? (!strcmp(gil, "held") ? "true" : "false") : "null");
 		fprintf(f, ", \"kernel\": [");
 		for (int j = 0; j < t->nk; j++) {
 			fputs(j ? ", " : "", f);
@@ -457,34 +490,31 @@ static void print_json(struct dump *d, FILE *f)
 }
 
 static const char dump_usage[] =
-"Usage: bpfprof dump -p PID [--json]\n"
-"\n"
-"Print every thread of PID with its stack now: kernel frames (from\n"
-"/proc/PID/task/TID/stack), native frames and CPython frames, leaf first,\n"
-"with the thread's name, state, the syscall it sleeps in and whether it\n"
-"holds the GIL. Each thread is stopped for well under a millisecond\n"
-"(PTRACE_INTERRUPT, then detached; an interrupted syscall restarts); the\n"
-"time the process was stopped is printed.\n"
-"\n"
-"  -p, --pid PID     the process (required)\n"
-"      --json        one JSON object: pid, comm, stopped_ms, threads[] with\n"
-"                    tid, name, state, state_name, syscall, gil, kernel[],\n"
-"                    frames[] (leaf first), error\n"
-"      --no-python   native frames only\n"
-"  -v, --verbose     the recording's summary on stderr\n"
-"  -h, --help        this text\n"
-"\n"
-"Needs root (BPF, ptrace, /proc/PID/task/TID/stack).\n";
+	"Usage: bpfprof dump -p PID [--json]\n"
+	"\n"
+	"Print every thread of PID with its stack now: kernel frames (from\n"
+	"/proc/PID/task/TID/stack), native frames and CPython frames, leaf first,\n"
+	"with the thread's name, state, the syscall it sleeps in and whether it\n"
+	"holds the GIL. Each thread is stopped for well under a millisecond\n"
+	"(PTRACE_INTERRUPT, then detached; an interrupted syscall restarts); the\n"
+	"time the process was stopped is printed.\n"
+	"\n"
+	"  -p, --pid PID     the process (required)\n"
+	"      --json        one JSON object: pid, comm, stopped_ms, threads[] with\n"
+	"                    tid, name, state, state_name, syscall, gil, kernel[],\n"
+	"                    frames[] (leaf first), error\n"
+	"      --no-python   native frames only\n"
+	"  -v, --verbose     the recording's summary on stderr\n"
+	"  -h, --help        this text\n"
+	"\n"
+	"Needs root (BPF, ptrace, /proc/PID/task/TID/stack).\n";
 
 int dump__main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "no-python", no_argument, NULL, 'P' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+		{ "pid", required_argument, NULL, 'p' }, { "json", no_argument, NULL, 'j' },
+		{ "no-python", no_argument, NULL, 'P' }, { "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },	 {},
 	};
 	struct dump d = { 0 };
 	char path[64], *end;
@@ -499,7 +529,8 @@ int dump__main(int argc, char **argv)
 			errno = 0;
 			pid = strtol(optarg, &end, 10);
 			if (errno || end == optarg || *end || pid <= 0 || pid > 0x7fffffff) {
-				pr_err("invalid pid '%s' for -p: expected a positive integer", optarg);
+				pr_err("invalid pid '%s' for -p: expected a positive integer",
+				       optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -516,10 +547,12 @@ int dump__main(int argc, char **argv)
 			fputs(dump_usage, stdout);
 			return EXIT_OK;
 		case ':':
-			pr_err("option '%s' needs a value (see bpfprof dump --help)", argv[optind - 1]);
+			pr_err("option '%s' needs a value (see bpfprof dump --help)",
+			       argv[optind - 1]);
 			return EXIT_USAGE;
 		default:
-			pr_err("unknown option '%s' for dump (see bpfprof dump --help)", argv[optind - 1]);
+			pr_err("unknown option '%s' for dump (see bpfprof dump --help)",
+			       argv[optind - 1]);
 			return EXIT_USAGE;
 		}
 	}
@@ -554,7 +587,7 @@ int dump__main(int argc, char **argv)
 	env.npids = 1;
 	env.all = false;
 	env.ev_cpu = false;
-	env.no_kernel = true;	/* the BPF kernel stack is the ptrace stop: /proc has the real one */
+	env.no_kernel = true; /* the BPF kernel stack is the ptrace stop: /proc has the real one */
 	env.per_thread = true;
 	env.no_output = true;
 	log_level = verbose ? 1 + verbose : 0;

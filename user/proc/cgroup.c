@@ -280,7 +280,7 @@ static int add_match(struct walk *w, const char *id, const char *path)
 {
 	for (size_t i = 0; i < w->n; i++)
 		if (!strcmp(w->m[i].id, id))
-			return 0;	/* the same container seen twice: keep the outer one */
+			return 0; /* the same container seen twice: keep the outer one */
 	if (w->n == w->cap) {
 		size_t cap = w->cap ? w->cap * 2 : 8;
 		struct match *m = realloc(w->m, cap * sizeof(*m));
@@ -307,7 +307,7 @@ static int walk_containers(struct walk *w, char *path, size_t len, int depth)
 		return 0;
 	d = opendir(path);
 	if (!d)
-		return 0;	/* removed while we walk */
+		return 0; /* removed while we walk */
 	while (!err && (de = readdir(d))) {
 		char id[CGROUP_ID_HEX + 1];
 		size_t n = strlen(path);
@@ -341,13 +341,15 @@ int cgroup__resolve_container(const char *arg, struct cgroup_target *out)
 	for (size_t i = 0; i < n && i < CGROUP_ID_HEX; i++)
 		q[i] = (char)tolower((unsigned char)arg[i]);
 	if (!n || n > CGROUP_ID_HEX || !all_hex(q, n)) {
-		pr_err("invalid container id '%s' for --container: expected 1 to 64 hex digits", arg);
+		pr_err("invalid container id '%s' for --container: expected 1 to 64 hex digits",
+		       arg);
 		return -EINVAL;
 	}
 	q[n] = '\0';
 	if (find_mount(mnt, sizeof(mnt), root, sizeof(root))) {
 		pr_err("--container '%s': no cgroup v2 hierarchy is mounted (cgroup v1 is not "
-		       "supported)", arg);
+		       "supported)",
+		       arg);
 		return -ENOENT;
 	}
 	w.prefix = q;
@@ -358,11 +360,13 @@ int cgroup__resolve_container(const char *arg, struct cgroup_target *out)
 		pr_err("--container '%s': %s", arg, strerror(-err));
 	} else if (!w.n) {
 		pr_err("no container '%s': no cgroup under %s is named like a docker, containerd, "
-		       "cri-o, podman or kubepods container with that id", arg, mnt);
+		       "cri-o, podman or kubepods container with that id",
+		       arg, mnt);
 		err = -ENOENT;
 	} else if (w.n > 1) {
 		pr_err("container id '%s' is ambiguous: %zu containers match (%s, %s%s); give "
-		       "more digits", arg, w.n, w.m[0].id, w.m[1].id, w.n > 2 ? ", ..." : "");
+		       "more digits",
+		       arg, w.n, w.m[0].id, w.m[1].id, w.n > 2 ? ", ..." : "");
 		err = -EINVAL;
 	} else {
 		err = fill_target(w.m[0].path, mnt, root, out);
@@ -374,11 +378,11 @@ int cgroup__resolve_container(const char *arg, struct cgroup_target *out)
 /* cgroups: the id -> name cache */
 
 struct cgroups {
-	struct htab *ids;	/* uint64_t id -> struct cgroup_name * */
+	struct htab *ids; /* uint64_t id -> struct cgroup_name * */
 	char mnt[PATH_MAX], root[PATH_MAX];
 	bool have_mount;
-	int mount_fd;		/* for open_by_handle_at */
-	int handle_type;	/* the hierarchy's file handle type, -1: cannot open by id */
+	int mount_fd;	 /* for open_by_handle_at */
+	int handle_type; /* the hierarchy's file handle type, -1: cannot open by id */
 	uint64_t last_walk_ns;
 	uint32_t epoch;
 };
@@ -402,8 +406,8 @@ struct cgroups *cgroups__new(void)
 	c->have_mount = !find_mount(c->mnt, sizeof(c->mnt), c->root, sizeof(c->root));
 	if (c->have_mount) {
 		c->mount_fd = open(c->mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (c->mount_fd >= 0 && !name_to_handle_at(c->mount_fd, "", &h.fh, &mount_id,
-							   AT_EMPTY_PATH))
+		if (c->mount_fd >= 0 &&
+		    !name_to_handle_at(c->mount_fd, "", &h.fh, &mount_id, AT_EMPTY_PATH))
 			c->handle_type = h.fh.handle_type;
 	}
 	return c;
@@ -443,7 +447,7 @@ static struct cgroup_name *put(struct cgroups *c, uint64_t id, const char *rel)
 	n->id = id;
 	cgroup__parse(rel, &n->info);
 	e = htab__find(c->ids, &id, sizeof(id), hash);
-	if (e) {	/* a placeholder, replaced */
+	if (e) { /* a placeholder, replaced */
 		free_name((struct cgroup_name *)(uintptr_t)e->val);
 		htab__delete(c->ids, &id, sizeof(id), hash);
 	}
@@ -478,7 +482,7 @@ static int open_by_id(struct cgroups *c, uint64_t id, char *rel, size_t len)
 		return -errno;
 	abs[n] = '\0';
 	if (!under(abs, c->mnt))
-		return -ENOENT;	/* " (deleted)", or outside our view */
+		return -ENOENT; /* " (deleted)", or outside our view */
 	rel_path(c->mnt, c->root, abs, rel, len);
 	return 0;
 }
@@ -564,7 +568,8 @@ size_t cgroups__trim(struct cgroups *c, uint32_t keep_epochs, size_t cap)
 			drop[n++] = cn->id;
 	}
 	for (i = 0; i < n; i++) {
-		e = htab__find(c->ids, &drop[i], sizeof(drop[i]), htab__hash(&drop[i], sizeof(drop[i])));
+		e = htab__find(c->ids, &drop[i], sizeof(drop[i]),
+			       htab__hash(&drop[i], sizeof(drop[i])));
 		if (e) {
 			struct cgroup_name *cn = (struct cgroup_name *)(uintptr_t)e->val;
 

@@ -18,13 +18,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CGROUP_ID_HEX 64	/* a full container id */
-#define CGROUP_SHORT_ID 12	/* the short form `docker ps` shows */
+#define CGROUP_ID_HEX	64 /* a full container id */
+#define CGROUP_SHORT_ID 12 /* the short form `docker ps` shows */
 
 /* What a cgroup path says about the container and pod it belongs to. */
 struct cgroup_info {
-	char container_id[CGROUP_ID_HEX + 1];	/* "" when not in a container */
-	char pod_uid[40];			/* "" when not in a Kubernetes pod */
+	char container_id[CGROUP_ID_HEX + 1]; /* "" when not in a container */
+	char pod_uid[40];		      /* "" when not in a Kubernetes pod */
 };
 
 /*
@@ -45,9 +45,9 @@ bool cgroup__name_container(const char *name, char id[CGROUP_ID_HEX + 1]);
 
 /* The target of --cgroup / --container. */
 struct cgroup_target {
-	char path[4096];	/* absolute path of the directory */
-	char rel[4096];		/* path below the hierarchy root, "/" for the root */
-	uint64_t id;		/* the kernel's cgroup id (bpf_get_current_cgroup_id) */
+	char path[4096]; /* absolute path of the directory */
+	char rel[4096];	 /* path below the hierarchy root, "/" for the root */
+	uint64_t id;	 /* the kernel's cgroup id (bpf_get_current_cgroup_id) */
 };
 
 /*
@@ -78,9 +78,9 @@ int cgroup__id_of(const char *path, uint64_t *id);
  */
 struct cgroup_name {
 	uint64_t id;
-	const char *path;	/* below the hierarchy root, "/" for the root */
+	const char *path; /* below the hierarchy root, "/" for the root */
 	struct cgroup_info info;
-	uint32_t used_epoch;	/* last epoch the entry was asked for */
+	uint32_t used_epoch; /* last epoch the entry was asked for */
 };
 
 struct cgroups;

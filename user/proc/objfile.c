@@ -18,9 +18,9 @@
 #include "util/log.h"
 
 struct objtab {
-	struct objfile **objs;	/* by id - OBJ_FIRST */
+	struct objfile **objs; /* by id - OBJ_FIRST */
 	uint32_t n, cap;
-	struct htab *by_file;	/* struct file_key -> id */
+	struct htab *by_file; /* struct file_key -> id */
 	struct objfile *vdso;
 };
 
@@ -154,9 +154,8 @@ static void open_obj(struct objfile *o, uint32_t pid, uint64_t start, uint64_t e
 		o->root = NULL;
 }
 
-struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_minor,
-			    uint64_t ino, const char *path, uint32_t pid, uint64_t start,
-			    uint64_t end)
+struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_minor, uint64_t ino,
+			    const char *path, uint32_t pid, uint64_t start, uint64_t end)
 {
 	struct file_key k = { .dev_major = dev_major, .dev_minor = dev_minor, .ino = ino };
 	struct htab_entry *e;
@@ -264,8 +263,7 @@ static void load_syms(struct objfile *o)
 	/* the fd stays: unwind tables and Python probing read the file too */
 }
 
-int objfile__symbolize(struct objfile *obj, uint64_t file_off, const char **name,
-		       uint64_t *vaddr)
+int objfile__symbolize(struct objfile *obj, uint64_t file_off, const char **name, uint64_t *vaddr)
 {
 	*name = NULL;
 	*vaddr = file_off;

@@ -15,26 +15,26 @@
 struct elfsym;
 
 /* Frame object ids below OBJ_FIRST are not files. */
-#define OBJ_KERNEL 0	/* kernel address */
-#define OBJ_UNMAPPED 1	/* user address in no known mapping */
-#define OBJ_ANON 2	/* anonymous executable memory (JIT, trampolines) */
-#define OBJ_PYTHON 3	/* a Python frame: addr is a pytrack code id (0: unreadable) */
-#define OBJ_SYNTH 4	/* a frame a feature names (e.g. "[cuda] kernel"): build_opts.synth_name */
-#define OBJ_FIRST 16
+#define OBJ_KERNEL   0 /* kernel address */
+#define OBJ_UNMAPPED 1 /* user address in no known mapping */
+#define OBJ_ANON     2 /* anonymous executable memory (JIT, trampolines) */
+#define OBJ_PYTHON   3 /* a Python frame: addr is a pytrack code id (0: unreadable) */
+#define OBJ_SYNTH    4 /* a frame a feature names (e.g. "[cuda] kernel"): build_opts.synth_name */
+#define OBJ_FIRST    16
 
 struct objfile {
 	uint32_t id;
 	uint32_t dev_major, dev_minor;
 	uint64_t ino;
-	char *path;		/* as in the process's maps */
-	const char *name;	/* basename of path */
-	char *root;		/* "/proc/PID/root" used to open it (debuglink search) */
-	int fd;			/* -1 if it could not be opened */
-	int open_err;		/* -errno when the file could not be opened */
-	int load_err;		/* -errno when symbols could not be loaded */
+	char *path;	  /* as in the process's maps */
+	const char *name; /* basename of path */
+	char *root;	  /* "/proc/PID/root" used to open it (debuglink search) */
+	int fd;		  /* -1 if it could not be opened */
+	int open_err;	  /* -errno when the file could not be opened */
+	int load_err;	  /* -errno when symbols could not be loaded */
 	bool loaded;
 	struct elfsym *syms;
-	uint64_t frames;	/* distinct frames resolved in it (for -v) */
+	uint64_t frames; /* distinct frames resolved in it (for -v) */
 };
 
 struct objtab;
@@ -47,9 +47,8 @@ void objtab__free(struct objtab *t);
  * on first sight. start/end is the mapping as /proc/PID/maps shows it (used
  * for map_files). Returns NULL only on allocation failure.
  */
-struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_minor,
-			    uint64_t ino, const char *path, uint32_t pid, uint64_t start,
-			    uint64_t end);
+struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_minor, uint64_t ino,
+			    const char *path, uint32_t pid, uint64_t start, uint64_t end);
 /* The vdso is the same image in every process: loaded from our own. */
 struct objfile *objtab__vdso(struct objtab *t);
 struct objfile *objtab__by_id(const struct objtab *t, uint32_t id);
@@ -61,8 +60,7 @@ uint32_t objtab__count(const struct objtab *t);
  * segment). Loads the symbols on first use. Returns 0 or -errno when the
  * file's symbols are unavailable (then *vaddr is still set).
  */
-int objfile__symbolize(struct objfile *obj, uint64_t file_off, const char **name,
-		       uint64_t *vaddr);
+int objfile__symbolize(struct objfile *obj, uint64_t file_off, const char **name, uint64_t *vaddr);
 /* Build id (hex) or NULL, available once symbols are loaded. */
 const char *objfile__build_id(struct objfile *obj);
 

@@ -14,9 +14,9 @@
 struct proctab {
 	struct objtab *objs;
 	/* open addressing: pid -> latest generation */
-	struct htab *latest;	/* pid -> newest generation (struct proc *) */
+	struct htab *latest; /* pid -> newest generation (struct proc *) */
 	struct proctab_stats stats;
-	size_t deleted;		/* since `latest` was last rebuilt (its copied keys stay until then) */
+	size_t deleted; /* since `latest` was last rebuilt (its copied keys stay until then) */
 	void (*change_fn)(void *ctx, uint32_t pid, int change);
 	void *change_ctx;
 };
@@ -41,7 +41,7 @@ struct proctab *proctab__new(struct objtab *objs)
 	if (!t)
 		return NULL;
 	t->objs = objs;
-	t->latest = htab__new(1024, HTAB_COPY_KEYS);	/* 4-byte keys: pids recur */
+	t->latest = htab__new(1024, HTAB_COPY_KEYS); /* 4-byte keys: pids recur */
 	if (!t->latest) {
 		free(t);
 		return NULL;
@@ -76,8 +76,8 @@ void proctab__free(struct proctab *t)
 /* The newest generation of pid, or NULL. */
 static struct proc *latest(const struct proctab *t, uint32_t pid)
 {
-	struct htab_entry *e = htab__find(t->latest, &pid, sizeof(pid),
-					  htab__hash(&pid, sizeof(pid)));
+	struct htab_entry *e =
+		htab__find(t->latest, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
 
 	return e ? (struct proc *)(uintptr_t)e->val : NULL;
 }
@@ -96,7 +96,7 @@ static struct proc *new_generation(struct proctab *t, uint32_t pid, uint64_t tim
 	}
 	p->pid = pid;
 	p->start_ns = time_ns;
-	p->prev = (struct proc *)(uintptr_t)e->val;	/* 0 for a new pid */
+	p->prev = (struct proc *)(uintptr_t)e->val; /* 0 for a new pid */
 	e->val = (uintptr_t)p;
 	t->stats.procs++;
 	return p;
@@ -280,8 +280,7 @@ void proctab__fork(struct proctab *t, uint32_t ppid, uint32_t pid, uint64_t time
 			child->nmaps = child->cap = parent->nmaps;
 		}
 	}
-	child->state = parent->state == MAPS_COMPLETE && child->maps ? MAPS_COMPLETE
-								       : MAPS_UNKNOWN;
+	child->state = parent->state == MAPS_COMPLETE && child->maps ? MAPS_COMPLETE : MAPS_UNKNOWN;
 	changed(t, pid, PROC_FORKED);
 }
 
@@ -291,7 +290,7 @@ void proctab__exec(struct proctab *t, uint32_t pid, uint64_t time_ns)
 
 	t->stats.execs++;
 	p = new_generation(t, pid, time_ns);
-	if (p)	/* the MMAP2 records of the new image follow */
+	if (p) /* the MMAP2 records of the new image follow */
 		p->state = MAPS_COMPLETE;
 	changed(t, pid, PROC_EXECED);
 }
@@ -307,8 +306,8 @@ void proctab__exit(struct proctab *t, uint32_t pid, uint64_t time_ns)
 	changed(t, pid, PROC_EXITED);
 }
 
-void proctab__mmap(struct proctab *t, uint32_t pid, uint64_t start, uint64_t len,
-		   uint64_t pgoff, uint32_t maj, uint32_t min, uint64_t ino, const char *path)
+void proctab__mmap(struct proctab *t, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+		   uint32_t maj, uint32_t min, uint64_t ino, const char *path)
 {
 	struct proc *p = latest(t, pid);
 	struct mapping m = { .start = start, .end = start + len, .pgoff = pgoff };

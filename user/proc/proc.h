@@ -19,34 +19,34 @@
 struct objtab;
 
 struct mapping {
-	uint64_t start, end;	/* [start, end) */
+	uint64_t start, end; /* [start, end) */
 	uint64_t pgoff;
-	uint32_t obj;		/* objfile id, or OBJ_ANON */
+	uint32_t obj; /* objfile id, or OBJ_ANON */
 	uint32_t pad;
 };
 
 enum maps_state {
-	MAPS_UNKNOWN = 0,	/* must be read from /proc before use */
-	MAPS_COMPLETE,		/* read from /proc, or built from exec + MMAP2 */
-	MAPS_PARTIAL,		/* /proc could not be read: only what MMAP2 told */
+	MAPS_UNKNOWN = 0, /* must be read from /proc before use */
+	MAPS_COMPLETE,	  /* read from /proc, or built from exec + MMAP2 */
+	MAPS_PARTIAL,	  /* /proc could not be read: only what MMAP2 told */
 };
 
 struct proc {
 	uint32_t pid;
 	enum maps_state state;
-	struct mapping *maps;	/* sorted by start, non-overlapping */
+	struct mapping *maps; /* sorted by start, non-overlapping */
 	uint32_t nmaps, cap;
-	uint64_t start_ns;	/* CLOCK_MONOTONIC: when this generation began (0: before us) */
+	uint64_t start_ns;	 /* CLOCK_MONOTONIC: when this generation began (0: before us) */
 	uint64_t last_reload_ns; /* rate limit for re-reading /proc after a miss */
 	bool exited;
-	struct proc *prev;	/* the generation before an exec or pid reuse */
+	struct proc *prev; /* the generation before an exec or pid reuse */
 };
 
 struct proctab;
 
 struct proctab_stats {
-	uint64_t procs;		/* process generations seen */
-	uint64_t maps_read;	/* /proc/PID/maps reads */
+	uint64_t procs;	    /* process generations seen */
+	uint64_t maps_read; /* /proc/PID/maps reads */
 	uint64_t maps_read_failed;
 	uint64_t execs, forks, exits, mmaps;
 };
@@ -71,8 +71,8 @@ bool proctab__is_latest(const struct proctab *t, const struct proc *p);
 void proctab__fork(struct proctab *t, uint32_t ppid, uint32_t pid, uint64_t time_ns);
 void proctab__exec(struct proctab *t, uint32_t pid, uint64_t time_ns);
 void proctab__exit(struct proctab *t, uint32_t pid, uint64_t time_ns);
-void proctab__mmap(struct proctab *t, uint32_t pid, uint64_t start, uint64_t len,
-		   uint64_t pgoff, uint32_t maj, uint32_t min, uint64_t ino, const char *path);
+void proctab__mmap(struct proctab *t, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+		   uint32_t maj, uint32_t min, uint64_t ino, const char *path);
 
 /*
  * Continuous mode, between intervals (every sample so far is aggregated):
@@ -84,10 +84,10 @@ size_t proctab__gc(struct proctab *t);
 const struct proctab_stats *proctab__stats(const struct proctab *t);
 
 enum proc_change {
-	PROC_EXECED,	/* a new image: its mappings follow */
-	PROC_MAPPED,	/* mappings added or re-read */
+	PROC_EXECED, /* a new image: its mappings follow */
+	PROC_MAPPED, /* mappings added or re-read */
 	PROC_EXITED,
-	PROC_FORKED,	/* a new process, a copy of its parent's mappings */
+	PROC_FORKED, /* a new process, a copy of its parent's mappings */
 };
 
 /* Tell fn about every change to a process's mappings (the unwinder listens). */

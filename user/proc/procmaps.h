@@ -8,13 +8,13 @@
 #include <stdio.h>
 
 struct procmaps_entry {
-	uint64_t start, end;	/* [start, end) */
-	uint64_t pgoff;		/* file offset of start */
+	uint64_t start, end; /* [start, end) */
+	uint64_t pgoff;	     /* file offset of start */
 	uint32_t dev_major, dev_minor;
 	uint64_t ino;
 	bool readable, writable, exec, shared;
-	const char *path;	/* "" for anonymous; "[vdso]" etc.; points into the line */
-	bool deleted;		/* path ended in " (deleted)" (stripped from path) */
+	const char *path; /* "" for anonymous; "[vdso]" etc.; points into the line */
+	bool deleted;	  /* path ended in " (deleted)" (stripped from path) */
 };
 
 /*

@@ -20,16 +20,16 @@
 /* x86-64 user space ends below this; anything above is not a user pointer. */
 #define USER_ADDR_END (1ULL << 47)
 /* Code points kept of a name (co_qualname, co_name) and of co_filename. */
-#define NAME_MAX_CHARS 1024
+#define NAME_MAX_CHARS	   1024
 #define FILENAME_MAX_CHARS 4096
 /* A str or bytes claiming more than this is garbage, not a long name. */
-#define STR_MAX_LEN (1L << 20)
+#define STR_MAX_LEN   (1L << 20)
 #define LINETABLE_MAX (1L << 20)
 /* co_firstlineno beyond this is not a line of a source file. */
 #define FIRSTLINENO_MAX 100000000
 /* Bytecode offsets BPF can report: PYFRAME_INSTR_MASK, and sane code sizes. */
 #define INSTR_OFF_MAX (1u << 28)
-#define HDR_MAX 512
+#define HDR_MAX	      512
 
 int pymem__read(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
@@ -128,8 +128,7 @@ static size_t put_utf8(char *p, uint32_t cp)
  * smallest kind that holds its largest code point (CPython's invariant for
  * compact strings); one cut at max_chars cannot be checked that way.
  */
-static int to_utf8(const uint8_t *data, size_t n, unsigned kind, bool ascii, bool whole,
-		   char **out)
+static int to_utf8(const uint8_t *data, size_t n, unsigned kind, bool ascii, bool whole, char **out)
 {
 	uint32_t cp, maxcp = 0;
 	char *s, *p;
@@ -342,7 +341,7 @@ uint32_t pycode__instr_offset(const struct pyinfo *info, uint64_t code_addr, uin
 		/* BPF reads the int: its sign bit may arrive zero-extended. */
 		lasti = (int32_t)(uint32_t)raw;
 		if (lasti < 0)
-			return 0;	/* -1: the frame has not run an instruction yet */
+			return 0; /* -1: the frame has not run an instruction yet */
 		if ((uint32_t)lasti >= INSTR_OFF_MAX)
 			return UINT32_MAX;
 		if (l->instr == PY_INSTR_LASTI_UNITS)
@@ -384,12 +383,12 @@ static int snap_str(const struct pylayout *l, const struct pysnap_obj *o, const 
 		want = max & ~(uint64_t)(kind - 1);
 	if (o->bytes != want || (size_t)o->off + o->bytes > data_len)
 		return -EINVAL;
-	return to_utf8(data + o->off, o->bytes / kind, kind, ascii, o->bytes / kind == (uint64_t)len,
-		       out);
+	return to_utf8(data + o->off, o->bytes / kind, kind, ascii,
+		       o->bytes / kind == (uint64_t)len, out);
 }
 
-int pycode__from_snap(const struct pyinfo *info, const void *snap, size_t len,
-		      uint64_t code_type, struct pycode *out)
+int pycode__from_snap(const struct pyinfo *info, const void *snap, size_t len, uint64_t code_type,
+		      struct pycode *out)
 {
 	const struct pylayout *l = pyinfo__layout(info);
 	const size_t head = offsetof(struct pycode_snap, data);

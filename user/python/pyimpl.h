@@ -12,34 +12,34 @@
 #include "python/python.h"
 
 #define PYVER(maj, min) (((uint32_t)(maj) << 24) | ((uint32_t)(min) << 16))
-#define PYVER_MINOR(v) ((v) & 0xffff0000u)
+#define PYVER_MINOR(v)	((v)&0xffff0000u)
 
 /* How the raw position BPF emits becomes a byte offset into the bytecode. */
 enum py_instr {
-	PY_INSTR_LASTI_BYTES = 1,	/* 3.8, 3.9: int f_lasti, bytes */
-	PY_INSTR_LASTI_UNITS = 2,	/* 3.10: int f_lasti, 2-byte code units */
-	PY_INSTR_PREV = 3,		/* 3.11, 3.12: prev_instr, last executed unit */
-	PY_INSTR_PTR = 4,		/* 3.13+: instr_ptr, the unit being executed */
+	PY_INSTR_LASTI_BYTES = 1, /* 3.8, 3.9: int f_lasti, bytes */
+	PY_INSTR_LASTI_UNITS = 2, /* 3.10: int f_lasti, 2-byte code units */
+	PY_INSTR_PREV = 3,	  /* 3.11, 3.12: prev_instr, last executed unit */
+	PY_INSTR_PTR = 4,	  /* 3.13+: instr_ptr, the unit being executed */
 };
 
 /* PyDictKeysObject's header, which says where the entries start. */
 enum py_dictkeys {
-	PY_KEYS_SIZE = 1,	/* 3.8-3.10: dk_size, dk_lookup; 24-byte entries */
-	PY_KEYS_LOG2 = 2,	/* 3.11+: dk_log2_size, dk_log2_index_bytes, dk_kind */
+	PY_KEYS_SIZE = 1, /* 3.8-3.10: dk_size, dk_lookup; 24-byte entries */
+	PY_KEYS_LOG2 = 2, /* 3.11+: dk_log2_size, dk_log2_index_bytes, dk_kind */
 };
 
 /* Where an instance of a class defined in Python keeps its attributes. */
 enum py_instdict {
-	PY_INST_DICTOFFSET = 1,	/* 3.8-3.10: a dict at tp_dictoffset */
-	PY_INST_311 = 2,	/* values at obj - 32 (keys: ht_cached_keys), else dict at obj - 24 */
-	PY_INST_312 = 3,	/* obj - 24: values - 1 (low bit set) or a dict */
-	PY_INST_313 = 4,	/* dict at obj - 24, else values inline at tp_basicsize */
+	PY_INST_DICTOFFSET = 1, /* 3.8-3.10: a dict at tp_dictoffset */
+	PY_INST_311 = 2, /* values at obj - 32 (keys: ht_cached_keys), else dict at obj - 24 */
+	PY_INST_312 = 3, /* obj - 24: values - 1 (low bit set) or a dict */
+	PY_INST_313 = 4, /* dict at obj - 24, else values inline at tp_basicsize */
 };
 
 /* How PyLongObject says how many digits it has. */
 enum py_long {
-	PY_LONG_SIZE = 1,	/* 3.8-3.11: ob_size, sign is the sign */
-	PY_LONG_TAG = 2,	/* 3.12+: lv_tag = ndigits << 3 | sign (0 +, 1 zero, 2 -) */
+	PY_LONG_SIZE = 1, /* 3.8-3.11: ob_size, sign is the sign */
+	PY_LONG_TAG = 2,  /* 3.12+: lv_tag = ndigits << 3 | sign (0 +, 1 zero, 2 -) */
 };
 
 /* Offsets are bytes into the target's structs; -1 where a field does not exist. */
@@ -50,8 +50,8 @@ struct pylayout {
 	int32_t is_threads_head;
 	int32_t ts_next;
 	int32_t ts_interp;
-	int32_t ts_thread_id;		/* pthread_t */
-	int32_t ts_native_id;		/* -1 before 3.11: tid found through pthread_t */
+	int32_t ts_thread_id; /* pthread_t */
+	int32_t ts_native_id; /* -1 before 3.11: tid found through pthread_t */
 	/* PyObject, PyTypeObject, PyBytesObject */
 	int32_t ob_type;
 	int32_t tp_name;
@@ -60,41 +60,41 @@ struct pylayout {
 	/* PyCodeObject */
 	int32_t co_filename;
 	int32_t co_name;
-	int32_t co_qualname;		/* -1 before 3.11 */
-	int32_t co_linetable;		/* co_lnotab in 3.8, 3.9 */
+	int32_t co_qualname;  /* -1 before 3.11 */
+	int32_t co_linetable; /* co_lnotab in 3.8, 3.9 */
 	int32_t co_firstlineno;
 	int32_t co_argcount;
-	int32_t co_varnames;		/* co_localsplusnames since 3.11 */
-	int32_t co_code_adaptive;	/* -1 before 3.11 */
-	uint32_t co_read;		/* bytes of the header that hold all of the above */
+	int32_t co_varnames;	  /* co_localsplusnames since 3.11 */
+	int32_t co_code_adaptive; /* -1 before 3.11 */
+	uint32_t co_read;	  /* bytes of the header that hold all of the above */
 	/* PyASCIIObject / PyCompactUnicodeObject */
 	int32_t str_length;
 	int32_t str_state;
-	uint32_t str_ascii_size;	/* data of a compact ASCII string starts here */
-	uint32_t str_compact_size;	/* data of other compact strings starts here */
-	uint8_t str_kind_shift;		/* state: kind:3 at this bit, then compact, ascii */
-	uint8_t instr;			/* enum py_instr */
+	uint32_t str_ascii_size;   /* data of a compact ASCII string starts here */
+	uint32_t str_compact_size; /* data of other compact strings starts here */
+	uint8_t str_kind_shift;	   /* state: kind:3 at this bit, then compact, ascii */
+	uint8_t instr;		   /* enum py_instr */
 	uint8_t free_threaded;
-	uint8_t code_tagged;		/* f_executable is a _PyStackRef: low bits are tags */
+	uint8_t code_tagged; /* f_executable is a _PyStackRef: low bits are tags */
 	/*
 	 * threading's thread names (pythreads.c): the interpreter's modules
 	 * dict, a module's dict, dicts, instance attributes, ints.
 	 * is_modules < 0: names not supported for this interpreter.
 	 */
-	int32_t is_modules;		/* PyInterpreterState.modules (imports.modules 3.12+) */
-	int32_t md_dict;		/* PyModuleObject.md_dict */
+	int32_t is_modules; /* PyInterpreterState.modules (imports.modules 3.12+) */
+	int32_t md_dict;    /* PyModuleObject.md_dict */
 	int32_t tp_basicsize;
 	int32_t tp_flags;
 	int32_t tp_dictoffset;
-	int32_t ht_cached_keys;		/* PyHeapTypeObject: the instances' shared keys */
-	int32_t dict_keys;		/* PyDictObject.ma_keys */
-	int32_t dict_values;		/* PyDictObject.ma_values */
-	int32_t long_digits;		/* PyLongObject.ob_digit (30-bit digits) */
-	int32_t long_size;		/* ob_size, or lv_tag */
-	uint8_t keys_fmt;		/* enum py_dictkeys */
-	uint8_t inst_dict;		/* enum py_instdict */
-	uint8_t long_fmt;		/* enum py_long */
-	uint8_t values_off;		/* PyDictValues.values[] */
+	int32_t ht_cached_keys; /* PyHeapTypeObject: the instances' shared keys */
+	int32_t dict_keys;	/* PyDictObject.ma_keys */
+	int32_t dict_values;	/* PyDictObject.ma_values */
+	int32_t long_digits;	/* PyLongObject.ob_digit (30-bit digits) */
+	int32_t long_size;	/* ob_size, or lv_tag */
+	uint8_t keys_fmt;	/* enum py_dictkeys */
+	uint8_t inst_dict;	/* enum py_instdict */
+	uint8_t long_fmt;	/* enum py_long */
+	uint8_t values_off;	/* PyDictValues.values[] */
 };
 
 _Static_assert(sizeof(struct pylayout) <= sizeof(((struct pyinfo *)0)->priv), "pylayout fits priv");
@@ -128,7 +128,15 @@ int pymem__read_u64(pid_t pid, uint64_t addr, uint64_t *v);
  * Types proven by their tp_name, so that each is read once per walk: the
  * objects of one interpreter share their type objects.
  */
-enum py_type { PY_T_CODE, PY_T_STR, PY_T_BYTES, PY_T_DICT, PY_T_INT, PY_T_MODULE, PY_T__MAX };
+enum py_type {
+	PY_T_CODE,
+	PY_T_STR,
+	PY_T_BYTES,
+	PY_T_DICT,
+	PY_T_INT,
+	PY_T_MODULE,
+	PY_T__MAX
+};
 
 struct pytypememo {
 	uint64_t addr[PY_T__MAX];
@@ -156,10 +164,10 @@ uint32_t pyline__covered(uint32_t version, const uint8_t *p, size_t len);
 
 /* A PyDictKeysObject's entries: where they start, how many are used, their shape. */
 struct pykeys {
-	uint64_t entries;	/* address of entry 0 */
-	uint32_t nentries;	/* dk_nentries: entries in use, deleted ones included */
-	uint8_t esize;		/* bytes per entry */
-	uint8_t ekey, evalue;	/* offsets of me_key, me_value in an entry */
+	uint64_t entries;     /* address of entry 0 */
+	uint32_t nentries;    /* dk_nentries: entries in use, deleted ones included */
+	uint8_t esize;	      /* bytes per entry */
+	uint8_t ekey, evalue; /* offsets of me_key, me_value in an entry */
 	uint8_t pad;
 };
 
@@ -167,8 +175,7 @@ struct pykeys {
 #define PYKEYS_HDR 40
 
 /* Decode the keys object at addr from its first PYKEYS_HDR bytes: 0 or -EINVAL. */
-int pykeys__parse(const struct pylayout *l, uint64_t addr, const uint8_t *hdr,
-		  struct pykeys *k);
+int pykeys__parse(const struct pylayout *l, uint64_t addr, const uint8_t *hdr, struct pykeys *k);
 /*
  * A non-negative int of at most 64 bits from the first len bytes of its
  * PyLongObject (l->long_digits + 12 are enough): 0, or -EINVAL (negative,

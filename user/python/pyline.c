@@ -100,7 +100,7 @@ static uint32_t line_locations(const uint8_t *p, size_t len, int64_t line, uint3
 		uint32_t v;
 
 		if (!(first & 0x80))
-			return 0;	/* not the start of an entry: garbage */
+			return 0; /* not the start of an entry: garbage */
 		i++;
 		if (code == LOC_NO_COLUMNS || code == LOC_LONG) {
 			if (!read_varint(p, len, &i, &v))

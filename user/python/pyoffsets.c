@@ -27,14 +27,14 @@
 #include "python/pyimpl.h"
 
 struct table_row {
-	uint32_t version;	/* major.minor */
+	uint32_t version; /* major.minor */
 	struct bpf_pyproc bpf;
 	struct pylayout l;
 };
 
 /* Fields that every row shares: PyObject_HEAD, PyBytesObject, unicode state. */
-#define COMMON_OBJ                                                                       \
-	.ob_type = 8, .tp_name = 24, .bytes_size = 16, .bytes_sval = 32, .str_length = 16,  \
+#define COMMON_OBJ                                                                         \
+	.ob_type = 8, .tp_name = 24, .bytes_size = 16, .bytes_sval = 32, .str_length = 16, \
 	.str_state = 32, .str_kind_shift = 2, .ts_next = 8, .ts_interp = 16, .is_next = 0
 
 /*
@@ -42,58 +42,65 @@ struct table_row {
  * PyTypeObject, PyDictObject, PyLongObject. gdb on each pyenv build, e.g.
  *   gdb -batch -ex 'p &((PyHeapTypeObject *)0)->ht_cached_keys' libpython3.12.so
  */
-#define NAMES_OBJ                                                                         \
-	.md_dict = 16, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288,          \
-	.dict_keys = 32, .dict_values = 40, .long_size = 16, .long_digits = 24
-#define NAMES_38_310 NAMES_OBJ, .keys_fmt = PY_KEYS_SIZE, .inst_dict = PY_INST_DICTOFFSET, \
-	.long_fmt = PY_LONG_SIZE
+#define NAMES_OBJ                                                                                  \
+	.md_dict = 16, .tp_basicsize = 32, .tp_flags = 168, .tp_dictoffset = 288, .dict_keys = 32, \
+	.dict_values = 40, .long_size = 16, .long_digits = 24
+#define NAMES_38_310                                                          \
+	NAMES_OBJ, .keys_fmt = PY_KEYS_SIZE, .inst_dict = PY_INST_DICTOFFSET, \
+		   .long_fmt = PY_LONG_SIZE
 
 static const struct table_row table[] = {
 	{
 		.version = PYVER(3, 8),
-		.bpf = { .model = PY_MODEL_FRAMEOBJ, .tstate_frame = 24, .cframe_current = -1,
-			 .frame_code = 32, .frame_back = 24, .frame_instr = 104,
-			 .frame_owner = -1, .frame_is_entry = -1 },
-		.l = { COMMON_OBJ, .rt_interp_head = 32, .is_threads_head = 8,
-		       .ts_thread_id = 176, .ts_native_id = -1,
-		       .co_filename = 104, .co_name = 112, .co_qualname = -1,
+		.bpf = { .model = PY_MODEL_FRAMEOBJ,
+			 .tstate_frame = 24,
+			 .cframe_current = -1,
+			 .frame_code = 32,
+			 .frame_back = 24,
+			 .frame_instr = 104,
+			 .frame_owner = -1,
+			 .frame_is_entry = -1 },
+		.l = { COMMON_OBJ, .rt_interp_head = 32, .is_threads_head = 8, .ts_thread_id = 176,
+		       .ts_native_id = -1, .co_filename = 104, .co_name = 112, .co_qualname = -1,
 		       .co_linetable = 120, .co_firstlineno = 40, .co_argcount = 16,
-		       .co_varnames = 72, .co_code_adaptive = -1,
-		       .str_ascii_size = 48, .str_compact_size = 72,
-		       .instr = PY_INSTR_LASTI_BYTES,
-		       .is_modules = 0x38, .ht_cached_keys = 0x368,
-		       NAMES_38_310 },
+		       .co_varnames = 72, .co_code_adaptive = -1, .str_ascii_size = 48,
+		       .str_compact_size = 72, .instr = PY_INSTR_LASTI_BYTES, .is_modules = 0x38,
+		       .ht_cached_keys = 0x368, NAMES_38_310 },
 	},
 	{
 		.version = PYVER(3, 9),
-		.bpf = { .model = PY_MODEL_FRAMEOBJ, .tstate_frame = 24, .cframe_current = -1,
-			 .frame_code = 32, .frame_back = 24, .frame_instr = 104,
-			 .frame_owner = -1, .frame_is_entry = -1 },
-		.l = { COMMON_OBJ, .rt_interp_head = 32, .is_threads_head = 8,
-		       .ts_thread_id = 176, .ts_native_id = -1,
-		       .co_filename = 104, .co_name = 112, .co_qualname = -1,
+		.bpf = { .model = PY_MODEL_FRAMEOBJ,
+			 .tstate_frame = 24,
+			 .cframe_current = -1,
+			 .frame_code = 32,
+			 .frame_back = 24,
+			 .frame_instr = 104,
+			 .frame_owner = -1,
+			 .frame_is_entry = -1 },
+		.l = { COMMON_OBJ, .rt_interp_head = 32, .is_threads_head = 8, .ts_thread_id = 176,
+		       .ts_native_id = -1, .co_filename = 104, .co_name = 112, .co_qualname = -1,
 		       .co_linetable = 120, .co_firstlineno = 40, .co_argcount = 16,
-		       .co_varnames = 72, .co_code_adaptive = -1,
-		       .str_ascii_size = 48, .str_compact_size = 72,
-		       .instr = PY_INSTR_LASTI_BYTES,
-		       .is_modules = 0x358, .ht_cached_keys = 0x360,
-		       NAMES_38_310 },
+		       .co_varnames = 72, .co_code_adaptive = -1, .str_ascii_size = 48,
+		       .str_compact_size = 72, .instr = PY_INSTR_LASTI_BYTES, .is_modules = 0x358,
+		       .ht_cached_keys = 0x360, NAMES_38_310 },
 	},
 	{
 		/* f_lasti moved (f_valuestack went) and now counts code units. */
 		.version = PYVER(3, 10),
-		.bpf = { .model = PY_MODEL_FRAMEOBJ, .tstate_frame = 24, .cframe_current = -1,
-			 .frame_code = 32, .frame_back = 24, .frame_instr = 96,
-			 .frame_owner = -1, .frame_is_entry = -1 },
-		.l = { COMMON_OBJ, .rt_interp_head = 32, .is_threads_head = 8,
-		       .ts_thread_id = 176, .ts_native_id = -1,
-		       .co_filename = 104, .co_name = 112, .co_qualname = -1,
+		.bpf = { .model = PY_MODEL_FRAMEOBJ,
+			 .tstate_frame = 24,
+			 .cframe_current = -1,
+			 .frame_code = 32,
+			 .frame_back = 24,
+			 .frame_instr = 96,
+			 .frame_owner = -1,
+			 .frame_is_entry = -1 },
+		.l = { COMMON_OBJ, .rt_interp_head = 32, .is_threads_head = 8, .ts_thread_id = 176,
+		       .ts_native_id = -1, .co_filename = 104, .co_name = 112, .co_qualname = -1,
 		       .co_linetable = 120, .co_firstlineno = 40, .co_argcount = 16,
-		       .co_varnames = 72, .co_code_adaptive = -1,
-		       .str_ascii_size = 48, .str_compact_size = 72,
-		       .instr = PY_INSTR_LASTI_UNITS,
-		       .is_modules = 0x358, .ht_cached_keys = 0x368,
-		       NAMES_38_310 },
+		       .co_varnames = 72, .co_code_adaptive = -1, .str_ascii_size = 48,
+		       .str_compact_size = 72, .instr = PY_INSTR_LASTI_UNITS, .is_modules = 0x358,
+		       .ht_cached_keys = 0x368, NAMES_38_310 },
 	},
 	{
 		/*
@@ -101,42 +108,77 @@ static const struct table_row table[] = {
 		 * is_entry marks the first frame of an eval call.
 		 */
 		.version = PYVER(3, 11),
-		.bpf = { .model = PY_MODEL_CFRAME, .tstate_frame = 56, .cframe_current = 8,
-			 .frame_code = 32, .frame_back = 48, .frame_instr = 56,
-			 .frame_owner = -1, .frame_is_entry = 68 },
-		.l = { COMMON_OBJ, .rt_interp_head = 40, .is_threads_head = 16,
-		       .ts_thread_id = 152, .ts_native_id = 160,
-		       .co_filename = 112, .co_name = 120, .co_qualname = 128,
-		       .co_linetable = 136, .co_firstlineno = 72, .co_argcount = 56,
-		       .co_varnames = 96, .co_code_adaptive = 184,
-		       .str_ascii_size = 48, .str_compact_size = 72,
+		.bpf = { .model = PY_MODEL_CFRAME,
+			 .tstate_frame = 56,
+			 .cframe_current = 8,
+			 .frame_code = 32,
+			 .frame_back = 48,
+			 .frame_instr = 56,
+			 .frame_owner = -1,
+			 .frame_is_entry = 68 },
+		.l = { COMMON_OBJ,
+		       .rt_interp_head = 40,
+		       .is_threads_head = 16,
+		       .ts_thread_id = 152,
+		       .ts_native_id = 160,
+		       .co_filename = 112,
+		       .co_name = 120,
+		       .co_qualname = 128,
+		       .co_linetable = 136,
+		       .co_firstlineno = 72,
+		       .co_argcount = 56,
+		       .co_varnames = 96,
+		       .co_code_adaptive = 184,
+		       .str_ascii_size = 48,
+		       .str_compact_size = 72,
 		       .instr = PY_INSTR_PREV,
-		       .is_modules = 0x378, .ht_cached_keys = 0x368,
-		       NAMES_OBJ, .keys_fmt = PY_KEYS_LOG2,
-		       .inst_dict = PY_INST_311, .long_fmt = PY_LONG_SIZE },
+		       .is_modules = 0x378,
+		       .ht_cached_keys = 0x368,
+		       NAMES_OBJ,
+		       .keys_fmt = PY_KEYS_LOG2,
+		       .inst_dict = PY_INST_311,
+		       .long_fmt = PY_LONG_SIZE },
 	},
 	{
 		/* PyASCIIObject lost wstr; FRAME_OWNED_BY_CSTACK == 3. */
 		.version = PYVER(3, 12),
-		.bpf = { .model = PY_MODEL_CFRAME, .tstate_frame = 56, .cframe_current = 0,
-			 .frame_code = 0, .frame_back = 8, .frame_instr = 56,
-			 .frame_owner = 70, .frame_is_entry = -1, .owner_cstack = 3 },
-		.l = { COMMON_OBJ, .rt_interp_head = 40, .is_threads_head = 72,
-		       .ts_thread_id = 136, .ts_native_id = 144,
-		       .co_filename = 112, .co_name = 120, .co_qualname = 128,
-		       .co_linetable = 136, .co_firstlineno = 68, .co_argcount = 52,
-		       .co_varnames = 96, .co_code_adaptive = 192,
-		       .str_ascii_size = 40, .str_compact_size = 56,
+		.bpf = { .model = PY_MODEL_CFRAME,
+			 .tstate_frame = 56,
+			 .cframe_current = 0,
+			 .frame_code = 0,
+			 .frame_back = 8,
+			 .frame_instr = 56,
+			 .frame_owner = 70,
+			 .frame_is_entry = -1,
+			 .owner_cstack = 3 },
+		.l = { COMMON_OBJ,
+		       .rt_interp_head = 40,
+		       .is_threads_head = 72,
+		       .ts_thread_id = 136,
+		       .ts_native_id = 144,
+		       .co_filename = 112,
+		       .co_name = 120,
+		       .co_qualname = 128,
+		       .co_linetable = 136,
+		       .co_firstlineno = 68,
+		       .co_argcount = 52,
+		       .co_varnames = 96,
+		       .co_code_adaptive = 192,
+		       .str_ascii_size = 40,
+		       .str_compact_size = 56,
 		       .instr = PY_INSTR_PREV,
-		       .is_modules = 0x3b0, .ht_cached_keys = 0x370,
-		       NAMES_OBJ, .keys_fmt = PY_KEYS_LOG2,
-		       .inst_dict = PY_INST_312, .long_fmt = PY_LONG_TAG },
+		       .is_modules = 0x3b0,
+		       .ht_cached_keys = 0x370,
+		       NAMES_OBJ,
+		       .keys_fmt = PY_KEYS_LOG2,
+		       .inst_dict = PY_INST_312,
+		       .long_fmt = PY_LONG_TAG },
 	},
 };
 
 static uint32_t code_read_size(const struct pylayout *l)
 {
-	int32_t f[] = { l->ob_type, l->co_filename, l->co_name, l->co_qualname,
+	int32_t f[] = { l->ob_type,	 l->co_filename,    l->co_name,	    l->co_qualname,
 			l->co_linetable, l->co_firstlineno, l->co_argcount, l->co_varnames };
 	int32_t max = 0;
 	size_t i;
@@ -204,8 +246,8 @@ int pyoffsets__from_table(uint32_t version, struct pyinfo *info)
  * they describe; a field is valid when it lies inside that size.
  */
 struct dbg_layout {
-	uint32_t version;	/* major.minor */
-	uint8_t words;		/* the block is at least this long */
+	uint32_t version; /* major.minor */
+	uint8_t words;	  /* the block is at least this long */
 	uint8_t rt_size, rt_interp_head;
 	uint8_t is_size, is_next, is_threads_head;
 	uint8_t ts_size, ts_next, ts_interp, ts_current_frame, ts_thread_id, ts_native_id;
@@ -216,13 +258,13 @@ struct dbg_layout {
 	uint8_t tp_size, tp_name;
 	uint8_t by_size, by_ob_size, by_sval;
 	uint8_t un_size, un_state, un_length, un_ascii_size;
-	uint8_t owner_first_shim;	/* lowest frame owner that is not a Python frame */
-	uint8_t stackref;		/* f_executable is a tagged _PyStackRef */
+	uint8_t owner_first_shim; /* lowest frame owner that is not a Python frame */
+	uint8_t stackref;	  /* f_executable is a tagged _PyStackRef */
 	/* thread names; is_modules 0: not known for this layout */
 	uint8_t is_modules, tp_flags;
 	uint8_t di_size, di_keys, di_values;
 	uint8_t lo_size, lo_tag, lo_digit;
-	const struct pylayout *names;	/* what the block does not give */
+	const struct pylayout *names; /* what the block does not give */
 };
 
 /*
@@ -232,35 +274,71 @@ struct dbg_layout {
  * on pyenv's 3.13.0 like the table above.
  */
 static const struct pylayout names_313 = {
-	.md_dict = 16, .tp_basicsize = 32, .tp_dictoffset = 288, .ht_cached_keys = 0x370,
-	.keys_fmt = PY_KEYS_LOG2, .inst_dict = PY_INST_313, .long_fmt = PY_LONG_TAG,
+	.md_dict = 16,
+	.tp_basicsize = 32,
+	.tp_dictoffset = 288,
+	.ht_cached_keys = 0x370,
+	.keys_fmt = PY_KEYS_LOG2,
+	.inst_dict = PY_INST_313,
+	.long_fmt = PY_LONG_TAG,
 	.values_off = 8,
 };
 
 /* The header (cookie, version, free_threaded) is words 0-2 in every layout. */
-#define DBG_VERSION 1
+#define DBG_VERSION	  1
 #define DBG_FREE_THREADED 2
 
 static const struct dbg_layout dbg_layouts[] = {
 	{
 		/* Include/internal/pycore_runtime.h, v3.13.0; FRAME_OWNED_BY_CSTACK 3 */
-		.version = PYVER(3, 13), .words = 73,
-		.rt_size = 3, .rt_interp_head = 5,
-		.is_size = 6, .is_next = 8, .is_threads_head = 9,
-		.ts_size = 19, .ts_next = 21, .ts_interp = 22, .ts_current_frame = 23,
-		.ts_thread_id = 24, .ts_native_id = 25,
-		.fr_size = 28, .fr_previous = 29, .fr_executable = 30, .fr_instr_ptr = 31,
+		.version = PYVER(3, 13),
+		.words = 73,
+		.rt_size = 3,
+		.rt_interp_head = 5,
+		.is_size = 6,
+		.is_next = 8,
+		.is_threads_head = 9,
+		.ts_size = 19,
+		.ts_next = 21,
+		.ts_interp = 22,
+		.ts_current_frame = 23,
+		.ts_thread_id = 24,
+		.ts_native_id = 25,
+		.fr_size = 28,
+		.fr_previous = 29,
+		.fr_executable = 30,
+		.fr_instr_ptr = 31,
 		.fr_owner = 33,
-		.co_size = 34, .co_filename = 35, .co_name = 36, .co_qualname = 37,
-		.co_linetable = 38, .co_firstlineno = 39, .co_argcount = 40,
-		.co_localsplusnames = 41, .co_code_adaptive = 43,
-		.ob_size = 44, .ob_type = 45,
-		.tp_size = 46, .tp_name = 47,
-		.by_size = 64, .by_ob_size = 65, .by_sval = 66,
-		.un_size = 67, .un_state = 68, .un_length = 69, .un_ascii_size = 70,
+		.co_size = 34,
+		.co_filename = 35,
+		.co_name = 36,
+		.co_qualname = 37,
+		.co_linetable = 38,
+		.co_firstlineno = 39,
+		.co_argcount = 40,
+		.co_localsplusnames = 41,
+		.co_code_adaptive = 43,
+		.ob_size = 44,
+		.ob_type = 45,
+		.tp_size = 46,
+		.tp_name = 47,
+		.by_size = 64,
+		.by_ob_size = 65,
+		.by_sval = 66,
+		.un_size = 67,
+		.un_state = 68,
+		.un_length = 69,
+		.un_ascii_size = 70,
 		.owner_first_shim = 3,
-		.is_modules = 11, .tp_flags = 49, .di_size = 56, .di_keys = 57, .di_values = 58,
-		.lo_size = 61, .lo_tag = 62, .lo_digit = 63, .names = &names_313,
+		.is_modules = 11,
+		.tp_flags = 49,
+		.di_size = 56,
+		.di_keys = 57,
+		.di_values = 58,
+		.lo_size = 61,
+		.lo_tag = 62,
+		.lo_digit = 63,
+		.names = &names_313,
 	},
 	{
 		/*
@@ -272,21 +350,46 @@ static const struct dbg_layout dbg_layouts[] = {
 		 * test machine; the value checks below refuse a block that does
 		 * not fit.
 		 */
-		.version = PYVER(3, 14), .words = 81,
-		.rt_size = 3, .rt_interp_head = 5,
-		.is_size = 6, .is_next = 8, .is_threads_head = 9,
-		.ts_size = 22, .ts_next = 24, .ts_interp = 25, .ts_current_frame = 26,
-		.ts_thread_id = 27, .ts_native_id = 28,
-		.fr_size = 31, .fr_previous = 32, .fr_executable = 33, .fr_instr_ptr = 34,
+		.version = PYVER(3, 14),
+		.words = 81,
+		.rt_size = 3,
+		.rt_interp_head = 5,
+		.is_size = 6,
+		.is_next = 8,
+		.is_threads_head = 9,
+		.ts_size = 22,
+		.ts_next = 24,
+		.ts_interp = 25,
+		.ts_current_frame = 26,
+		.ts_thread_id = 27,
+		.ts_native_id = 28,
+		.fr_size = 31,
+		.fr_previous = 32,
+		.fr_executable = 33,
+		.fr_instr_ptr = 34,
 		.fr_owner = 36,
-		.co_size = 39, .co_filename = 40, .co_name = 41, .co_qualname = 42,
-		.co_linetable = 43, .co_firstlineno = 44, .co_argcount = 45,
-		.co_localsplusnames = 46, .co_code_adaptive = 48,
-		.ob_size = 50, .ob_type = 51,
-		.tp_size = 52, .tp_name = 53,
-		.by_size = 74, .by_ob_size = 75, .by_sval = 76,
-		.un_size = 77, .un_state = 78, .un_length = 79, .un_ascii_size = 80,
-		.owner_first_shim = 3, .stackref = 1,
+		.co_size = 39,
+		.co_filename = 40,
+		.co_name = 41,
+		.co_qualname = 42,
+		.co_linetable = 43,
+		.co_firstlineno = 44,
+		.co_argcount = 45,
+		.co_localsplusnames = 46,
+		.co_code_adaptive = 48,
+		.ob_size = 50,
+		.ob_type = 51,
+		.tp_size = 52,
+		.tp_name = 53,
+		.by_size = 74,
+		.by_ob_size = 75,
+		.by_sval = 76,
+		.un_size = 77,
+		.un_state = 78,
+		.un_length = 79,
+		.un_ascii_size = 80,
+		.owner_first_shim = 3,
+		.stackref = 1,
 	},
 };
 
@@ -352,7 +455,8 @@ int pyoffsets__from_debug(const void *buf, size_t len, struct pyinfo *info)
 {
 	const struct dbg_layout *d = NULL;
 	struct pylayout l = { .ts_thread_id = -1, .is_modules = -1 };
-	struct bpf_pyproc b = { .model = PY_MODEL_IFRAME, .cframe_current = -1,
+	struct bpf_pyproc b = { .model = PY_MODEL_IFRAME,
+				.cframe_current = -1,
 				.frame_is_entry = -1 };
 	uint64_t version, ft;
 	int32_t ascii_size;
@@ -426,9 +530,8 @@ int pyoffsets__from_debug(const void *buf, size_t len, struct pyinfo *info)
 	 * and PyASCIIObject headers and the code object's fields fit in 256 bytes
 	 * in every CPython.
 	 */
-	if (l.bytes_sval > 256 || l.bytes_size + 8 > l.bytes_sval ||
-	    l.ob_type + 8 > l.bytes_sval || l.ob_type + 8 > ascii_size ||
-	    code_read_size(&l) > 512)
+	if (l.bytes_sval > 256 || l.bytes_size + 8 > l.bytes_sval || l.ob_type + 8 > l.bytes_sval ||
+	    l.ob_type + 8 > ascii_size || code_read_size(&l) > 512)
 		return -EINVAL;
 
 	/* names are optional: a block that does not give them still gives stacks */

@@ -34,18 +34,18 @@
 /* Bounds of the walks over the target's lists. */
 #define MAX_INTERPS 64
 #define MAX_TSTATES 4096
-#define MAX_TASKS 4096
+#define MAX_TASKS   4096
 /* PyThreadState's fields we read are within its first bytes (176 at most). */
 #define TSTATE_READ_MAX 1024
 /* Threads whose struct pthread is read to prove the tid offset. */
 #define PTHREAD_SCAN_THREADS 32
 
 enum {
-	SYM_RUNTIME,		/* _PyRuntime */
-	SYM_VERSION,		/* Py_Version, 3.11+ */
-	SYM_API_310,		/* Py_IsNone */
-	SYM_API_39,		/* PyFrame_GetCode */
-	SYM_API_38,		/* PyVectorcall_Call */
+	SYM_RUNTIME, /* _PyRuntime */
+	SYM_VERSION, /* Py_Version, 3.11+ */
+	SYM_API_310, /* Py_IsNone */
+	SYM_API_39,  /* PyFrame_GetCode */
+	SYM_API_38,  /* PyVectorcall_Call */
 	SYM__MAX
 };
 
@@ -70,8 +70,7 @@ static void scan_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct syms *s)
 		GElf_Sym sym;
 		const char *name;
 
-		if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
-		    !sym.st_name)
+		if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_name)
 			continue;
 		name = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (!name || (name[0] != '_' && name[0] != 'P'))
@@ -148,8 +147,7 @@ static int minor_from_api(const struct syms *s)
 }
 
 /* 3.8-3.10: no version in memory; name and exported API must agree. */
-static int version_without_runtime_info(const char *path, const struct syms *s,
-					uint32_t *version)
+static int version_without_runtime_info(const char *path, const struct syms *s, uint32_t *version)
 {
 	int by_name = minor_from_name(path), by_api = minor_from_api(s), minor;
 
@@ -159,7 +157,7 @@ static int version_without_runtime_info(const char *path, const struct syms *s,
 	}
 	minor = by_name >= 0 ? by_name : by_api;
 	if (minor < 0)
-		return -ENOTSUP;	/* 3.7 or older: has _PyRuntime, no known API marker */
+		return -ENOTSUP; /* 3.7 or older: has _PyRuntime, no known API marker */
 	/* Micro and release level are unknown: 3.X.0 final stands for any 3.X. */
 	*version = PYVER(3, minor) | 0xf0;
 	return 0;
@@ -191,8 +189,8 @@ static int check_live(pid_t pid, const struct pyinfo *info)
 		return err;
 	if (err || back != interp) {
 		pr_debug("pid %d: CPython %#x: thread state %#llx does not point back at "
-			 "interpreter %#llx: layout mismatch", pid, info->version,
-			 (unsigned long long)ts, (unsigned long long)interp);
+			 "interpreter %#llx: layout mismatch",
+			 pid, info->version, (unsigned long long)ts, (unsigned long long)interp);
 		return -ENOTSUP;
 	}
 	return 0;
@@ -335,8 +333,8 @@ static uint32_t task_by_nstid(const struct tasks *t, uint32_t nstid)
 /* A PyThreadState as read: its id fields. */
 struct tsread {
 	uint64_t tstate;
-	uint64_t pthread;	/* thread_id */
-	uint64_t native;	/* native_thread_id, 0 if none */
+	uint64_t pthread; /* thread_id */
+	uint64_t native;  /* native_thread_id, 0 if none */
 };
 
 /*
@@ -350,8 +348,8 @@ static const size_t pthread_tid_offsets[] = { 0x2d0, 0x30, 0x38 };
  * PTHREAD_SCAN_THREADS; a thread that just ended may have left its state
  * behind) hold the id of one of the process's tasks, each a different one.
  */
-static bool tid_offset_fits(pid_t pid, const struct tsread *ts, size_t n,
-			    const struct tasks *t, size_t off)
+static bool tid_offset_fits(pid_t pid, const struct tsread *ts, size_t n, const struct tasks *t,
+			    size_t off)
 {
 	int32_t v, ids[PTHREAD_SCAN_THREADS];
 	size_t i, j, tried = 0, hits = 0;
@@ -372,8 +370,8 @@ static bool tid_offset_fits(pid_t pid, const struct tsread *ts, size_t n,
 }
 
 /* The libc's tid offset, proven on the threads themselves; -ENOENT when none fits. */
-static int pthread_tid_offset(pid_t pid, const struct tsread *ts, size_t n,
-			      const struct tasks *t, size_t *off)
+static int pthread_tid_offset(pid_t pid, const struct tsread *ts, size_t n, const struct tasks *t,
+			      size_t *off)
 {
 	size_t i;
 
@@ -497,7 +495,7 @@ int pyproc__threads(pid_t pid, const struct pyinfo *info, struct pythread *out, 
 			err = pthread_tid_offset(pid, ts, n, &tasks, &off);
 			if (err == -ENOENT) {
 				err = 0;
-				goto cleanup;	/* no thread can be placed */
+				goto cleanup; /* no thread can be placed */
 			}
 			if (err)
 				goto cleanup;
@@ -515,10 +513,10 @@ int pyproc__threads(pid_t pid, const struct pyinfo *info, struct pythread *out, 
 			nstid = (uint32_t)v;
 		}
 		if (!nstid)
-			continue;	/* not bound to an OS thread yet */
+			continue; /* not bound to an OS thread yet */
 		tid = need_tasks ? task_by_nstid(&tasks, nstid) : nstid;
 		if (!tid)
-			continue;	/* gone, or not a thread of this process */
+			continue; /* gone, or not a thread of this process */
 		out[w].tid = tid;
 		out[w].tstate = ts[i].tstate;
 		out[w].ident = ts[i].pthread;
@@ -557,7 +555,7 @@ int pyproc__gil(pid_t pid, struct pyinfo *info)
 	else
 		return -ENOTSUP;
 	if (rt_off >= 0) {
-		gil = info->runtime + rt_off - 8;	/* last_holder is at +8 */
+		gil = info->runtime + rt_off - 8; /* last_holder is at +8 */
 	} else {
 		err = pymem__read_u64(pid, info->runtime + l->rt_interp_head, &interp);
 		if (err)

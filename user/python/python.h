@@ -26,11 +26,11 @@
 #include "bpfprof.h"
 
 struct pyinfo {
-	uint32_t version;		/* PY_VERSION_HEX, e.g. 0x030c01f0 */
-	uint64_t runtime;		/* address of _PyRuntime in the target */
-	struct bpf_pyproc bpf;		/* layout for the BPF walker */
+	uint32_t version;      /* PY_VERSION_HEX, e.g. 0x030c01f0 */
+	uint64_t runtime;      /* address of _PyRuntime in the target */
+	struct bpf_pyproc bpf; /* layout for the BPF walker */
 	/* layout user space needs (offsets into the target's objects) */
-	uint32_t code_adaptive;		/* 3.11+: offset of co_code_adaptive in PyCodeObject */
+	uint32_t code_adaptive; /* 3.11+: offset of co_code_adaptive in PyCodeObject */
 	/* private: struct pylayout (user/python/pyimpl.h): tstate, code, str offsets */
 	uint8_t priv[512];
 };
@@ -57,9 +57,9 @@ int pyproc__probe(pid_t pid, int fd, const char *path, uint64_t bias, struct pyi
 int pyproc__gil(pid_t pid, struct pyinfo *info);
 
 struct pythread {
-	uint32_t tid;			/* native thread id (PyThreadState.native_thread_id) */
-	uint64_t tstate;		/* PyThreadState address */
-	uint64_t ident;			/* PyThreadState.thread_id: threading.get_ident() */
+	uint32_t tid;	 /* native thread id (PyThreadState.native_thread_id) */
+	uint64_t tstate; /* PyThreadState address */
+	uint64_t ident;	 /* PyThreadState.thread_id: threading.get_ident() */
 };
 
 /*
@@ -82,17 +82,17 @@ struct pyhint {
 
 /* Kept by the caller between pythreads__names calls on one process. */
 struct pynames_hints {
-	struct pyhint threading;	/* "threading" in the interpreter's modules */
-	struct pyhint active;		/* "_active" in threading's globals */
-	struct pyhint name;		/* "_name" in a Thread's attributes */
+	struct pyhint threading; /* "threading" in the interpreter's modules */
+	struct pyhint active;	 /* "_active" in threading's globals */
+	struct pyhint name;	 /* "_name" in a Thread's attributes */
 };
 
 /* UTF-8 bytes kept of a thread name, with its NUL; longer names are cut. */
 #define PYNAME_MAX 128
 
 struct pyname {
-	uint64_t ident;			/* threading.get_ident() of the thread */
-	char name[PYNAME_MAX];		/* "": the Thread's name could not be read */
+	uint64_t ident;	       /* threading.get_ident() of the thread */
+	char name[PYNAME_MAX]; /* "": the Thread's name could not be read */
 };
 
 /*
@@ -110,10 +110,10 @@ int pythreads__names(pid_t pid, const struct pyinfo *info, struct pynames_hints 
 /* A decoded code object. Strings are malloc'd (pycode__free). */
 #define PYCODE_IDENT 7
 struct pycode {
-	char *qualname;		/* co_qualname (3.11+), co_name before */
+	char *qualname; /* co_qualname (3.11+), co_name before */
 	char *filename;
 	uint32_t firstlineno;
-	uint8_t *linetable;	/* co_lnotab / co_linetable bytes */
+	uint8_t *linetable; /* co_lnotab / co_linetable bytes */
 	size_t linetable_len;
 	/*
 	 * A snapshot's table may be cut (PYSNAP_LINES_MAX): then only offsets
@@ -145,8 +145,8 @@ void pycode__free(struct pycode *c);
  * when it is known (non-zero), and both strings must share one type that is
  * not the line table's. Returns 0 or -EINVAL.
  */
-int pycode__from_snap(const struct pyinfo *info, const void *snap, size_t len,
-		      uint64_t code_type, struct pycode *out);
+int pycode__from_snap(const struct pyinfo *info, const void *snap, size_t len, uint64_t code_type,
+		      struct pycode *out);
 
 /*
  * The position BPF emits for a frame (f_lasti for 3.8-3.10; the instruction

@@ -33,7 +33,7 @@
 /* Entries scanned in one table: a modules dict has hundreds, never this many. */
 #define MAX_SCAN (1u << 16)
 /* Entries read from the target at once while scanning. */
-#define CHUNK 64
+#define CHUNK	    64
 #define MAX_INTERPS 8
 /* Code points of a name read; PYNAME_MAX bytes of them are kept. */
 #define NAME_READ_CHARS 128
@@ -42,9 +42,9 @@
 /* A dict table beyond 2^26 slots is not one a process here has. */
 #define MAX_LOG2_SIZE 26
 
-#define TPFLAGS_INLINE_VALUES (1UL << 2)	/* 3.13+ */
-#define TPFLAGS_MANAGED_DICT (1UL << 4)		/* 3.11+ */
-#define TPFLAGS_HEAPTYPE (1UL << 9)
+#define TPFLAGS_INLINE_VALUES (1UL << 2) /* 3.13+ */
+#define TPFLAGS_MANAGED_DICT  (1UL << 4) /* 3.11+ */
+#define TPFLAGS_HEAPTYPE      (1UL << 9)
 
 static uint64_t get_u64(const uint8_t *buf, int32_t off)
 {
@@ -64,8 +64,7 @@ static uint32_t get_u32(const uint8_t *buf, int32_t off)
 
 /* ---- pure decoding ---- */
 
-int pykeys__parse(const struct pylayout *l, uint64_t addr, const uint8_t *hdr,
-		  struct pykeys *k)
+int pykeys__parse(const struct pylayout *l, uint64_t addr, const uint8_t *hdr, struct pykeys *k)
 {
 	uint64_t nentries, size, index_bytes;
 
@@ -147,8 +146,11 @@ int pylong__u64(const struct pylayout *l, const uint8_t *obj, size_t len, uint64
 /* Bytes of the UTF-8 sequence s starts, 0 if s does not start one. */
 static size_t utf8_len(const unsigned char *s)
 {
-	size_t n = s[0] < 0x80 ? 1 : (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3 :
-		   (s[0] & 0xf8) == 0xf0 ? 4 : 0;
+	size_t n = s[0] < 0x80		   ? 1
+		   : (s[0] & 0xe0) == 0xc0 ? 2
+		   : (s[0] & 0xf0) == 0xe0 ? 3
+		   : (s[0] & 0xf8) == 0xf0 ? 4
+					   : 0;
 
 	for (size_t i = 1; i < n; i++)
 		if ((s[i] & 0xc0) != 0x80)
@@ -204,7 +206,7 @@ struct rd {
 /* A dict's table: its keys, and for a split table its values. */
 struct table {
 	uint64_t keys;
-	uint64_t values;	/* split: address of values[0]; combined: 0 */
+	uint64_t values; /* split: address of values[0]; combined: 0 */
 	struct pykeys k;
 };
 
@@ -323,13 +325,13 @@ static int read_entries(struct rd *r, const struct table *t, uint32_t from, uint
 }
 
 /* The value of entry ix whose key is key, if that key is want; 1 found, 0 not. */
-static int try_entry(struct rd *r, const struct table *t, uint32_t ix, uint64_t key,
-		     uint64_t val, const char *want, uint64_t *out)
+static int try_entry(struct rd *r, const struct table *t, uint32_t ix, uint64_t key, uint64_t val,
+		     const char *want, uint64_t *out)
 {
 	int ret;
 
 	if (!key || (!t->values && !val))
-		return 0;	/* empty, or deleted */
+		return 0; /* empty, or deleted */
 	/* a table holds a reference to its key: the same entry, the same key */
 	if (r->match.keys != t->keys || r->match.ix != ix || r->match.key != key ||
 	    r->match.want != want) {
@@ -347,7 +349,7 @@ static int try_entry(struct rd *r, const struct table *t, uint32_t ix, uint64_t 
 			return ret;
 	}
 	if (!val)
-		return 0;	/* this instance does not have that attribute */
+		return 0; /* this instance does not have that attribute */
 	*out = val;
 	return 1;
 }
@@ -391,8 +393,7 @@ static int table_find(struct rd *r, const struct table *t, const char *want, str
 	return -ENOENT;
 }
 
-static int dict_find(struct rd *r, uint64_t dict, const char *want, struct pyhint *h,
-		     uint64_t *out)
+static int dict_find(struct rd *r, uint64_t dict, const char *want, struct pyhint *h, uint64_t *out)
 {
 	struct table t;
 	int err = dict_table(r, dict, &t);
@@ -464,7 +465,7 @@ static int attr_table(struct rd *r, uint64_t obj, struct table *t)
 		return -EINVAL;
 	err = pymem__read(r->pid, obj - pre, buf, pre + (size_t)l->ob_type + 8);
 	if (err == -EFAULT && pre) {
-		pre = 0;	/* nothing before it: not an object with a managed dict */
+		pre = 0; /* nothing before it: not an object with a managed dict */
 		err = pymem__read(r->pid, obj, buf, (size_t)l->ob_type + 8);
 	}
 	if (err)
@@ -504,7 +505,7 @@ static int attr_table(struct rd *r, uint64_t obj, struct table *t)
 				if (err)
 					return bad(err);
 				if (!hdr[3])
-					return -ENOENT;	/* not valid, and no dict: none */
+					return -ENOENT; /* not valid, and no dict: none */
 				return keys ? table_load(r, keys, values, t) : -EINVAL;
 			}
 		default:
@@ -515,10 +516,10 @@ static int attr_table(struct rd *r, uint64_t obj, struct table *t)
 		if (err)
 			return bad(err);
 	} else {
-		return -EINVAL;	/* no instance dict: not a Thread */
+		return -EINVAL; /* no instance dict: not a Thread */
 	}
 	if (!dict)
-		return -ENOENT;	/* no attributes at all */
+		return -ENOENT; /* no attributes at all */
 	return dict_table(r, dict, t);
 }
 
@@ -600,7 +601,7 @@ static int active_names(struct rd *r, uint64_t active, struct pynames_hints *hin
 			if (err == -ESRCH)
 				return err;
 			if (err || !p->ident)
-				return -EINVAL;	/* _active is keyed by idents: this is not it */
+				return -EINVAL; /* _active is keyed by idents: this is not it */
 			err = thread_name(r, val[i], &hints->name, p->name);
 			if (err == -ESRCH)
 				return err;
@@ -613,8 +614,7 @@ static int active_names(struct rd *r, uint64_t active, struct pynames_hints *hin
 }
 
 /* threading._active of one interpreter: its address, or -ENOENT. */
-static int find_active(struct rd *r, uint64_t interp, struct pynames_hints *hints,
-		       uint64_t *active)
+static int find_active(struct rd *r, uint64_t interp, struct pynames_hints *hints, uint64_t *active)
 {
 	uint64_t modules, module, globals;
 	int err;
@@ -623,7 +623,7 @@ static int find_active(struct rd *r, uint64_t interp, struct pynames_hints *hint
 	if (err)
 		return bad(err);
 	if (!modules)
-		return -ENOENT;	/* not initialized yet, or finalized */
+		return -ENOENT; /* not initialized yet, or finalized */
 	err = dict_find(r, modules, "threading", &hints->threading, &module);
 	if (!err)
 		err = check_type(r, module, PY_T_MODULE);
@@ -645,8 +645,7 @@ int pythreads__names(pid_t pid, const struct pyinfo *info, struct pynames_hints 
 	bool found = false;
 	int err, first_err = -ENOENT;
 
-	if (!info->runtime || l->is_modules <= 0 || !l->keys_fmt || !l->inst_dict ||
-	    !l->long_fmt)
+	if (!info->runtime || l->is_modules <= 0 || !l->keys_fmt || !l->inst_dict || !l->long_fmt)
 		return -ENOTSUP;
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -661,7 +660,7 @@ int pythreads__names(pid_t pid, const struct pyinfo *info, struct pynames_hints 
 	while (interp && ninterp < MAX_INTERPS) {
 		for (size_t i = 0; i < ninterp; i++)
 			if (interps[i] == interp)
-				goto done;	/* a cycle */
+				goto done; /* a cycle */
 		interps[ninterp++] = interp;
 		n0 = n;
 		err = find_active(r, interp, hints, &active);
@@ -670,7 +669,7 @@ int pythreads__names(pid_t pid, const struct pyinfo *info, struct pynames_hints 
 		if (!err) {
 			found = true;
 		} else {
-			n = n0;	/* none of a table that turned out not to be one */
+			n = n0; /* none of a table that turned out not to be one */
 			if (err == -ESRCH || first_err == -ENOENT)
 				first_err = err;
 		}

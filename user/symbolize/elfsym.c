@@ -40,8 +40,8 @@
 
 struct sym {
 	uint64_t start;
-	uint32_t len;	/* never 0: symbols that cover nothing are dropped */
-	uint32_t name;	/* offset in es->pool */
+	uint32_t len;  /* never 0: symbols that cover nothing are dropped */
+	uint32_t name; /* offset in es->pool */
 };
 
 struct seg {
@@ -65,10 +65,10 @@ struct elfsym {
 struct cand {
 	uint64_t start;
 	uint64_t size;
-	uint64_t sec_end;	/* bounds a symbol without size */
+	uint64_t sec_end; /* bounds a symbol without size */
 	const char *name;
-	uint32_t order;		/* keeps alias choice deterministic */
-	uint8_t rank;		/* higher is the better name among aliases */
+	uint32_t order; /* keeps alias choice deterministic */
+	uint8_t rank;	/* higher is the better name among aliases */
 };
 
 struct cands {
@@ -80,12 +80,15 @@ struct cands {
 /* An ELF image being read: a file, or decompressed MiniDebugInfo in mem. */
 struct elfimg {
 	Elf *elf;
-	int fd;		/* ours to close, or -1 */
-	void *mem;	/* ours to free, or NULL */
+	int fd;	   /* ours to close, or -1 */
+	void *mem; /* ours to free, or NULL */
 	size_t size;
 };
 
-#define ELFIMG_INIT { .elf = NULL, .fd = -1, .mem = NULL, .size = 0 }
+#define ELFIMG_INIT                                           \
+	{                                                     \
+		.elf = NULL, .fd = -1, .mem = NULL, .size = 0 \
+	}
 
 struct secinfo {
 	uint64_t addr;
@@ -623,8 +626,7 @@ static int open_by_build_id(struct elfimg *dbg, const uint8_t *id, int idlen,
 	if (err)
 		goto fail;
 	/* A stale debug file from an older build would name the wrong code. */
-	if (find_build_id(dbg->elf, dbg_id, sizeof(dbg_id)) != idlen ||
-	    memcmp(dbg_id, id, idlen)) {
+	if (find_build_id(dbg->elf, dbg_id, sizeof(dbg_id)) != idlen || memcmp(dbg_id, id, idlen)) {
 		err = -ESTALE;
 		goto fail;
 	}

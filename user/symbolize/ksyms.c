@@ -21,9 +21,9 @@
 
 struct ksym {
 	uint64_t addr;
-	uint32_t name;	/* offset in ks->pool, or KSYM_BOUNDARY */
-	uint16_t mod;	/* index in ks->mods; 0 for vmlinux */
-	uint8_t bind;	/* 2 global, 1 weak, 0 local: picks among aliases */
+	uint32_t name; /* offset in ks->pool, or KSYM_BOUNDARY */
+	uint16_t mod;  /* index in ks->mods; 0 for vmlinux */
+	uint8_t bind;  /* 2 global, 1 weak, 0 local: picks among aliases */
 	uint8_t pad;
 };
 
@@ -32,7 +32,7 @@ struct ksyms {
 	size_t nsyms;
 	uint64_t ntext;
 	char *pool;
-	uint32_t *mods;	/* pool offsets of module names; mods[0] unused */
+	uint32_t *mods; /* pool offsets of module names; mods[0] unused */
 	size_t nmods;
 };
 

@@ -20,7 +20,8 @@ void ksyms__free(struct ksyms *ks);
  * same module and not past the end of kernel text), its distance in *off and
  * its module name in *module (NULL for vmlinux). NULL when none.
  */
-const char *ksyms__lookup(const struct ksyms *ks, uint64_t addr, uint64_t *off, const char **module);
+const char *ksyms__lookup(const struct ksyms *ks, uint64_t addr, uint64_t *off,
+			  const char **module);
 /* Number of symbols loaded. */
 uint64_t ksyms__count(const struct ksyms *ks);
 

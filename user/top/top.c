@@ -43,8 +43,8 @@ struct top {
 	struct ksyms *ks;
 	struct fn_stat *fns;
 	size_t nfns, cap;
-	int64_t samples;	/* in the shown second */
-	uint32_t shown;		/* refreshes */
+	int64_t samples; /* in the shown second */
+	uint32_t shown;	 /* refreshes */
 };
 
 static bool top_mode;
@@ -119,7 +119,7 @@ static void keys(struct recorder *r, struct top *t)
 			break;
 		case 's':
 			t->by_total = false;
-			t->next_ns = 0;	/* redraw now */
+			t->next_ns = 0; /* redraw now */
 			break;
 		case 't':
 			t->by_total = true;
@@ -185,7 +185,7 @@ static void tally(struct top *t, const struct profile *p)
 		int64_t n = s->values[p->default_value];
 		bool leaf = true;
 
-		if (env.thread_filter) {	/* --thread: its "name [tid]" frame must match */
+		if (env.thread_filter) { /* --thread: its "name [tid]" frame must match */
 			bool match = false;
 
 			for (uint32_t j = 0; j < s->nframes && !match; j++) {
@@ -215,7 +215,8 @@ static void tally(struct top *t, const struct profile *p)
 				fs->self += n;
 			leaf = false;
 			/* recursion counts once towards total */
-			if (seen && htab__upsert(seen, f->name, len, htab__hash(f->name, len), &e) == 0)
+			if (seen &&
+			    htab__upsert(seen, f->name, len, htab__hash(f->name, len), &e) == 0)
 				continue;
 			fs->total += n;
 		}
@@ -335,7 +336,7 @@ int top__run(void)
 	}
 	top_mode = true;
 	if (env.thread_filter)
-		env.per_thread = true;	/* samples keep their thread */
+		env.per_thread = true; /* samples keep their thread */
 	env.ev_cpu = true;
 	env.no_output = true;
 	return record__run();

@@ -34,56 +34,56 @@
 #include "unwind/cfi.h"
 
 /* Pointer encodings: LSB 5.0, "DWARF Extensions", DW_EH_PE_*. */
-#define PE_ABSPTR 0x00
+#define PE_ABSPTR  0x00
 #define PE_ULEB128 0x01
-#define PE_UDATA2 0x02
-#define PE_UDATA4 0x03
-#define PE_UDATA8 0x04
+#define PE_UDATA2  0x02
+#define PE_UDATA4  0x03
+#define PE_UDATA8  0x04
 #define PE_SLEB128 0x09
-#define PE_SDATA2 0x0a
-#define PE_SDATA4 0x0b
-#define PE_SDATA8 0x0c
-#define PE_PCREL 0x10
+#define PE_SDATA2  0x0a
+#define PE_SDATA4  0x0b
+#define PE_SDATA8  0x0c
+#define PE_PCREL   0x10
 #define PE_DATAREL 0x30
 #define PE_ALIGNED 0x50
-#define PE_OMIT 0xff
+#define PE_OMIT	   0xff
 
 /* DWARF 5 section 6.4.2, plus the GNU extensions binutils knows. */
-#define CFA_advance_loc 0x1
-#define CFA_offset 0x2
-#define CFA_restore 0x3
-#define CFA_nop 0x00
-#define CFA_set_loc 0x01
-#define CFA_advance_loc1 0x02
-#define CFA_advance_loc2 0x03
-#define CFA_advance_loc4 0x04
-#define CFA_offset_extended 0x05
-#define CFA_restore_extended 0x06
-#define CFA_undefined 0x07
-#define CFA_same_value 0x08
-#define CFA_register 0x09
-#define CFA_remember_state 0x0a
-#define CFA_restore_state 0x0b
-#define CFA_def_cfa 0x0c
-#define CFA_def_cfa_register 0x0d
-#define CFA_def_cfa_offset 0x0e
-#define CFA_def_cfa_expression 0x0f
-#define CFA_expression 0x10
-#define CFA_offset_extended_sf 0x11
-#define CFA_def_cfa_sf 0x12
-#define CFA_def_cfa_offset_sf 0x13
-#define CFA_val_offset 0x14
-#define CFA_val_offset_sf 0x15
-#define CFA_val_expression 0x16
-#define CFA_MIPS_advance_loc8 0x1d
-#define CFA_GNU_window_save 0x2d
-#define CFA_GNU_args_size 0x2e
+#define CFA_advance_loc			 0x1
+#define CFA_offset			 0x2
+#define CFA_restore			 0x3
+#define CFA_nop				 0x00
+#define CFA_set_loc			 0x01
+#define CFA_advance_loc1		 0x02
+#define CFA_advance_loc2		 0x03
+#define CFA_advance_loc4		 0x04
+#define CFA_offset_extended		 0x05
+#define CFA_restore_extended		 0x06
+#define CFA_undefined			 0x07
+#define CFA_same_value			 0x08
+#define CFA_register			 0x09
+#define CFA_remember_state		 0x0a
+#define CFA_restore_state		 0x0b
+#define CFA_def_cfa			 0x0c
+#define CFA_def_cfa_register		 0x0d
+#define CFA_def_cfa_offset		 0x0e
+#define CFA_def_cfa_expression		 0x0f
+#define CFA_expression			 0x10
+#define CFA_offset_extended_sf		 0x11
+#define CFA_def_cfa_sf			 0x12
+#define CFA_def_cfa_offset_sf		 0x13
+#define CFA_val_offset			 0x14
+#define CFA_val_offset_sf		 0x15
+#define CFA_val_expression		 0x16
+#define CFA_MIPS_advance_loc8		 0x1d
+#define CFA_GNU_window_save		 0x2d
+#define CFA_GNU_args_size		 0x2e
 #define CFA_GNU_negative_offset_extended 0x2f
 
 /* x86-64 psABI DWARF register numbers. */
 #define REG_RBP 6
 #define REG_RSP 7
-#define REG_RA 16
+#define REG_RA	16
 
 /*
  * GCC nests remember_state two or three deep; anything near this is not a
@@ -94,15 +94,15 @@
 struct rd {
 	const uint8_t *p;
 	const uint8_t *end;
-	bool bad;	/* sticky: every later read returns 0 */
+	bool bad; /* sticky: every later read returns 0 */
 };
 
 /* How a register is recovered; the DWARF register rules. */
 enum how {
-	HOW_UNREF = 0,	/* not mentioned: the ABI default (callee-saved: same value) */
+	HOW_UNREF = 0, /* not mentioned: the ABI default (callee-saved: same value) */
 	HOW_UNDEF,
 	HOW_SAME,
-	HOW_OFF,	/* saved at CFA + off */
+	HOW_OFF, /* saved at CFA + off */
 	HOW_VAL_OFF,
 	HOW_REG,
 	HOW_EXPR,
@@ -111,9 +111,9 @@ enum how {
 
 enum cfa_how {
 	CFA_UNSET = 0,
-	CFA_REG,	/* cfa_reg + cfa_off */
-	CFA_PLT,	/* the PLT expression, with threshold plt_lit */
-	CFA_EXPR,	/* any other expression */
+	CFA_REG,  /* cfa_reg + cfa_off */
+	CFA_PLT,  /* the PLT expression, with threshold plt_lit */
+	CFA_EXPR, /* any other expression */
 };
 
 struct rule {
@@ -132,11 +132,11 @@ struct state {
 };
 
 struct cie {
-	uint64_t off;		/* cache key: section offset of the CIE */
+	uint64_t off; /* cache key: section offset of the CIE */
 	uint64_t code_align;
 	int64_t data_align;
 	uint64_t ra_reg;
-	struct state init;	/* after the initial instructions; DW_CFA_restore's target */
+	struct state init; /* after the initial instructions; DW_CFA_restore's target */
 	uint8_t fde_enc;
 	uint8_t addr_size;
 	bool aug_z;
@@ -148,7 +148,7 @@ struct cie {
 struct run {
 	uint64_t start;
 	uint64_t end;
-	uint64_t order;		/* tie-break: position in the sections */
+	uint64_t order; /* tie-break: position in the sections */
 	uint32_t first;
 	uint32_t n;
 };
@@ -156,8 +156,8 @@ struct run {
 struct sect {
 	const uint8_t *data;
 	size_t size;
-	uint64_t addr;		/* sh_addr: the base of pcrel pointers */
-	bool eh;		/* .eh_frame rules (CIE id 0, relative CIE pointers) */
+	uint64_t addr; /* sh_addr: the base of pcrel pointers */
+	bool eh;       /* .eh_frame rules (CIE id 0, relative CIE pointers) */
 };
 
 struct range {
@@ -166,11 +166,11 @@ struct range {
 
 struct ctx {
 	struct sect sect;
-	uint64_t got;		/* DW_EH_PE_datarel base */
+	uint64_t got; /* DW_EH_PE_datarel base */
 	bool have_got;
 	uint64_t order_base;
 
-	struct cie *cies;	/* sorted by off */
+	struct cie *cies; /* sorted by off */
 	size_t ncies, cap_cies, last_cie;
 
 	struct run *runs;
@@ -179,7 +179,7 @@ struct ctx {
 	struct unwind_row *tmp;
 	size_t ntmp, cap_tmp;
 
-	struct range exec[16];	/* executable PT_LOADs */
+	struct range exec[16]; /* executable PT_LOADs */
 	size_t nexec;
 	bool check_exec;
 
@@ -190,8 +190,8 @@ struct ctx {
 /* One step of a CFA program: where it is and where its rows go. */
 struct prog {
 	const struct cie *cie;
-	const struct state *init;	/* NULL while running the CIE's own program */
-	struct run *run;		/* NULL likewise: a CIE makes no rows */
+	const struct state *init; /* NULL while running the CIE's own program */
+	struct run *run;	  /* NULL likewise: a CIE makes no rows */
 	uint64_t loc;
 };
 
@@ -354,9 +354,9 @@ static uint64_t rd_ptr(struct rd *r, const struct ctx *c, uint8_t enc, uint8_t a
 
 struct entry {
 	uint64_t id;
-	uint64_t id_off;	/* section offset of the CIE id / CIE pointer */
-	uint64_t next;		/* section offset of the next entry */
-	struct rd body;		/* after the id, to the end of the entry */
+	uint64_t id_off; /* section offset of the CIE id / CIE pointer */
+	uint64_t next;	 /* section offset of the next entry */
+	struct rd body;	 /* after the id, to the end of the entry */
 	bool terminator;
 	bool dwarf64;
 };
@@ -385,7 +385,7 @@ static int read_entry(const struct sect *s, uint64_t off, struct entry *e)
 		len = rd_u64(&r);
 		dwarf64 = true;
 	} else if (len >= 0xfffffff0) {
-		return -EINVAL;	/* reserved by DWARF for future formats */
+		return -EINVAL; /* reserved by DWARF for future formats */
 	}
 	if (r.bad || len > (uint64_t)(r.end - r.p))
 		return -EINVAL;
@@ -517,7 +517,7 @@ static int push_row(struct ctx *c, struct prog *pg, const struct state *st)
 		*last = row;
 		if (run->n > 1 && same_rule(last - 1, last)) {
 			run->n--;
-			c->ntmp--;	/* the run being built is always the last */
+			c->ntmp--; /* the run being built is always the last */
 		}
 		return 0;
 	}
@@ -536,7 +536,7 @@ static int advance(struct ctx *c, struct prog *pg, const struct state *st, uint6
 	int err;
 
 	if (!pg->run || to < pg->loc)
-		return -EINVAL;	/* a CIE has no location; rows only go forward */
+		return -EINVAL; /* a CIE has no location; rows only go forward */
 	err = push_row(c, pg, st);
 	if (err)
 		return err;
@@ -579,12 +579,12 @@ static int64_t factor(uint64_t v, int64_t data_align)
 static bool plt_expr(const uint8_t *p, uint64_t len, uint8_t *lit)
 {
 	static const uint8_t pat[] = {
-		0x77, 0x08,	/* DW_OP_breg7 (rsp) 8 */
-		0x80, 0x00,	/* DW_OP_breg16 (rip) 0 */
-		0x3f, 0x1a,	/* DW_OP_lit15; DW_OP_and */
-		0x3b, 0x2a,	/* DW_OP_lit11; DW_OP_ge */
-		0x33, 0x24,	/* DW_OP_lit3; DW_OP_shl */
-		0x22,		/* DW_OP_plus */
+		0x77, 0x08, /* DW_OP_breg7 (rsp) 8 */
+		0x80, 0x00, /* DW_OP_breg16 (rip) 0 */
+		0x3f, 0x1a, /* DW_OP_lit15; DW_OP_and */
+		0x3b, 0x2a, /* DW_OP_lit11; DW_OP_ge */
+		0x33, 0x24, /* DW_OP_lit3; DW_OP_shl */
+		0x22,	    /* DW_OP_plus */
 	};
 
 	if (len != sizeof(pat) || memcmp(p, pat, 6) || memcmp(p + 7, pat + 7, sizeof(pat) - 7))
@@ -797,7 +797,7 @@ static void parse_aug(struct ctx *c, struct cie *cie, const char *aug, struct rd
 		case 'S':
 			cie->signal = true;
 			break;
-		case 'B':	/* AArch64 BTI, G: MTE; no data */
+		case 'B': /* AArch64 BTI, G: MTE; no data */
 		case 'G':
 			break;
 		default:
@@ -832,15 +832,15 @@ static void parse_cie(struct ctx *c, uint64_t off, struct cie *cie)
 	n = strnlen(aug, (size_t)(r.end - r.p));
 	rd_skip(&r, n + 1);
 	if (r.bad)
-		return;			/* no NUL before the end */
+		return; /* no NUL before the end */
 	if (!strcmp(aug, "eh"))
-		rd_skip(&r, cie->addr_size);	/* GCC 2.x's eh_ptr */
+		rd_skip(&r, cie->addr_size); /* GCC 2.x's eh_ptr */
 	else if (n && aug[0] != 'z')
-		return;				/* unknown layout: cannot find the instructions */
+		return; /* unknown layout: cannot find the instructions */
 	if (version == 4) {
 		cie->addr_size = rd_u8(&r);
 		if (rd_u8(&r) != 0 || (cie->addr_size != 4 && cie->addr_size != 8))
-			return;			/* segment selectors: not on x86-64 */
+			return; /* segment selectors: not on x86-64 */
 	}
 	cie->code_align = rd_uleb(&r);
 	cie->data_align = rd_sleb(&r);
@@ -929,11 +929,11 @@ static int do_fde(struct ctx *c, const struct entry *e)
 	start = rd_ptr(&r, c, cie->fde_enc, cie->addr_size);
 	range = rd_val(&r, cie->fde_enc & 0x0f, cie->addr_size);
 	if (cie->aug_z)
-		rd_skip(&r, rd_uleb(&r));	/* the LSDA pointer, if any */
+		rd_skip(&r, rd_uleb(&r)); /* the LSDA pointer, if any */
 	if (r.bad || start + range < start)
 		return -EINVAL;
 	if (!range || !in_exec(c, start))
-		return 1;	/* empty, or code the linker discarded */
+		return 1; /* empty, or code the linker discarded */
 
 	err = grow((void **)&c->runs, &c->cap_runs, c->nruns + 1, sizeof(*c->runs), 1024);
 	if (err)
@@ -972,7 +972,7 @@ static int walk_section(struct ctx *c)
 	c->last_cie = 0;
 	for (off = 0; off < c->sect.size; off = e.next) {
 		if (read_entry(&c->sect, off, &e)) {
-			c->stats->bad_fdes++;	/* lost the thread: the rest is unreadable */
+			c->stats->bad_fdes++; /* lost the thread: the rest is unreadable */
 			break;
 		}
 		if (e.terminator || entry_is_cie(&c->sect, &e))
@@ -1062,7 +1062,7 @@ static void emit(struct out *o, uint64_t pc, const struct unwind_row *r)
 
 struct open_run {
 	const struct run *run;
-	uint32_t i;	/* the row in force */
+	uint32_t i; /* the row in force */
 };
 
 /*
@@ -1120,7 +1120,7 @@ static int sweep(struct ctx *c, struct out *o)
 static Elf_Data *section_data(Elf_Scn *scn, const GElf_Shdr *sh, const char *name)
 {
 	if (sh->sh_type == SHT_NOBITS)
-		return NULL;	/* e.g. .eh_frame in a separate debug file */
+		return NULL; /* e.g. .eh_frame in a separate debug file */
 	if (sh->sh_flags & SHF_COMPRESSED) {
 		if (elf_compress(scn, 0, 0) < 0)
 			return NULL;
@@ -1164,12 +1164,12 @@ static int find_sections(Elf *elf, struct sect *eh, struct sect *df, struct ctx 
 	if (eh_scn && (d = section_data(eh_scn, &eh_sh, ".eh_frame")) && d->d_buf) {
 		*eh = (struct sect){ d->d_buf, d->d_size, eh_sh.sh_addr, true };
 	} else if (eh_scn && eh_sh.sh_type != SHT_NOBITS && eh_sh.sh_size) {
-		return -ENOEXEC;	/* there, but unreadable: truncated file */
+		return -ENOEXEC; /* there, but unreadable: truncated file */
 	}
 	if (df_scn && (d = section_data(df_scn, &df_sh, df_name)) && d->d_buf) {
 		*df = (struct sect){ d->d_buf, d->d_size, df_sh.sh_addr, false };
 	} else if (df_scn && df_sh.sh_type != SHT_NOBITS && df_sh.sh_size && !eh->data) {
-		return -ENOEXEC;	/* with .eh_frame there, it only loses the extras */
+		return -ENOEXEC; /* with .eh_frame there, it only loses the extras */
 	}
 	return 0;
 }

@@ -23,8 +23,8 @@ enum cfa_rule {
 	 * (-z ibtplt: 9 with binutils 2.40).
 	 */
 	CFA_RULE_PLT = 3,
-	CFA_RULE_END = 4,	  /* outermost frame (RIP undefined, e.g. _start): stop cleanly */
-	CFA_RULE_SIGNAL = 5,	  /* signal trampoline ('S' augmentation, __restore_rt) */
+	CFA_RULE_END = 4,    /* outermost frame (RIP undefined, e.g. _start): stop cleanly */
+	CFA_RULE_SIGNAL = 5, /* signal trampoline ('S' augmentation, __restore_rt) */
 };
 
 enum rbp_rule {
@@ -34,19 +34,19 @@ enum rbp_rule {
 };
 
 struct unwind_row {
-	uint64_t pc;		/* ELF virtual address where this row starts */
+	uint64_t pc; /* ELF virtual address where this row starts */
 	int32_t cfa_off;
 	int16_t rbp_off;
-	uint8_t cfa_rule;	/* enum cfa_rule */
-	uint8_t rbp_rule;	/* enum rbp_rule */
+	uint8_t cfa_rule; /* enum cfa_rule */
+	uint8_t rbp_rule; /* enum rbp_rule */
 };
 
 struct cfi_stats {
-	uint32_t fdes;		/* FDEs read */
-	uint32_t rows_raw;	/* rows before merging identical neighbours */
-	uint32_t unsupported;	/* rows whose CFA rule could not be expressed */
-	uint32_t bad_fdes;	/* malformed FDEs skipped */
-	uint32_t dropped_fdes;	/* well-formed but unused: empty, outside every executable
+	uint32_t fdes;	       /* FDEs read */
+	uint32_t rows_raw;     /* rows before merging identical neighbours */
+	uint32_t unsupported;  /* rows whose CFA rule could not be expressed */
+	uint32_t bad_fdes;     /* malformed FDEs skipped */
+	uint32_t dropped_fdes; /* well-formed but unused: empty, outside every executable
 				 * PT_LOAD (discarded by the linker), or .debug_frame
 				 * duplicating .eh_frame */
 	/*

@@ -23,19 +23,21 @@
 #define MAX_SEGS 16
 
 enum otable_state {
-	OT_NONE = 0,	/* not tried */
-	OT_READY,	/* rows [first, first + count) */
-	OT_NO_TABLE,	/* no CFI, unreadable or no room: frame pointers */
+	OT_NONE = 0, /* not tried */
+	OT_READY,    /* rows [first, first + count) */
+	OT_NO_TABLE, /* no CFI, unreadable or no room: frame pointers */
 };
 
 struct otable {
 	uint32_t state;
 	uint32_t first, count;
 	uint32_t refs;
-	uint32_t owner;			/* objfile id whose rows this file shares (same build id) */
-	uint64_t base;			/* vaddr of row pc 0 */
+	uint32_t owner; /* objfile id whose rows this file shares (same build id) */
+	uint64_t base;	/* vaddr of row pc 0 */
 	uint32_t nsegs;
-	struct { uint64_t off, filesz, vaddr; } segs[MAX_SEGS];	/* PT_LOAD */
+	struct {
+		uint64_t off, filesz, vaddr;
+	} segs[MAX_SEGS]; /* PT_LOAD */
 };
 
 struct extent {
@@ -43,22 +45,22 @@ struct extent {
 };
 
 struct pentry {
-	uint32_t *objs;	/* objfile ids whose tables this process holds */
+	uint32_t *objs; /* objfile ids whose tables this process holds */
 	uint32_t nobjs;
 };
 
 struct unwinder {
 	int rows_fd, procs_fd, gen_fd;
-	uint32_t gen;		/* unwind_gen: bumped when rows are freed (BPF's row cache) */
+	uint32_t gen; /* unwind_gen: bumped when rows are freed (BPF's row cache) */
 	uint32_t cap;
-	uint32_t bump;		/* rows below are allocated or on the free list */
-	struct extent *free;	/* freed extents, first fit */
+	uint32_t bump;	     /* rows below are allocated or on the free list */
+	struct extent *free; /* freed extents, first fit */
 	uint32_t nfree, capfree;
-	struct otable *tables;	/* by objfile id */
+	struct otable *tables; /* by objfile id */
 	uint32_t ntables;
 	struct objtab *objs;
-	struct htab *procs;	/* pid -> struct pentry * */
-	struct htab *by_bid;	/* build id -> objfile id owning its rows */
+	struct htab *procs;  /* pid -> struct pentry * */
+	struct htab *by_bid; /* build id -> objfile id owning its rows */
 	struct bpf_proc_unwind *buf;
 	struct unwinder_stats st;
 };
@@ -165,7 +167,7 @@ static void rows_free(struct unwinder *u, uint32_t first, uint32_t n)
 		struct extent *v = realloc(u->free, cap * sizeof(*v));
 
 		if (!v)
-			return;	/* leaked until exit: only capacity is lost */
+			return; /* leaked until exit: only capacity is lost */
 		u->free = v;
 		u->capfree = cap;
 	}
@@ -232,20 +234,21 @@ static uint32_t convert(struct unwinder *u, const struct unwind_row *in, size_t 
 		struct bpf_urow o = { 0 };
 
 		if (r->pc - base > UINT32_MAX)
-			break;	/* a 4 GiB text: the rest unwinds as unsupported */
+			break; /* a 4 GiB text: the rest unwinds as unsupported */
 		o.pc = r->pc - base;
 		if ((cfa == CFA_RULE_SP || cfa == CFA_RULE_FP) &&
 		    (r->cfa_off > INT16_MAX || r->cfa_off < INT16_MIN)) {
 			cfa = CFA_RULE_UNSUPPORTED;
 		}
-		if (rbp == RBP_RULE_CFA && (r->rbp_off % 8 || r->rbp_off / 8 > INT8_MAX ||
-					    r->rbp_off / 8 < INT8_MIN))
+		if (rbp == RBP_RULE_CFA &&
+		    (r->rbp_off % 8 || r->rbp_off / 8 > INT8_MAX || r->rbp_off / 8 < INT8_MIN))
 			rbp = RBP_RULE_UNSUPPORTED;
 		if (cfa == CFA_RULE_UNSUPPORTED)
 			u->st.rows_unsupported++;
 		/* PLT rows carry the threshold of their expression (11, or 9 for IBT PLTs) */
 		o.cfa_off = (cfa == CFA_RULE_SP || cfa == CFA_RULE_FP || cfa == CFA_RULE_PLT)
-				    ? r->cfa_off : 0;
+				    ? r->cfa_off
+				    : 0;
 		o.rbp_off8 = rbp == RBP_RULE_CFA ? r->rbp_off / 8 : 0;
 		/* cfi.h's rule numbers are the BPF ones (checked in tests) */
 		o.rules = rules(cfa, rbp);
@@ -262,7 +265,9 @@ static uint32_t convert(struct unwinder *u, const struct unwind_row *in, size_t 
 static int upload(struct unwinder *u, const struct unwind_row *rows, size_t n, uint32_t first,
 		  uint64_t base, uint32_t *written)
 {
-	enum { CHUNK = 65536 };
+	enum {
+		CHUNK = 65536
+	};
 	struct bpf_urow *vals = malloc(CHUNK * sizeof(*vals));
 	uint32_t *keys = malloc(CHUNK * sizeof(*keys));
 	size_t done = 0;
@@ -285,7 +290,7 @@ static int upload(struct unwinder *u, const struct unwind_row *rows, size_t n, u
 		}
 		*written += got;
 		if (got < want)
-			break;	/* the rest is beyond 4 GiB of text */
+			break; /* the rest is beyond 4 GiB of text */
 		done += want;
 	}
 out:
@@ -354,7 +359,7 @@ static void release(struct unwinder *u, uint32_t id)
 		u->st.rows_used -= t->count;
 		u->st.tables_evicted++;
 	}
-	t->state = OT_NONE;	/* rebuilt if the file is mapped again */
+	t->state = OT_NONE; /* rebuilt if the file is mapped again */
 	t->owner = 0;
 }
 

@@ -19,14 +19,14 @@ struct unwinder;
 
 struct unwinder_stats {
 	uint64_t tables;	/* files compiled */
-	uint64_t tables_failed;	/* no CFI, unreadable, or no room: frame pointers instead */
+	uint64_t tables_failed; /* no CFI, unreadable, or no room: frame pointers instead */
 	uint64_t tables_evicted;
-	uint64_t tables_shared;	/* files served by another file's table (same build id) */
+	uint64_t tables_shared; /* files served by another file's table (same build id) */
 	uint64_t rows_used, rows_cap, rows_peak;
-	uint64_t build_ns;	/* time spent compiling CFI */
-	uint64_t procs;		/* processes currently described */
-	uint64_t procs_synced;	/* proc_unwind writes */
-	uint64_t maps_dropped;	/* mappings beyond MAX_UMAPS */
+	uint64_t build_ns;	   /* time spent compiling CFI */
+	uint64_t procs;		   /* processes currently described */
+	uint64_t procs_synced;	   /* proc_unwind writes */
+	uint64_t maps_dropped;	   /* mappings beyond MAX_UMAPS */
 	uint64_t rows_unsupported; /* rows compiled as "cannot unwind here" */
 };
 

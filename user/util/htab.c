@@ -131,10 +131,10 @@ uint64_t htab__hash(const void *key, size_t len)
 
 struct htab {
 	struct htab_entry *slots;
-	size_t mask;		/* nslots - 1 */
+	size_t mask; /* nslots - 1 */
 	size_t count;
 	uint32_t flags;
-	struct arena *keys;	/* HTAB_COPY_KEYS only */
+	struct arena *keys; /* HTAB_COPY_KEYS only */
 };
 
 /* Borrowed zero-length keys may be NULL; a slot needs a non-NULL key to be in use. */

@@ -27,7 +27,7 @@ void *arena__alloc(struct arena *a, size_t size);
 void *arena__memdup(struct arena *a, const void *src, size_t size);
 
 struct htab_entry {
-	const void *key;	/* NULL: empty slot */
+	const void *key; /* NULL: empty slot */
 	uint64_t hash;
 	uint64_t val;
 	uint32_t klen;

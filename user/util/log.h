@@ -8,28 +8,28 @@
 
 #include <stdio.h>
 
-extern int log_level;	/* 0 quiet, 1 normal, 2 verbose, 3 debug */
+extern int log_level; /* 0 quiet, 1 normal, 2 verbose, 3 debug */
 
 #define pr_err(fmt, ...) fprintf(stderr, "bpfprof: " fmt "\n", ##__VA_ARGS__)
-#define pr_warn(fmt, ...)                                                                \
-	do {                                                                             \
-		if (log_level >= 1)                                                      \
-			fprintf(stderr, "bpfprof: warning: " fmt "\n", ##__VA_ARGS__);  \
+#define pr_warn(fmt, ...)                                                              \
+	do {                                                                           \
+		if (log_level >= 1)                                                    \
+			fprintf(stderr, "bpfprof: warning: " fmt "\n", ##__VA_ARGS__); \
 	} while (0)
-#define pr_info(fmt, ...)                                                                \
-	do {                                                                             \
-		if (log_level >= 1)                                                      \
-			fprintf(stderr, "bpfprof: " fmt "\n", ##__VA_ARGS__);            \
+#define pr_info(fmt, ...)                                                     \
+	do {                                                                  \
+		if (log_level >= 1)                                           \
+			fprintf(stderr, "bpfprof: " fmt "\n", ##__VA_ARGS__); \
 	} while (0)
-#define pr_verbose(fmt, ...)                                                             \
-	do {                                                                             \
-		if (log_level >= 2)                                                      \
-			fprintf(stderr, "bpfprof: " fmt "\n", ##__VA_ARGS__);            \
+#define pr_verbose(fmt, ...)                                                  \
+	do {                                                                  \
+		if (log_level >= 2)                                           \
+			fprintf(stderr, "bpfprof: " fmt "\n", ##__VA_ARGS__); \
 	} while (0)
-#define pr_debug(fmt, ...)                                                               \
-	do {                                                                             \
-		if (log_level >= 3)                                                      \
-			fprintf(stderr, "bpfprof: debug: " fmt "\n", ##__VA_ARGS__);     \
+#define pr_debug(fmt, ...)                                                           \
+	do {                                                                         \
+		if (log_level >= 3)                                                  \
+			fprintf(stderr, "bpfprof: debug: " fmt "\n", ##__VA_ARGS__); \
 	} while (0)
 
 #endif

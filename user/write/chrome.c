@@ -127,7 +127,8 @@ static void put_meta(FILE *out, int *first, const struct tl_track *t, int thread
 	if (t->name) {
 		fputs(*first ? "\n" : ",\n", out);
 		*first = 0;
-		fprintf(out, "{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"%s\",\"args\":{\"name\":",
+		fprintf(out,
+			"{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"%s\",\"args\":{\"name\":",
 			t->pid, t->tid, thread ? "thread_name" : "process_name");
 		put_str(out, t->name);
 		fputs("}}", out);

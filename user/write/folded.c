@@ -14,7 +14,7 @@ struct fname {
 };
 
 struct fstack {
-	const uint32_t *ids;	/* name ids, root first */
+	const uint32_t *ids; /* name ids, root first */
 	size_t n;
 	int64_t val;
 };
@@ -31,12 +31,12 @@ struct obuf {
 
 struct folded_ctx {
 	const struct profile *p;
-	struct htab *names;	/* sanitized name -> name id */
-	struct fname *name_of;	/* by name id */
+	struct htab *names;    /* sanitized name -> name id */
+	struct fname *name_of; /* by name id */
 	size_t nnames;
-	uint32_t *frame_name;	/* frame index -> name id */
-	struct arena *arena;	/* sanitized copies */
-	struct htab *stacks;	/* uint32_t name ids, root first -> summed value */
+	uint32_t *frame_name; /* frame index -> name id */
+	struct arena *arena;  /* sanitized copies */
+	struct htab *stacks;  /* uint32_t name ids, root first -> summed value */
 	struct fstack *lines;
 	size_t nlines;
 };

@@ -14,10 +14,10 @@
 struct profile;
 
 struct folded_read_stats {
-	uint64_t lines;		/* lines that were not blank */
-	uint64_t stacks;	/* of which parsed */
-	uint64_t bad;		/* of which malformed (skipped) */
-	uint64_t first_bad;	/* 1-based line number of the first malformed line, or 0 */
+	uint64_t lines;	    /* lines that were not blank */
+	uint64_t stacks;    /* of which parsed */
+	uint64_t bad;	    /* of which malformed (skipped) */
+	uint64_t first_bad; /* 1-based line number of the first malformed line, or 0 */
 };
 
 /*

@@ -11,7 +11,7 @@
 #include <stdio.h>
 
 struct output {
-	char *path;	/* NULL: stdout */
+	char *path; /* NULL: stdout */
 	char *tmp;
 	FILE *f;
 };

@@ -25,7 +25,7 @@ struct pprof_ctx {
 	const struct profile *p;
 	PbProfile prof;
 
-	struct htab *strings;	/* string bytes -> string table index */
+	struct htab *strings; /* string bytes -> string table index */
 	char **strtab;
 	size_t nstr, cap_str;
 
@@ -35,13 +35,13 @@ struct pprof_ctx {
 
 	PbMapping *maps, **map_ptrs;
 
-	uint64_t *loc_of;	/* frame index -> location id, 0 = not used by any sample */
-	uint32_t *frame_of;	/* location id - 1 -> frame index */
+	uint64_t *loc_of;   /* frame index -> location id, 0 = not used by any sample */
+	uint32_t *frame_of; /* location id - 1 -> frame index */
 	size_t nlocs;
 	PbLocation *locs, **loc_ptrs;
 	PbLine *lines, **line_ptrs;
 
-	struct htab *funcs;	/* (name, file) string indexes -> function id */
+	struct htab *funcs; /* (name, file) string indexes -> function id */
 	PbFunction *fns, **fn_ptrs;
 	size_t nfns;
 
@@ -355,8 +355,7 @@ static int gzip_write(const uint8_t *buf, size_t len, FILE *out)
 	 * Best speed, as Go's runtime/pprof does: stacks of varint ids compress
 	 * about as well at level 1 and it is a third faster on big profiles.
 	 */
-	if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK)
+	if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return -ENOMEM;
 	do {
 		/* avail_in is 32-bit: feed huge buffers in pieces */

@@ -19,48 +19,48 @@
 #include "util/htab.h"
 #include "write/writers.h"
 
-#define SVG_WIDTH 1200
-#define SVG_PAD 10
-#define FRAME_H 16		/* row pitch; the rectangle is one less */
-#define CHAR_W 7.2		/* 12px monospace advance; the script uses the same */
-#define MIN_FRAC_DEFAULT 0.001	/* 0.1% of the width: 1.2 px at 1200 px */
+#define SVG_WIDTH	  1200
+#define SVG_PAD		  10
+#define FRAME_H		  16	/* row pitch; the rectangle is one less */
+#define CHAR_W		  7.2	/* 12px monospace advance; the script uses the same */
+#define MIN_FRAC_DEFAULT  0.001 /* 0.1% of the width: 1.2 px at 1200 px */
 #define MAX_COMMENT_LINES 4
 
 /* One distinct (name, kind): the unit that merges in the tree. */
 struct sname {
 	const char *s;
 	uint32_t kind;
-	uint32_t pad;		/* hashed as a key: no uninitialized bytes */
+	uint32_t pad; /* hashed as a key: no uninitialized bytes */
 };
 
 struct node {
-	uint32_t name;		/* index into names */
+	uint32_t name; /* index into names */
 	uint32_t parent;
-	uint32_t depth;		/* 0: the "all" root */
+	uint32_t depth; /* 0: the "all" root */
 	uint32_t nchild;
-	uint32_t first;		/* first child in ctx.children */
+	uint32_t first; /* first child in ctx.children */
 	uint32_t visible;
 	uint64_t value;
-	uint64_t offset;	/* value units from the left edge */
+	uint64_t offset; /* value units from the left edge */
 };
 
 struct svg_ctx {
 	const struct profile *p;
 	bool inverted;
-	uint32_t vi;		/* value index shown */
+	uint32_t vi; /* value index shown */
 	double min_frac;
-	struct htab *name_ids;	/* struct sname -> name id */
+	struct htab *name_ids; /* struct sname -> name id */
 	struct sname *names;
 	size_t nnames, cap_names;
-	uint32_t *frame_name;	/* profile frame index -> name id */
-	struct htab *edges;	/* (parent, name) -> node */
+	uint32_t *frame_name; /* profile frame index -> name id */
+	struct htab *edges;   /* (parent, name) -> node */
 	struct node *nodes;
 	size_t nnodes, cap_nodes;
-	uint32_t *children;	/* CSR: children of node i at [first, first + nchild) */
+	uint32_t *children; /* CSR: children of node i at [first, first + nchild) */
 	uint64_t total;
-	uint64_t hidden;	/* nodes folded into their parents */
-	uint64_t hidden_value;	/* value of the outermost of them */
-	uint32_t max_depth;	/* of visible nodes */
+	uint64_t hidden;       /* nodes folded into their parents */
+	uint64_t hidden_value; /* value of the outermost of them */
+	uint32_t max_depth;    /* of visible nodes */
 	FILE *out;
 };
 
@@ -156,7 +156,7 @@ static int build_tree(struct svg_ctx *c)
 		c->total += (uint64_t)v;
 		c->nodes[0].value += (uint64_t)v;
 		node = 0;
-		if (!s->nframes) {	/* counted, as in folded: it must not vanish */
+		if (!s->nframes) { /* counted, as in folded: it must not vanish */
 			if ((err = add_node(c, 0, unknown, &node)))
 				return err;
 			c->nodes[node].value += (uint64_t)v;
@@ -284,11 +284,21 @@ static size_t put_text(FILE *f, const char *str, size_t maxch)
 
 	while (*s && ch < maxch) {
 		switch (*s) {
-		case '&': fputs("&amp;", f); break;
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '"': fputs("&quot;", f); break;
-		case '\'': fputs("&#39;", f); break;
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		case '\'':
+			fputs("&#39;", f);
+			break;
 		default:
 			n = utf8_seq(s);
 			if (!n) {
@@ -431,22 +441,22 @@ static void frame_colour(const struct sname *n, uint32_t depth, int rgb[3])
 	a = (double)(h & 0xff) / 255.0;
 	b = (double)((h >> 8) & 0xff) / 255.0;
 	switch (depth ? n->kind : FRAME_ROOT) {
-	case FRAME_KERNEL:	/* orange */
+	case FRAME_KERNEL: /* orange */
 		rgb[0] = 230 + (int)(25 * a), rgb[1] = 140 + (int)(50 * b);
 		rgb[2] = (int)(40 * a);
 		break;
-	case FRAME_PYTHON:	/* green */
+	case FRAME_PYTHON: /* green */
 		rgb[0] = 50 + (int)(60 * a), rgb[1] = 170 + (int)(60 * b);
 		rgb[2] = 50 + (int)(50 * a);
 		break;
-	case FRAME_CUDA:	/* blue-violet */
+	case FRAME_CUDA: /* blue-violet */
 		rgb[0] = 110 + (int)(40 * a), rgb[1] = 90 + (int)(40 * b);
 		rgb[2] = 220 + (int)(35 * a);
 		break;
-	case FRAME_ROOT:	/* grey */
+	case FRAME_ROOT: /* grey */
 		rgb[0] = 180 + (int)(30 * a), rgb[1] = rgb[0], rgb[2] = rgb[0] + 15;
 		break;
-	default:		/* native: red */
+	default: /* native: red */
 		rgb[0] = 205 + (int)(50 * a), rgb[1] = 40 + (int)(50 * b);
 		rgb[2] = 40 + (int)(30 * a);
 		break;
@@ -454,7 +464,7 @@ static void frame_colour(const struct sname *n, uint32_t depth, int rgb[3])
 }
 
 static const char *const kind_class[] = {
-	[FRAME_ROOT] = "r", [FRAME_KERNEL] = "k", [FRAME_NATIVE] = "n",
+	[FRAME_ROOT] = "r",   [FRAME_KERNEL] = "k", [FRAME_NATIVE] = "n",
 	[FRAME_PYTHON] = "p", [FRAME_CUDA] = "c",
 };
 
@@ -564,8 +574,9 @@ static void header_lines(struct svg_ctx *c, struct header *h)
 	    ns_per_unit(p->period_type.unit) > 0) {
 		char t[64];
 
-		fmt_duration(t, sizeof(t), (double)c->total * (double)p->period *
-						   ns_per_unit(p->period_type.unit));
+		fmt_duration(t, sizeof(t),
+			     (double)c->total * (double)p->period *
+				     ns_per_unit(p->period_type.unit));
 		snprintf(extra, sizeof(extra), " (\xe2\x89\x88 %s %s)", t,
 			 p->period_type.type ? p->period_type.type : "");
 	}
@@ -617,13 +628,16 @@ static void emit_frame(struct svg_ctx *c, uint32_t i, double top, double scale)
 
 	frame_colour(nm, n->depth, rgb);
 	fmt_value(val, sizeof(val), vt, n->value, false);
-	fprintf(c->out, "<g class=\"%s\" data-o=\"%" PRIu64 "\" data-v=\"%" PRIu64
+	fprintf(c->out,
+		"<g class=\"%s\" data-o=\"%" PRIu64 "\" data-v=\"%" PRIu64
 		"\" data-d=\"%u\"><title>",
 		n->depth && nm->kind < sizeof(kind_class) / sizeof(kind_class[0])
-			? kind_class[nm->kind] : "r",
+			? kind_class[nm->kind]
+			: "r",
 		n->offset, n->value, n->depth);
 	put_text(c->out, nm->s, SIZE_MAX);
-	fprintf(c->out, "\n%s (%.2f%%)</title><rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" "
+	fprintf(c->out,
+		"\n%s (%.2f%%)</title><rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" "
 		"height=\"%d\" fill=\"rgb(%d,%d,%d)\"/>",
 		val, c->total ? 100.0 * (double)n->value / (double)c->total : 0.0, x, y, w,
 		FRAME_H - 1, rgb[0], rgb[1], rgb[2]);
@@ -677,7 +691,8 @@ static void emit_legend(struct svg_ctx *c, double y)
 {
 	static const char *const label[] = {
 		[FRAME_ROOT] = "process/thread", [FRAME_KERNEL] = "kernel",
-		[FRAME_NATIVE] = "native", [FRAME_PYTHON] = "Python", [FRAME_CUDA] = "CUDA",
+		[FRAME_NATIVE] = "native",	 [FRAME_PYTHON] = "Python",
+		[FRAME_CUDA] = "CUDA",
 	};
 	static const uint32_t order[] = { FRAME_ROOT, FRAME_NATIVE, FRAME_PYTHON, FRAME_KERNEL,
 					  FRAME_CUDA };
@@ -700,7 +715,8 @@ static void emit_legend(struct svg_ctx *c, double y)
 		if (!seen[order[i]])
 			continue;
 		frame_colour(&n, 1, rgb);
-		fprintf(c->out, "<rect x=\"%.1f\" y=\"%.0f\" width=\"11\" height=\"11\" "
+		fprintf(c->out,
+			"<rect x=\"%.1f\" y=\"%.0f\" width=\"11\" height=\"11\" "
 			"fill=\"rgb(%d,%d,%d)\"/><text x=\"%.1f\" y=\"%.0f\">%s</text>",
 			x, y - 10, rgb[0], rgb[1], rgb[2], x + 16, y, label[order[i]]);
 		x += 16 + strlen(label[order[i]]) * CHAR_W + 14;
@@ -719,7 +735,8 @@ static int emit(struct svg_ctx *c, const char *title)
 	/* the legend has a row of its own below the summary */
 	top = 44 + FRAME_H * (h.n + (c->total > 0));
 	height = top + (double)(c->max_depth + 1) * FRAME_H + 28;
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
+	fprintf(f,
+		"<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
 		"<svg version=\"1.1\" id=\"bpfprof-fg\" width=\"%d\" height=\"%.0f\" "
 		"viewBox=\"0 0 %d %.0f\" xmlns=\"http://www.w3.org/2000/svg\" "
 		"data-w=\"%d\" data-pad=\"%d\" data-cw=\"%.2f\" data-inv=\"%d\" "
@@ -733,8 +750,10 @@ static int emit(struct svg_ctx *c, const char *title)
 	fputs("</text>\n", f);
 	fprintf(f, "<text id=\"unzoom\" class=\"btn hide\" x=\"%d\" y=\"24\">Reset Zoom</text>\n",
 		SVG_PAD);
-	fprintf(f, "<text id=\"search\" class=\"btn\" x=\"%d\" y=\"24\" "
-		"style=\"text-anchor:end\">Search</text>\n", SVG_WIDTH - SVG_PAD);
+	fprintf(f,
+		"<text id=\"search\" class=\"btn\" x=\"%d\" y=\"24\" "
+		"style=\"text-anchor:end\">Search</text>\n",
+		SVG_WIDTH - SVG_PAD);
 	for (i = 0, y = 44; i < h.n; i++, y += FRAME_H) {
 		fprintf(f, "<text class=\"sum\" x=\"%d\" y=\"%d\">", SVG_WIDTH / 2, y);
 		svg__escape(f, h.line[i]);

@@ -30,9 +30,9 @@ int pprof__write(const struct profile *p, FILE *out);
  */
 int chrome__write(const struct timeline *tl, FILE *out);
 struct svg_opts {
-	const char *title;	/* NULL: "Flame Graph" or "Icicle Graph" */
-	bool inverted;		/* icicle: stacks merged leaf first, drawn top down */
-	double min_frac;	/* frames narrower than this share of the total are
+	const char *title; /* NULL: "Flame Graph" or "Icicle Graph" */
+	bool inverted;	   /* icicle: stacks merged leaf first, drawn top down */
+	double min_frac;   /* frames narrower than this share of the total are
 				 * merged into their parent; 0: 0.001 (1.2 px of 1200) */
 };
 

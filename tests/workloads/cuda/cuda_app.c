@@ -30,10 +30,11 @@
 
 #include "../common.h"
 
-#define KERNEL_ADD "_Z10vector_addPfPKfS1_i"   /* vector_add(float*, float const*, float const*, int) */
-#define KERNEL_SCALE "_Z12scale_kernelPff"     /* scale_kernel(float*, float) */
-#define IMAGE KERNEL_ADD "\n" KERNEL_SCALE "\n"
-#define NELEM 4096
+#define KERNEL_ADD \
+	"_Z10vector_addPfPKfS1_i"	   /* vector_add(float*, float const*, float const*, int) */
+#define KERNEL_SCALE "_Z12scale_kernelPff" /* scale_kernel(float*, float) */
+#define IMAGE	     KERNEL_ADD "\n" KERNEL_SCALE "\n"
+#define NELEM	     4096
 
 #define DECL(name) static __typeof__(&name) p_##name
 DECL(cuInit);
@@ -64,11 +65,11 @@ static void die(const char *what, CUresult r)
 	exit(1);
 }
 
-#define CK(call)                                                                                   \
-	do {                                                                                       \
-		CUresult r_ = (call);                                                              \
-		if (r_ != CUDA_SUCCESS)                                                            \
-			die(#call, r_);                                                            \
+#define CK(call)                        \
+	do {                            \
+		CUresult r_ = (call);   \
+		if (r_ != CUDA_SUCCESS) \
+			die(#call, r_); \
 	} while (0)
 
 static void load_driver(void)
@@ -85,11 +86,11 @@ static void load_driver(void)
 		fprintf(stderr, "cuda_app: no cuGetProcAddress_v2 in libcuda.so.1\n");
 		exit(1);
 	}
-#define GET(name)                                                                                  \
-	do {                                                                                       \
-		CUdriverProcAddressQueryResult st_;                                                \
-		CK(getproc(#name, (void **)&p_##name, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT,   \
-			   &st_));                                                                 \
+#define GET(name)                                                                                \
+	do {                                                                                     \
+		CUdriverProcAddressQueryResult st_;                                              \
+		CK(getproc(#name, (void **)&p_##name, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, \
+			   &st_));                                                               \
 	} while (0)
 	GET(cuInit);
 	GET(cuDeviceGet);
@@ -111,8 +112,7 @@ static void load_driver(void)
 	GET(cuEventRecord);
 	GET(cuEventSynchronize);
 	p_cuLibraryGetKernel = (__typeof__(p_cuLibraryGetKernel))dlsym(h, "cuLibraryGetKernel");
-	p_cuKernelGetFunction =
-		(__typeof__(p_cuKernelGetFunction))dlsym(h, "cuKernelGetFunction");
+	p_cuKernelGetFunction = (__typeof__(p_cuKernelGetFunction))dlsym(h, "cuKernelGetFunction");
 	if (!p_cuLibraryGetKernel || !p_cuKernelGetFunction) {
 		fprintf(stderr, "cuda_app: no cuLibraryGetKernel/cuKernelGetFunction\n");
 		exit(1);

@@ -19,8 +19,8 @@
 #include "../../../tools/cupti/gpu_records.h"
 
 #define SIM_KERNEL_NS 5000
-#define SIM_STREAM 7
-#define BATCH 256
+#define SIM_STREAM    7
+#define BATCH	      256
 
 union rec {
 	CUpti_ActivityKernel10 k;
@@ -66,8 +66,9 @@ void fakecuda_api_hook(uint32_t corr, const char *api, const char *symbol, uint6
 
 	if (!started)
 		start();
-	gpu_records__api_enter(corr, kernel ? CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel
-					    : CUPTI_DRIVER_TRACE_CBID_cuMemcpy,
+	gpu_records__api_enter(corr,
+			       kernel ? CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel
+				      : CUPTI_DRIVER_TRACE_CBID_cuMemcpy,
 			       symbol);
 	s = (t > gpu_busy_until ? t : gpu_busy_until) + 1000;
 	gpu_busy_until = s + SIM_KERNEL_NS;

@@ -30,7 +30,7 @@
 
 #define API __attribute__((visibility("default")))
 
-#define MAX_HANDLES 4096
+#define MAX_HANDLES  4096
 #define NAME_MAX_LEN 256
 
 struct CUctx_st {
@@ -121,10 +121,10 @@ static struct CUfunc_st *func_for(const char *name)
 	return f;
 }
 
-#define CHECK_INIT()                                                                               \
-	do {                                                                                       \
-		if (!atomic_load(&initialized))                                                    \
-			return CUDA_ERROR_NOT_INITIALIZED;                                         \
+#define CHECK_INIT()                                       \
+	do {                                               \
+		if (!atomic_load(&initialized))            \
+			return CUDA_ERROR_NOT_INITIALIZED; \
 	} while (0)
 
 /* ---- initialisation, devices, contexts ---- */
@@ -597,31 +597,67 @@ API CUresult cuEventDestroy(CUevent hEvent)
 /* ---- cuGetProcAddress: how the runtime finds everything above ---- */
 
 struct proc {
-	const char *name;	/* the unversioned name the runtime asks for */
-	void *pfn;		/* the versioned entry point for CUDA_VERSION */
-	void *ptsz;		/* per-thread default stream variant, if any */
+	const char *name; /* the unversioned name the runtime asks for */
+	void *pfn;	  /* the versioned entry point for CUDA_VERSION */
+	void *ptsz;	  /* per-thread default stream variant, if any */
 };
 
 API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
 			      CUdriverProcAddressQueryResult *symbolStatus);
 
-#define P(n) { #n, (void *)n, NULL }
-#define PT(n, t) { #n, (void *)n, (void *)t }
+#define P(n)                        \
+	{                           \
+#n, (void *)n, NULL \
+	}
+#define PT(n, t)                         \
+	{                                \
+#n, (void *)n, (void *)t \
+	}
 static const struct proc procs[] = {
 	{ "cuGetProcAddress", (void *)cuGetProcAddress, NULL },
-	P(cuInit), P(cuDriverGetVersion), P(cuDeviceGetCount), P(cuDeviceGet),
-	P(cuDeviceGetName), P(cuDevicePrimaryCtxRetain), P(cuDevicePrimaryCtxRelease),
-	P(cuCtxSetCurrent), P(cuCtxGetCurrent), P(cuCtxSynchronize), P(cuGetErrorString),
-	P(cuModuleLoadData), P(cuModuleUnload), P(cuModuleGetFunction), P(cuLibraryLoadData),
-	P(cuLibraryUnload), P(cuLibraryGetKernel), P(cuKernelGetFunction), P(cuFuncGetName),
-	PT(cuLaunchKernel, cuLaunchKernel_ptsz), P(cuLaunchKernelEx),
-	P(cuLaunchCooperativeKernel), P(cuGraphLaunch),
-	P(cuMemAlloc), P(cuMemAllocAsync), P(cuMemFree), P(cuMemFreeAsync),
-	P(cuMemcpyHtoD), P(cuMemcpyDtoH), P(cuMemcpyDtoD), P(cuMemcpy),
-	P(cuMemcpyHtoDAsync), P(cuMemcpyDtoHAsync), P(cuMemcpyDtoDAsync), P(cuMemcpyAsync),
-	P(cuMemsetD8), P(cuStreamCreate), P(cuStreamDestroy),
-	PT(cuStreamSynchronize, cuStreamSynchronize_ptsz), P(cuEventCreate), P(cuEventRecord),
-	P(cuEventSynchronize), P(cuEventDestroy),
+	P(cuInit),
+	P(cuDriverGetVersion),
+	P(cuDeviceGetCount),
+	P(cuDeviceGet),
+	P(cuDeviceGetName),
+	P(cuDevicePrimaryCtxRetain),
+	P(cuDevicePrimaryCtxRelease),
+	P(cuCtxSetCurrent),
+	P(cuCtxGetCurrent),
+	P(cuCtxSynchronize),
+	P(cuGetErrorString),
+	P(cuModuleLoadData),
+	P(cuModuleUnload),
+	P(cuModuleGetFunction),
+	P(cuLibraryLoadData),
+	P(cuLibraryUnload),
+	P(cuLibraryGetKernel),
+	P(cuKernelGetFunction),
+	P(cuFuncGetName),
+	PT(cuLaunchKernel, cuLaunchKernel_ptsz),
+	P(cuLaunchKernelEx),
+	P(cuLaunchCooperativeKernel),
+	P(cuGraphLaunch),
+	P(cuMemAlloc),
+	P(cuMemAllocAsync),
+	P(cuMemFree),
+	P(cuMemFreeAsync),
+	P(cuMemcpyHtoD),
+	P(cuMemcpyDtoH),
+	P(cuMemcpyDtoD),
+	P(cuMemcpy),
+	P(cuMemcpyHtoDAsync),
+	P(cuMemcpyDtoHAsync),
+	P(cuMemcpyDtoDAsync),
+	P(cuMemcpyAsync),
+	P(cuMemsetD8),
+	P(cuStreamCreate),
+	P(cuStreamDestroy),
+	PT(cuStreamSynchronize, cuStreamSynchronize_ptsz),
+	P(cuEventCreate),
+	P(cuEventRecord),
+	P(cuEventSynchronize),
+	P(cuEventDestroy),
 };
 
 API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
