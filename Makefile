@@ -147,7 +147,7 @@ FORMAT_SRCS = $(shell git ls-files 'bpf/*.[ch]' 'include/*.h' 'user/*.[ch]' 'tes
 format:
 	clang-format -i $(FORMAT_SRCS)
 format-check:
-	clang-format --dry-run --Werror $(FORMAT_SRCS)
+	$(Q)clang-format --dry-run --Werror $(FORMAT_SRCS)
 
 clean:
 	rm -rf $(BUILD)
