@@ -254,6 +254,28 @@ static const struct option long_opts[] = {
 	{},
 };
 
+void cli__bad_option(const char *arg, int optopt, const struct option *opts, const char *sub)
+{
+	const char *sp = *sub ? " " : "";
+	size_t n;
+
+	if (!strncmp(arg, "--", 2) && strchr(arg, '=')) {
+		n = strchr(arg, '=') - arg - 2;
+		for (const struct option *o = opts; o->name; o++) {
+			if (strlen(o->name) == n && !strncmp(o->name, arg + 2, n) &&
+			    o->has_arg == no_argument) {
+				pr_err("option '--%s' takes no value (see bpfprof%s%s --help)",
+				       o->name, sp, sub);
+				return;
+			}
+		}
+	}
+	if (strncmp(arg, "--", 2) && optopt > 0 && optopt < 128)
+		pr_err("unknown option '-%c' (see bpfprof%s%s --help)", optopt, sp, sub);
+	else
+		pr_err("unknown option '%s' (see bpfprof%s%s --help)", arg, sp, sub);
+}
+
 static int read_max_sample_rate(void)
 {
 	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "r");
@@ -780,10 +802,7 @@ int cli__parse(int argc, char **argv)
 			return EXIT_USAGE;
 		case '?':
 		default:
-			if (optopt)
-				pr_err("unknown option '-%c' (see --help)", optopt);
-			else
-				pr_err("unknown option '%s' (see --help)", argv[optind - 1]);
+			cli__bad_option(argv[optind - 1], optopt, long_opts, "");
 			return EXIT_USAGE;
 		}
 		if (err)

@@ -102,5 +102,12 @@ extern struct env env;
 int cli__parse(int argc, char **argv);
 void cli__free(void);
 void cli__usage(FILE *out);
+struct option;
+/*
+ * getopt_long returned '?' for arg (argv[optind - 1]): print the one error line, naming
+ * a known long option given a value it does not take apart from an unknown one. sub:
+ * the subcommand ("" for record), for the "see ... --help" hint.
+ */
+void cli__bad_option(const char *arg, int optopt, const struct option *opts, const char *sub);
 
 #endif

@@ -81,14 +81,7 @@ static int parse(int argc, char **argv, const char **in)
 			       argv[optind - 1]);
 			return EXIT_USAGE;
 		default:
-			if (optopt)
-				pr_err("unknown option '-%c' for flamegraph "
-				       "(see bpfprof flamegraph --help)",
-				       optopt);
-			else
-				pr_err("unknown option '%s' for flamegraph "
-				       "(see bpfprof flamegraph --help)",
-				       argv[optind - 1]);
+			cli__bad_option(argv[optind - 1], optopt, long_opts, "flamegraph");
 			return EXIT_USAGE;
 		}
 	}

@@ -92,6 +92,18 @@ def test_unknown_command():
     assert len(r.stderr.splitlines()) == 1
 
 
+def test_option_given_a_value_it_does_not_take():
+    # getopt reports "--all=x" like an unknown option; the message names the real fault
+    for args, sub in [(["--all=x"], ""), (["dump", "--json=1"], "dump "),
+                      (["flamegraph", "--inverted=yes"], "flamegraph ")]:
+        r = run(args)
+        assert r.returncode == 2, args
+        opt = args[-1].split("=")[0]
+        assert r.stderr == f"bpfprof: option '{opt}' takes no value (see bpfprof {sub}--help)\n"
+    r = run(["--bogus"])
+    assert r.returncode == 2 and r.stderr == "bpfprof: unknown option '--bogus' (see bpfprof --help)\n"
+
+
 def test_sigint_writes_complete_output(tmp_path):
     out = tmp_path / "run.folded"
     p = subprocess.Popen([BPFPROF, "-a", "-F", "499", "-o", str(out)],

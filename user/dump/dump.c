@@ -551,8 +551,7 @@ int dump__main(int argc, char **argv)
 			       argv[optind - 1]);
 			return EXIT_USAGE;
 		default:
-			pr_err("unknown option '%s' for dump (see bpfprof dump --help)",
-			       argv[optind - 1]);
+			cli__bad_option(argv[optind - 1], optopt, opts, "dump");
 			return EXIT_USAGE;
 		}
 	}
