@@ -183,65 +183,86 @@ struct gpu_event {
 };
 _Static_assert(sizeof(struct gpu_event) == 72 + GPU_NAME_LEN, "gpu_event layout");
 
+/*
+ * Counters are declared once, as X-macro tables: X(id, name, is_loss, description).
+ * The tables make the enums BPF increments and, in user space
+ * (user/util/counters.c), the names and descriptions the summary and -v print;
+ * every counter marked a loss reaches the end-of-run summary when it is not 0.
+ * Entries are numbered in order: append, never reorder.
+ */
+#define COUNTER_ENUM(id, name, loss, desc) id,
+
 /* Per-CPU counters of bpf/cuda.bpf.c (its own map, cuda_counters). */
+#define CUDA_COUNTERS(X)                                                                          \
+	X(CUDA_CNT_CALLS, "calls", 0, "probed driver calls recorded (records sent or lost)")      \
+	X(CUDA_CNT_NO_ENTRY, "return without entry", 1,                                           \
+	  "a return without its entry (probes attached mid-call)")                                \
+	X(CUDA_CNT_OVERWRITTEN, "entry without return", 1, "an entry whose return never came")    \
+	X(CUDA_CNT_RB_FULL, "ring buffer full (calls)", 1, "ring buffer full: call record lost")  \
+	X(CUDA_CNT_GPU_RB_FULL, "ring buffer full (GPU)", 1, "ring buffer full: GPU record lost") \
+	X(CUDA_CNT_CORR_ORPHAN, "correlation without call", 1,                                    \
+	  "a correlation id with no probed call in flight")                                       \
+	X(CUDA_CNT_INFLIGHT_FULL, "too many in flight", 1, "too many calls in flight: not recorded")
+
 enum cuda_counter {
-	CUDA_CNT_CALLS = 0,	/* probed driver calls recorded (records sent or lost) */
-	CUDA_CNT_NO_ENTRY,	/* a return without its entry (probes attached mid-call) */
-	CUDA_CNT_OVERWRITTEN,	/* an entry whose return never came */
-	CUDA_CNT_RB_FULL,	/* ring buffer full: call record lost */
-	CUDA_CNT_GPU_RB_FULL,	/* ring buffer full: GPU record lost */
-	CUDA_CNT_CORR_ORPHAN,	/* a correlation id with no probed call in flight */
-	CUDA_CNT_INFLIGHT_FULL, /* too many calls in flight: not recorded */
-	CUDA_CNT__MAX
+	CUDA_COUNTERS(COUNTER_ENUM) CUDA_CNT__MAX
 };
 
-/*
- * Per-CPU counters BPF increments; user space sums them for the end-of-run
- * summary. Numbered, never reordered (user space names each one).
- */
+/* Per-CPU counters every BPF object shares (the `counters` map, bpf/common.bpf.h). */
+#define BPF_COUNTERS(X)                                                                           \
+	X(CNT_SAMPLES, "events", 0, "perf events the program ran for")                            \
+	X(CNT_FILTERED, "filtered", 0, "not a target (pid/cgroup filter)")                        \
+	X(CNT_IDLE, "idle", 0, "the idle task: not recorded")                                     \
+	X(CNT_RB_FULL, "ring buffer full", 1, "ring buffer full: sample lost")                    \
+	X(CNT_KSTACK_ERR, "kernel stack unreadable", 1, "bpf_get_stack(kernel) failed")           \
+	X(CNT_USTACK_ERR, "user stack unreadable", 1, "bpf_get_stack(user) failed")               \
+	X(CNT_FORK_FOLLOWED, "children followed", 0, "children added to the pid filter")          \
+	X(CNT_FILTER_FULL, "pid filter full", 1, "pid filter map full: a child was not followed") \
+	X(CNT_UNW_NO_PROC, "no unwind info", 1,                                                   \
+	  "no unwind info for the process yet (fell back or leaf only)")                          \
+	X(CNT_UNW_NO_MAPPING, "unwind: no mapping", 1, "a PC in no known executable mapping")     \
+	X(CNT_UNW_NO_ROW, "unwind: no row", 1, "a PC in a mapping whose table has no row for it") \
+	X(CNT_UNW_UNSUPPORTED, "unwind: unsupported rule", 1, "a CFA rule we cannot follow")      \
+	X(CNT_UNW_READ_FAILED, "unwind: stack unreadable", 1, "reading the user stack failed")    \
+	X(CNT_UNW_ANON, "unwind: JIT/anonymous code", 1,                                          \
+	  "stopped in anonymous executable memory (JIT)")                                         \
+	X(CNT_UNW_TRUNCATED, "unwind: truncated", 1, "more than MAX_USTACK frames")               \
+	X(CNT_UNW_TABLE_PENDING, "unwind: table pending", 1,                                      \
+	  "the mapping's table is not built yet")                                                 \
+	X(CNT_UNW_OK, "unwind: complete", 0, "reached the outermost frame")                       \
+	X(CNT_PY_NO_THREAD, "python: thread unknown", 1,                                          \
+	  "a Python process's thread not in py_threads yet")                                      \
+	X(CNT_PY_READ_FAILED, "python: read failed", 1, "reading interpreter memory failed")      \
+	X(CNT_PY_TRUNCATED, "python: truncated", 1, "more than MAX_PYSTACK Python frames")        \
+	X(CNT_PY_SNAP_SENT, "python: snapshots sent", 0,                                          \
+	  "code object snapshots sent (SAMPLE_PYCODE)")                                           \
+	X(CNT_PY_SNAP_LOST, "python: snapshots lost", 0,                                          \
+	  "ring buffer full: snapshot lost (sent again later)")                                   \
+	X(CNT_PY_SNAP_UNREADABLE, "python: code object unreadable", 1,                            \
+	  "a code object's header unreadable: no snapshot")                                       \
+	X(CNT_PY_SNAP_DEFERRED, "python: snapshots deferred", 0,                                  \
+	  "more new code objects than a sample snapshots: later")
+
 enum bpf_counter {
-	CNT_SAMPLES = 0,	/* perf events the program ran for */
-	CNT_FILTERED,		/* not a target (pid/cgroup filter) */
-	CNT_IDLE,		/* the idle task: not recorded */
-	CNT_RB_FULL,		/* ring buffer full: sample lost */
-	CNT_KSTACK_ERR,		/* bpf_get_stack(kernel) failed */
-	CNT_USTACK_ERR,		/* bpf_get_stack(user) failed */
-	CNT_FORK_FOLLOWED,	/* children added to the pid filter */
-	CNT_FILTER_FULL,	/* pid filter map full: a child was not followed */
-	CNT_UNW_NO_PROC,	/* no unwind info for the process yet (fell back or leaf only) */
-	CNT_UNW_NO_MAPPING,	/* a PC in no known executable mapping */
-	CNT_UNW_NO_ROW,		/* a PC in a mapping whose table has no row for it */
-	CNT_UNW_UNSUPPORTED,	/* a CFA rule we cannot follow */
-	CNT_UNW_READ_FAILED,	/* reading the user stack failed */
-	CNT_UNW_ANON,		/* stopped in anonymous executable memory (JIT) */
-	CNT_UNW_TRUNCATED,	/* more than MAX_USTACK frames */
-	CNT_UNW_TABLE_PENDING,	/* the mapping's table is not built yet */
-	CNT_UNW_OK,		/* reached the outermost frame */
-	CNT_PY_NO_THREAD,	/* a Python process's thread not in py_threads yet */
-	CNT_PY_READ_FAILED,	/* reading interpreter memory failed */
-	CNT_PY_TRUNCATED,	/* more than MAX_PYSTACK Python frames */
-	CNT_PY_SNAP_SENT,	/* code object snapshots sent (SAMPLE_PYCODE) */
-	CNT_PY_SNAP_LOST,	/* ring buffer full: snapshot lost (sent again later) */
-	CNT_PY_SNAP_UNREADABLE, /* a code object's header unreadable: no snapshot */
-	CNT_PY_SNAP_DEFERRED,	/* more new code objects than a sample snapshots: later */
-	CNT__MAX
+	BPF_COUNTERS(COUNTER_ENUM) CNT__MAX
 };
 
-/*
- * Off-CPU counters (bpf/offcpu.bpf.c, its own per-CPU array): what was
- * blocked, what was recorded, what was lost. Numbered, never reordered.
- */
+/* Off-CPU counters (bpf/offcpu.bpf.c, its own per-CPU array). */
+#define OFFCPU_COUNTERS(X)                                                           \
+	X(OFFCPU_CNT_BLOCKS, "blocks", 0, "blocks that ended while recording")       \
+	X(OFFCPU_CNT_BLOCKED_NS, "blocked ns", 0, "their total length")              \
+	X(OFFCPU_CNT_SHORT, "short blocks", 0, "of which shorter than --min-block")  \
+	X(OFFCPU_CNT_SHORT_NS, "short blocks ns", 0, "their total length")           \
+	X(OFFCPU_CNT_SHORT_SAMPLED, "short blocks recorded", 0,                      \
+	  "short blocks recorded (weight --min-block)")                              \
+	X(OFFCPU_CNT_LOST, "ring buffer full", 1, "records lost (ring buffer full)") \
+	X(OFFCPU_CNT_LOST_NS, "ring buffer full ns", 0, "the weight they carried")   \
+	X(OFFCPU_CNT_NO_STORAGE, "no task storage", 1,                               \
+	  "switch-outs with no task storage: block not timed")                       \
+	X(OFFCPU_CNT_WALKS, "stack walks", 0, "stacks walked at switch-out (the rest reused one)")
+
 enum offcpu_counter {
-	OFFCPU_CNT_BLOCKS = 0,	  /* blocks that ended while recording */
-	OFFCPU_CNT_BLOCKED_NS,	  /* their total length */
-	OFFCPU_CNT_SHORT,	  /* of which shorter than --min-block */
-	OFFCPU_CNT_SHORT_NS,	  /* their total length */
-	OFFCPU_CNT_SHORT_SAMPLED, /* short blocks recorded (weight --min-block) */
-	OFFCPU_CNT_LOST,	  /* records lost (ring buffer full) */
-	OFFCPU_CNT_LOST_NS,	  /* the weight they carried */
-	OFFCPU_CNT_NO_STORAGE,	  /* switch-outs with no task storage: block not timed */
-	OFFCPU_CNT_WALKS,	  /* stacks walked at switch-out (the rest reused one) */
-	OFFCPU_CNT__MAX
+	OFFCPU_COUNTERS(COUNTER_ENUM) OFFCPU_CNT__MAX
 };
 
 /*

@@ -17,6 +17,7 @@
 #include "collect/recorder.h"
 #include "offcpu.skel.h"
 #include "util/bpfmap.h"
+#include "util/counters.h"
 #include "util/log.h"
 
 struct offcpu {
@@ -85,6 +86,7 @@ static int offcpu_setup(struct recorder *r, void **priv)
 	err = offcpu__open(r, &o->skel, false);
 	if (err)
 		return err;
+	rec__add_counters(r, &counters_offcpu, bpf_map__fd(o->skel->maps.offcpu_counters));
 	o->v_off = rec__value(r, "off_cpu", "nanoseconds");
 	if (env.ev_wall)
 		o->v_wall = rec__value(r, "wall", "nanoseconds");

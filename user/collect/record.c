@@ -44,6 +44,7 @@
 #include "util/bpfmap.h"
 #include "util/htab.h"
 #include "util/clock.h"
+#include "util/counters.h"
 #include "util/log.h"
 #include "write/output.h"
 #include "write/writers.h"
@@ -547,6 +548,8 @@ static int setup_bpf(struct recorder *r)
 		bpf_program__set_log_level(r->skel->progs.on_cpu_sample,
 					   log_level >= 4 ? 1 | 4 : 4);
 	err = cpu_bpf__load(r->skel);
+	if (!err)
+		err = rec__add_counters(r, &counters_bpf, bpf_map__fd(r->skel->maps.counters));
 	if (err) {
 		pr_err("cannot load the BPF programs: %s (needs root or CAP_BPF+CAP_PERFMON)",
 		       strerror(-err));
@@ -629,6 +632,31 @@ static int epoll_add(int epfd, int fd)
 	struct epoll_event e = { .events = EPOLLIN, .data.fd = fd };
 
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e) ? -errno : 0;
+}
+
+int rec__add_counters(struct recorder *r, const struct counter_family *f, int map_fd)
+{
+	if (r->ncounters >= REC_MAX_COUNTERS)
+		return -ENOSPC;
+	r->counters[r->ncounters].f = f;
+	r->counters[r->ncounters++].map_fd = map_fd;
+	return 0;
+}
+
+/* Every registered family's counters, losses only or all, as one line's text. */
+static void format_counters(struct recorder *r, char *buf, size_t len, bool losses_only)
+{
+	uint64_t v[64];
+
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < r->ncounters; i++) {
+		const struct counter_family *f = r->counters[i].f;
+		uint32_t n = f->n < 64 ? f->n : 64;
+
+		for (uint32_t j = 0; j < n; j++)
+			v[j] = bpfmap__percpu_counter(r->counters[i].map_fd, j);
+		counters__format(buf, len, f, v, losses_only);
+	}
 }
 
 uint64_t rec__counter(struct recorder *r, enum bpf_counter c)
@@ -778,7 +806,7 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 	uint64_t lost = rb_full + r->st.agg_failed + r->st.bad + r->st.unknown_kind;
 	uint64_t sb_lost = sideband__stats(r->sb)->lost;
 	double secs = (ts_ns(&r->t_stop) - ts_ns(&r->t_start)) / 1e9;
-	char why[256] = "";
+	char why[256] = "", line[2048];
 	struct rusage ru;
 
 	if (lost || sb_lost)
@@ -850,6 +878,10 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 	for (uint32_t i = 0; i < r->nfeat; i++)
 		if (r->feat[i]->summary)
 			r->feat[i]->summary(r, r->feat_priv[i], stderr);
+	/* every loss counter BPF keeps, from the tables in include/bpfprof.h */
+	format_counters(r, line, sizeof(line), true);
+	if (*line)
+		pr_info("losses: %s", line);
 	if (r->child > 0 && r->child_done &&
 	    (!WIFEXITED(r->child_status) || WEXITSTATUS(r->child_status)))
 		pr_info("command '%s' %s %d", env.cmd_argv[0],
@@ -914,6 +946,8 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 					r->st.received ? (double)r->st.bytes / r->st.received
 						       : 0.0);
 		}
+		format_counters(r, line, sizeof(line), false);
+		pr_verbose("counters: %s", *line ? line : "none");
 		pr_verbose("agent: %.3f s user, %.3f s sys, %.2f us per sample, peak RSS %ld KiB",
 			   ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
 			   ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,

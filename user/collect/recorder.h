@@ -92,6 +92,9 @@ struct rec_feature {
 };
 
 #define REC_MAX_FEATURES 8
+#define REC_MAX_COUNTERS 8
+
+struct counter_family;
 
 struct recorder {
 	struct cpu_bpf *skel; /* owns the shared maps (events, targets, unwind, python) */
@@ -131,6 +134,13 @@ struct recorder {
 	void *synth_arg;
 	struct tl_log *tl; /* -f chrome: the run's timeline (aggregate/timeline_log.h) */
 
+	/* BPF counter families the summary prints (rec__add_counters) */
+	struct {
+		const struct counter_family *f;
+		int map_fd;
+	} counters[REC_MAX_COUNTERS];
+	uint32_t ncounters;
+
 	const struct rec_feature *feat[REC_MAX_FEATURES];
 	void *feat_priv[REC_MAX_FEATURES];
 	uint32_t nfeat;
@@ -162,6 +172,12 @@ int rec__share_maps(struct recorder *r, struct bpf_object *obj);
 
 /* Whether pid is being profiled (always, with -a). */
 bool rec__is_target(struct recorder *r, uint32_t pid);
+
+/*
+ * A per-CPU array of a counter family's u64 counters (util/counters.h): the
+ * summary prints its non-zero losses, -v all of it. Returns 0 or -ENOSPC.
+ */
+int rec__add_counters(struct recorder *r, const struct counter_family *f, int map_fd);
 
 /* Sum of a per-CPU BPF counter. */
 uint64_t rec__counter(struct recorder *r, enum bpf_counter c);

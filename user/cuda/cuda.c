@@ -29,6 +29,7 @@
 #include "symbolize/elfsym.h"
 #include "util/bpfmap.h"
 #include "util/htab.h"
+#include "util/counters.h"
 #include "util/log.h"
 
 /* A kernel (or graph) a launch leaf names: per (process, handle). */
@@ -808,6 +809,7 @@ static int cuda_setup(struct recorder *r, void **priv)
 		pr_err("cannot load the CUDA BPF programs: %s", strerror(-err));
 		return err;
 	}
+	rec__add_counters(r, &counters_cuda, bpf_map__fd(c->skel->maps.cuda_counters));
 	c->v_launches = rec__value(r, "cuda_launches", "count");
 	c->v_gpu = rec__value(r, "gpu_time", "nanoseconds");
 	if (c->v_launches < 0 || c->v_gpu < 0) {
