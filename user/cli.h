@@ -71,7 +71,6 @@ struct env {
 	const char *app_name;
 	/* off-CPU (--off-cpu, --wall) */
 	uint64_t min_block_ns;	   /* shorter blocks are sampled, not all recorded */
-	bool no_output;		   /* a feature shows the result itself (top, dump): no file */
 	const char *thread_filter; /* top --thread: only threads whose "name [tid]" has it */
 	/* --alloc */
 	uint64_t alloc_rate; /* mean bytes between allocation samples; 1 = every call */

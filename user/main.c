@@ -21,7 +21,7 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{ "record", record__run, NULL },
+	{ "record", record__main, NULL },
 	{ "top", top__run, NULL },
 	{ "dump", NULL, dump__main },
 	{ "flamegraph", NULL, flamegraph__main },

@@ -36,7 +36,6 @@
 #include "collect/sideband.h"
 #include "cpu.skel.h"
 #include "proc/cgroup.h"
-#include "cuda/cuda.h"
 #include "proc/objfile.h"
 #include "proc/proc.h"
 #include "symbolize/ksyms.h"
@@ -87,45 +86,6 @@ static void on_signal(int sig)
 static uint64_t ts_ns(const struct timespec *t)
 {
 	return t->tv_sec * 1000000000ULL + t->tv_nsec;
-}
-
-static void resolve_user(struct recorder *r, uint32_t pid, uint64_t time_ns, struct proc **pp,
-			 uint64_t ip, struct sframe *f)
-{
-	const struct mapping *m = NULL;
-	struct proc *p = *pp;
-
-	r->st.user_frames++;
-	if (p)
-		m = proc__find(p, ip);
-	if (!m) {
-		/* the MMAP2 record may still be in the side band: read it, retry */
-		sideband__consume(r->sb);
-		p = *pp = proctab__lookup(r->procs, pid, time_ns);
-		if (p)
-			m = proc__find(p, ip);
-	}
-	if (!m && p && !p->exited && proctab__is_latest(r->procs, p)) {
-		uint64_t now = mono_ns();
-
-		if (now - p->last_reload_ns > RELOAD_INTERVAL_NS) {
-			p->last_reload_ns = now;
-			proctab__reload(r->procs, p);
-			m = proc__find(p, ip);
-		}
-	}
-	f->aux = 0;
-	if (!m) {
-		r->st.user_unmapped++;
-		f->obj = OBJ_UNMAPPED;
-		f->addr = ip;
-	} else if (m->obj == OBJ_ANON) {
-		f->obj = OBJ_ANON;
-		f->addr = ip;
-	} else {
-		f->obj = m->obj;
-		f->addr = ip - m->start + m->pgoff;
-	}
 }
 
 static void mark_dirty(struct recorder *r, uint32_t pid)
@@ -196,122 +156,115 @@ static void sync_dirty(struct recorder *r)
 	r->dirty = htab__new(64, HTAB_COPY_KEYS);
 }
 
-/* Append the sample's Python frames to the key as code ids. */
-static void python_frames(struct recorder *r, const struct prof_sample_hdr *h,
-			  const struct prof_sample *s, struct stack_key *k)
+/* ---- decode ops: what collect/decode.c needs from this recorder ---- */
+
+static void dec_user_begin(void *ctx, uint32_t pid, uint64_t time_ns)
 {
-	const __u64 *w = &s->frames[h->kstack_len + h->ustack_len];
-	struct sframe *f = &k->frames[k->nkernel + k->nuser];
-	uint32_t off;
+	struct recorder *r = ctx;
 
-	if (h->flags & SAMPLE_F_PY_NO_THREAD) {
-		r->st.py_no_thread++;
-		pytrack__rescan(r->py, h->pid);
-	}
-	if (!h->pystack_len && !pytrack__seen(r->py, h->pid))
-		mark_dirty(r, h->pid); /* not looked at yet (--unwind fp, or no tables needed) */
-	if (h->flags & SAMPLE_F_PY_ERR)
-		r->st.py_err++;
-	if (h->flags & SAMPLE_F_PY_TRUNC) {
-		r->st.py_trunc++;
-		k->flags |= STACK_F_PY_TRUNC;
-	}
-	if (!h->pystack_len)
-		return;
-	r->st.py_samples++;
-	if (h->flags & SAMPLE_F_PY_GIL) {
-		k->flags |= STACK_F_GIL_HELD;
-		r->st.gil_held++;
-	}
-	for (uint32_t i = 0; i < h->pystack_len; i++) {
-		uint64_t raw = w[2 * i + 1];
+	/* a sample newer than our last side-band read may need records after it */
+	if (time_ns > sideband__consumed_until(r->sb))
+		sideband__consume(r->sb);
+	r->dpid = pid;
+	r->dtime_ns = time_ns;
+	r->dproc = proctab__lookup(r->procs, pid, time_ns);
+}
 
-		f->obj = OBJ_PYTHON;
-		f->addr = pytrack__code(r->py, h->pid, w[2 * i], raw & PYFRAME_INSTR_MASK, &off);
-		if (!f->addr) {
-			r->st.py_frames_dropped++;
-			off = 0;
+static bool dec_user_resolve(void *ctx, uint64_t ip, struct sframe *f)
+{
+	struct recorder *r = ctx;
+	const struct mapping *m = NULL;
+	struct proc *p = r->dproc;
+
+	if (p)
+		m = proc__find(p, ip);
+	if (!m) {
+		/* the MMAP2 record may still be in the side band: read it, retry */
+		sideband__consume(r->sb);
+		p = r->dproc = proctab__lookup(r->procs, r->dpid, r->dtime_ns);
+		if (p)
+			m = proc__find(p, ip);
+	}
+	if (!m && p && !p->exited && proctab__is_latest(r->procs, p)) {
+		uint64_t now = mono_ns();
+
+		if (now - p->last_reload_ns > RELOAD_INTERVAL_NS) {
+			p->last_reload_ns = now;
+			proctab__reload(r->procs, p);
+			m = proc__find(p, ip);
 		}
-		f->aux = (off & ~SFRAME_PY_ENTRY) | (raw & PYFRAME_F_ENTRY ? SFRAME_PY_ENTRY : 0);
-		f++;
-		k->npython++;
 	}
+	if (!m) {
+		*f = (struct sframe){ .obj = OBJ_UNMAPPED, .addr = ip };
+		return false;
+	}
+	if (m->obj == OBJ_ANON)
+		*f = (struct sframe){ .obj = OBJ_ANON, .addr = ip };
+	else
+		*f = (struct sframe){ .obj = m->obj, .addr = ip - m->start + m->pgoff };
+	return true;
+}
+
+static void dec_want_sync(void *ctx, uint32_t pid)
+{
+	mark_dirty(ctx, pid);
+}
+
+static uint64_t dec_py_code(void *ctx, uint32_t pid, uint64_t code, uint64_t instr, uint32_t *off)
+{
+	return pytrack__code(((struct recorder *)ctx)->py, pid, code, instr, off);
+}
+
+static bool dec_py_seen(void *ctx, uint32_t pid)
+{
+	return pytrack__seen(((struct recorder *)ctx)->py, pid);
+}
+
+static void dec_py_rescan(void *ctx, uint32_t pid)
+{
+	pytrack__rescan(((struct recorder *)ctx)->py, pid);
+}
+
+static void dec_py_thread(void *ctx, uint32_t pid, uint32_t tid)
+{
+	pytrack__thread_seen(((struct recorder *)ctx)->py, pid, tid);
+}
+
+static void dec_cgroup_seen(void *ctx, uint64_t id)
+{
+	cgroups__get(((struct recorder *)ctx)->cg, id);
+}
+
+/* After setup: the decoder's configuration from env and the parts that exist. */
+static void decode_init(struct recorder *r)
+{
+	r->dcfg = (struct decode_cfg){
+		.kernel = !env.no_kernel,
+		.user = !env.no_user,
+		.python = r->py && !env.no_python,
+		.per_thread = env.per_thread,
+		.cgroup = r->cg != NULL,
+		.gil = env.gil,
+	};
+	r->dops = (struct decode_ops){
+		.ctx = r,
+		.user_begin = dec_user_begin,
+		.user_resolve = dec_user_resolve,
+		.want_sync = dec_want_sync,
+		.py_code = r->py ? dec_py_code : NULL,
+		.py_seen = r->py ? dec_py_seen : NULL,
+		.py_rescan = r->py ? dec_py_rescan : NULL,
+		.py_thread = r->py ? dec_py_thread : NULL,
+		.cgroup_seen = r->cg ? dec_cgroup_seen : NULL,
+	};
 }
 
 struct stack_key *rec__key(struct recorder *r, const struct prof_sample *s, size_t size)
 {
-	const struct prof_sample_hdr *h = &s->hdr;
-	struct stack_key *k = r->key;
-	struct proc *p = NULL;
-	uint32_t nk, nu, i;
-
-	if (size < sizeof(*h) ||
-	    size < sizeof(*h) + ((size_t)h->kstack_len + h->ustack_len + 2 * h->pystack_len) *
-					sizeof(__u64) ||
-	    h->kstack_len > MAX_KSTACK || h->ustack_len > MAX_USTACK ||
-	    h->pystack_len > MAX_PYSTACK) {
-		r->st.bad++;
+	r->dproc = NULL;
+	if (decode__sample(&r->dcfg, &r->dops, &r->st.dec, s, size, r->key))
 		return NULL;
-	}
-	nk = env.no_kernel ? 0 : h->kstack_len;
-	nu = env.no_user ? 0 : h->ustack_len;
-
-	memset(k, 0, sizeof(*k));
-	k->pid = h->pid;
-	memcpy(k->pcomm, h->pcomm, sizeof(k->pcomm));
-	if (env.per_thread) {
-		k->tid = h->tid;
-		memcpy(k->tcomm, h->comm, sizeof(k->tcomm));
-		if (r->py && !env.no_python)
-			pytrack__thread_seen(r->py, h->pid, h->tid); /* threading's names */
-	}
-	if (r->cg) { /* named now: the cgroup may be gone when the profile is built */
-		k->cgroup_id = h->cgroup_id;
-		cgroups__get(r->cg, h->cgroup_id);
-	}
-	k->nkernel = nk;
-	k->nuser = nu;
-	if (h->flags & SAMPLE_F_KSTACK_TRUNC)
-		k->flags |= STACK_F_KERNEL_TRUNC, r->st.ktrunc++;
-	if (h->flags & SAMPLE_F_USTACK_TRUNC)
-		k->flags |= STACK_F_USER_TRUNC, r->st.utrunc++;
-	if (h->flags & SAMPLE_F_KSTACK_ERR)
-		k->flags |= STACK_F_KERNEL_ERR, r->st.kstack_err++;
-	if (h->flags & SAMPLE_F_USTACK_ERR)
-		k->flags |= STACK_F_USER_ERR, r->st.ustack_err++;
-	if (h->flags & SAMPLE_F_UNWIND_STOPPED)
-		r->st.unwind_stopped++;
-	if (h->flags & SAMPLE_F_NO_UNWIND_INFO) {
-		r->st.no_unwind_info++;
-		if (h->flags & SAMPLE_F_UNWIND_FP)
-			r->st.unwind_fp++;
-		mark_dirty(r, h->pid);
-	} else if (h->flags & SAMPLE_F_STALE_MAPS) {
-		/* the MMAP2 record is in the side band (consumed first) or /proc knows */
-		mark_dirty(r, h->pid);
-	}
-
-	for (i = 0; i < nk; i++) {
-		k->frames[i].obj = OBJ_KERNEL;
-		k->frames[i].aux = 0;
-		k->frames[i].addr = s->frames[i];
-	}
-	if (nu) {
-		/* a sample newer than our last side-band read may need records after it */
-		if (h->time_ns > sideband__consumed_until(r->sb))
-			sideband__consume(r->sb);
-		p = proctab__lookup(r->procs, h->pid, h->time_ns);
-		for (i = 0; i < nu; i++)
-			resolve_user(r, h->pid, h->time_ns, &p, s->frames[h->kstack_len + i],
-				     &k->frames[nk + i]);
-	}
-	if (r->py && !env.no_python)
-		python_frames(r, h, s, k);
-	if (env.gil && (!k->npython || !(h->flags & SAMPLE_F_PY_GIL))) {
-		r->st.gil_left_out++;
-		return NULL;
-	}
-	return k;
+	return r->key;
 }
 
 static void cpu_sample(struct recorder *r, const struct prof_sample *s, size_t size)
@@ -513,7 +466,7 @@ static void check_child(struct recorder *r)
 	}
 }
 
-static int setup_bpf(struct recorder *r)
+static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_t nfeats)
 {
 	struct bpf_map *ev;
 	int err;
@@ -602,13 +555,9 @@ static int setup_bpf(struct recorder *r)
 		r->cpu_samples = rec__value(r, "samples", "count");
 		r->cpu_ns = rec__value(r, "cpu", "nanoseconds");
 	}
-	for (const struct rec_feature *const *f = rec_features; *f; f++) {
-		if (!(*f)->wanted || !(*f)->wanted())
-			continue;
-		if (r->nfeat == REC_MAX_FEATURES)
-			return -E2BIG;
-		r->feat[r->nfeat] = *f;
-		err = (*f)->setup(r, &r->feat_priv[r->nfeat]);
+	for (size_t i = 0; i < nfeats; i++) {
+		r->feat[r->nfeat] = feats[i];
+		err = feats[i]->setup(r, &r->feat_priv[r->nfeat]);
 		r->nfeat++; /* destroy() even after a failed setup */
 		if (err)
 			return err;
@@ -728,7 +677,7 @@ static int end_interval(struct recorder *r)
 			return -ENOMEM;
 	}
 	t.samples = r->st.received;
-	t.lost = rec__counter(r, CNT_RB_FULL) + r->st.agg_failed + r->st.bad;
+	t.lost = rec__counter(r, CNT_RB_FULL) + r->st.agg_failed + r->st.bad + r->st.dec.bad;
 	t.processes = count_processes(r->stacks);
 	err = continuous__write(r->cont, p, &t);
 	profile__free(p);
@@ -803,7 +752,7 @@ static int run_loop(struct recorder *r)
 static void print_summary(struct recorder *r, const struct build_stats *bs, size_t nprocs)
 {
 	uint64_t rb_full = rec__counter(r, CNT_RB_FULL);
-	uint64_t lost = rb_full + r->st.agg_failed + r->st.bad + r->st.unknown_kind;
+	uint64_t lost = rb_full + r->st.agg_failed + r->st.bad + r->st.dec.bad + r->st.unknown_kind;
 	uint64_t sb_lost = sideband__stats(r->sb)->lost;
 	double secs = (ts_ns(&r->t_stop) - ts_ns(&r->t_start)) / 1e9;
 	char why[256] = "", line[2048];
@@ -814,24 +763,25 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			 " (ring buffer full %llu, table full %llu, malformed %llu; "
 			 "side-band records lost %llu)",
 			 (unsigned long long)rb_full, (unsigned long long)r->st.agg_failed,
-			 (unsigned long long)(r->st.bad + r->st.unknown_kind),
+			 (unsigned long long)(r->st.bad + r->st.dec.bad + r->st.unknown_kind),
 			 (unsigned long long)sb_lost);
 	pr_info("%llu samples, %llu lost%s, %zu processes, %.1f%% frames unresolved, %.1f s",
 		(unsigned long long)(r->st.received - r->st.before_exec), (unsigned long long)lost,
 		why, nprocs, bs->frames ? 100.0 * bs->unresolved / bs->frames : 0.0, secs);
-	if (r->st.kstack_err || r->st.ustack_err || r->st.ktrunc || r->st.utrunc)
+	if (r->st.dec.kstack_err || r->st.dec.ustack_err || r->st.dec.ktrunc || r->st.dec.utrunc)
 		pr_info("stacks: %llu kernel and %llu user unreadable; %llu kernel and %llu user "
 			"truncated at %d/%d frames",
-			(unsigned long long)r->st.kstack_err, (unsigned long long)r->st.ustack_err,
-			(unsigned long long)r->st.ktrunc, (unsigned long long)r->st.utrunc,
+			(unsigned long long)r->st.dec.kstack_err,
+			(unsigned long long)r->st.dec.ustack_err,
+			(unsigned long long)r->st.dec.ktrunc, (unsigned long long)r->st.dec.utrunc,
 			MAX_KSTACK, MAX_USTACK);
-	if (r->unw && (r->st.no_unwind_info || r->st.unwind_stopped))
+	if (r->unw && (r->st.dec.no_unwind_info || r->st.dec.unwind_stopped))
 		pr_info("unwinding: %llu samples before their process's tables were ready (%llu "
 			"walked with frame pointers), %llu stopped early (no row %llu, unsupported "
 			"rule %llu, unreadable stack %llu, JIT/anonymous code %llu, no mapping %llu)",
-			(unsigned long long)r->st.no_unwind_info,
-			(unsigned long long)r->st.unwind_fp,
-			(unsigned long long)r->st.unwind_stopped,
+			(unsigned long long)r->st.dec.no_unwind_info,
+			(unsigned long long)r->st.dec.unwind_fp,
+			(unsigned long long)r->st.dec.unwind_stopped,
 			(unsigned long long)rec__counter(r, CNT_UNW_NO_ROW),
 			(unsigned long long)rec__counter(r, CNT_UNW_UNSUPPORTED),
 			(unsigned long long)rec__counter(r, CNT_UNW_READ_FAILED),
@@ -843,10 +793,12 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 		pr_info("python: %llu interpreters, %llu samples with Python frames; %llu before the "
 			"thread's state was known, %llu frame chains unreadable part way, %llu "
 			"truncated at %d, %llu frames dropped (unreadable code objects)",
-			(unsigned long long)ps->interpreters, (unsigned long long)r->st.py_samples,
-			(unsigned long long)r->st.py_no_thread, (unsigned long long)r->st.py_err,
-			(unsigned long long)r->st.py_trunc, MAX_PYSTACK,
-			(unsigned long long)(r->st.py_frames_dropped + ps->frames_unread));
+			(unsigned long long)ps->interpreters,
+			(unsigned long long)r->st.dec.py_samples,
+			(unsigned long long)r->st.dec.py_no_thread,
+			(unsigned long long)r->st.dec.py_err,
+			(unsigned long long)r->st.dec.py_trunc, MAX_PYSTACK,
+			(unsigned long long)(r->st.dec.py_frames_dropped + ps->frames_unread));
 		pr_info("python: code object snapshots: %llu sent by BPF, %llu lost (ring buffer "
 			"full; sent again later), %llu code objects unreadable, %llu samples left "
 			"some for later; %llu received, %llu used (live read failed: process "
@@ -861,8 +813,9 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			(unsigned long long)ps->snap_outdated);
 		pr_info("python: the thread held the GIL in %llu of %llu Python samples; %llu "
 			"samples left out by --gil",
-			(unsigned long long)r->st.gil_held, (unsigned long long)r->st.py_samples,
-			(unsigned long long)r->st.gil_left_out);
+			(unsigned long long)r->st.dec.gil_held,
+			(unsigned long long)r->st.dec.py_samples,
+			(unsigned long long)r->st.dec.gil_left_out);
 		if (env.per_thread && ps->name_reads)
 			pr_info("python: thread names: %llu threads named by threading.Thread; OS "
 				"name kept for %llu not threading's, %llu unreadable, %llu ended "
@@ -904,7 +857,7 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			   "symbols), %llu user frames outside known mappings",
 			   stacks__count(r->stacks), (unsigned long long)bs->distinct_frames,
 			   objtab__count(r->objs), (unsigned long long)bs->objects_without_symbols,
-			   (unsigned long long)r->st.user_unmapped);
+			   (unsigned long long)r->st.dec.user_unmapped);
 		pr_verbose("processes: %llu generations, %llu maps reads (%llu failed); side band: "
 			   "%llu forks, %llu execs, %llu exits, %llu mmaps",
 			   (unsigned long long)ps->procs, (unsigned long long)ps->maps_read,
@@ -1019,9 +972,32 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 	return output__commit(&r->out);
 }
 
-int record__run(void)
+const struct rec_mode rec_mode_record = { .name = "record" };
+
+int record__main(void)
 {
-	struct recorder r = { .epfd = -1,
+	return record__run(&rec_mode_record);
+}
+
+/* The features this run has: those env asks for, then the mode's view. */
+static size_t run_features(const struct rec_mode *mode, const struct rec_feature **out)
+{
+	size_t n = 0;
+
+	for (const struct rec_feature *const *f = rec_features; *f; f++)
+		if ((*f)->wanted && (*f)->wanted() && n < REC_MAX_FEATURES)
+			out[n++] = *f;
+	if (mode->view && n < REC_MAX_FEATURES)
+		out[n++] = mode->view;
+	return n;
+}
+
+int record__run(const struct rec_mode *mode)
+{
+	const struct rec_feature *feats[REC_MAX_FEATURES];
+	size_t nfeats = run_features(mode, feats);
+	struct recorder r = { .mode = mode,
+			      .epfd = -1,
 			      .go_fd = -1,
 			      .err_fd = -1,
 			      .stats_fd = -1,
@@ -1032,17 +1008,16 @@ int record__run(void)
 	size_t nprocs = 0;
 	int err, status = EXIT_RUNTIME;
 
-	if (env.thread_filter && !env.no_output) {
+	if (env.thread_filter && !mode->view) {
 		pr_err("--thread filters the live view: it is an option of 'bpfprof top'");
 		return EXIT_USAGE;
 	}
-	if (!env.no_output && output__open(&r.out, env.output))
+	if (!mode->view && output__open(&r.out, env.output))
 		return EXIT_USAGE;
 	raise_nofile();
 	libbpf_set_print(log_level >= 3 ? libbpf_debug : NULL);
 	err = install_signals();
-	r.key = malloc(sizeof(*r.key) +
-		       (MAX_KSTACK + MAX_USTACK + MAX_PYSTACK) * sizeof(struct sframe));
+	r.key = malloc(decode__key_size());
 	r.objs = objtab__new();
 	r.procs = r.objs ? proctab__new(r.objs) : NULL;
 	r.stacks = stacks__new();
@@ -1064,16 +1039,20 @@ int record__run(void)
 		       strerror(-err));
 		goto cleanup;
 	}
-	/* the CUDA driver loads the CUPTI injection library named here at cuInit */
-	if (env.ev_cuda && env.cmd_argv && !getenv("CUDA_INJECTION64_PATH") &&
-	    cuda__injection_path())
-		setenv("CUDA_INJECTION64_PATH", cuda__injection_path(), 1);
+	/* what the command inherits from the features (e.g. an injection library) */
+	for (size_t i = 0; env.cmd_argv && i < nfeats; i++)
+		if (feats[i]->prepare_cmd && (err = feats[i]->prepare_cmd())) {
+			pr_err("cannot prepare '%s' for %s: %s", env.cmd_argv[0], feats[i]->name,
+			       strerror(-err));
+			goto cleanup;
+		}
 	if (env.cmd_argv && spawn_held(&r)) {
 		pr_err("cannot start '%s': %s", env.cmd_argv[0], strerror(errno));
 		goto cleanup;
 	}
-	if (setup_bpf(&r))
+	if (setup_bpf(&r, feats, nfeats))
 		goto cleanup;
+	decode_init(&r);
 	if (env.ev_cpu) {
 		err = sampler__new(&r.sampler, r.skel->progs.on_cpu_sample, env.freq);
 		if (err)
@@ -1132,7 +1111,7 @@ int record__run(void)
 	if (r.cont) { /* the interval in progress is written, the rest summarized */
 		nprocs = count_processes(r.stacks); /* the last interval's */
 		end_interval(&r);
-	} else if (env.no_output) {
+	} else if (mode->view) {
 		nprocs = count_processes(r.stacks);
 	} else if (write_profile(&r, &nprocs, &bs)) {
 		goto cleanup;

@@ -26,6 +26,7 @@
 #include "aggregate/stacks.h"
 #include "bpfprof.h"
 #include "cli.h"
+#include "collect/decode.h"
 #include "write/output.h"
 
 struct bpf_object;
@@ -33,24 +34,13 @@ struct prof_sample;
 struct tl_log;
 
 struct rec_stats {
-	uint64_t received;     /* records read from the ring buffer */
-	uint64_t bytes;	       /* ring buffer bytes they took */
-	uint64_t bad;	       /* malformed ring buffer records */
-	uint64_t unknown_kind; /* records of a kind no enabled feature handles */
-	uint64_t before_exec;  /* -- CMD: the child's records before its exec (our code) */
-	uint64_t agg_failed;   /* could not be added to the stack table */
-	uint64_t user_frames;
-	uint64_t user_unmapped; /* user addresses in no known mapping */
-	uint64_t kstack_err, ustack_err, ktrunc, utrunc;
-	uint64_t no_unwind_info; /* samples taken before the process's tables were ready */
-	uint64_t unwind_fp;	 /* of which were walked with frame pointers */
-	uint64_t unwind_stopped; /* table unwinding gave up before the outermost frame */
-	uint64_t py_samples;	 /* samples with Python frames */
-	uint64_t py_no_thread;	 /* Python process, thread state not known yet */
-	uint64_t py_err, py_trunc;
-	uint64_t py_frames_dropped; /* code objects that could not be read */
-	uint64_t gil_held;	    /* Python samples whose thread held the GIL */
-	uint64_t gil_left_out;	    /* samples --gil did not keep */
+	uint64_t received;	 /* records read from the ring buffer */
+	uint64_t bytes;		 /* ring buffer bytes they took */
+	uint64_t bad;		 /* malformed ring buffer records (decoder's apart) */
+	uint64_t unknown_kind;	 /* records of a kind no enabled feature handles */
+	uint64_t before_exec;	 /* -- CMD: the child's records before its exec (our code) */
+	uint64_t agg_failed;	 /* could not be added to the stack table */
+	struct decode_stats dec; /* stack records decoded (collect/decode.h) */
 };
 
 struct recorder;
@@ -61,8 +51,13 @@ struct recorder;
  */
 struct rec_feature {
 	const char *name;
-	/* whether env asks for it */
+	/* whether env asks for it (NULL: only as a mode's view, collect/record.h) */
 	bool (*wanted)(void);
+	/*
+	 * -- CMD, before the command is started (wanted features only): what the
+	 * command must inherit, e.g. an environment variable. Returns 0 or -errno.
+	 */
+	int (*prepare_cmd)(void);
 	/*
 	 * After the CPU object is loaded: open the feature's skeleton, call
 	 * rec__share_maps() and REC_SET_COMMON_RODATA() on it, load it,
@@ -96,8 +91,11 @@ struct rec_feature {
 
 struct counter_family;
 
+struct rec_mode;
+
 struct recorder {
-	struct cpu_bpf *skel; /* owns the shared maps (events, targets, unwind, python) */
+	const struct rec_mode *mode; /* record, or a view (top, dump) */
+	struct cpu_bpf *skel;	     /* owns the shared maps (events, targets, unwind, python) */
 	struct ring_buffer *rb;
 	struct sideband *sb;
 	struct sampler *sampler; /* NULL unless --cpu */
@@ -119,6 +117,11 @@ struct recorder {
 	bool child_done;
 	uint64_t child_exec_ns; /* when the command's exec happened (CLOCK_MONOTONIC), 0: not yet */
 	struct stack_key *key;	/* scratch for the sample being aggregated */
+	struct decode_cfg dcfg; /* what rec__key keeps, from env */
+	struct decode_ops dops; /* the process table, side band and Python tracking */
+	struct proc *dproc;	/* the process of the record being decoded */
+	uint32_t dpid;
+	uint64_t dtime_ns;
 	struct rec_stats st;
 	struct timespec t_start, t_stop;
 	struct timespec wall_start;

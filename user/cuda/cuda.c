@@ -1022,9 +1022,20 @@ static void cuda_destroy(struct recorder *r, void *priv)
 	free(c);
 }
 
+/* The CUDA driver loads the CUPTI injection library named here at cuInit. */
+static int cuda_prepare_cmd(void)
+{
+	const char *path = cuda__injection_path();
+
+	if (getenv("CUDA_INJECTION64_PATH") || !path)
+		return 0; /* the user's own, or none built: launches without GPU times */
+	return setenv("CUDA_INJECTION64_PATH", path, 1) ? -errno : 0;
+}
+
 const struct rec_feature cuda_feature = {
 	.name = "cuda",
 	.wanted = cuda_wanted,
+	.prepare_cmd = cuda_prepare_cmd,
 	.setup = cuda_setup,
 	.start = cuda_start,
 	.on_record = cuda_on_record,

@@ -259,16 +259,9 @@ static void stop_and_go(struct dump *d)
 	d->stopped_ns = mono_ns() - t0;
 }
 
-static struct dump *the_dump; /* set by dump__main: only its recording dumps */
-
-static bool dump_wanted(void)
-{
-	return the_dump != NULL;
-}
-
 static int dump_setup(struct recorder *r, void **priv)
 {
-	struct dump *d = the_dump;
+	struct dump *d = r->mode->arg;
 	int err, v;
 
 	*priv = d;
@@ -358,9 +351,8 @@ static void dump_destroy(struct recorder *r, void *priv)
 		offcpu_bpf__destroy(d->skel);
 }
 
-const struct rec_feature dump_feature = {
+static const struct rec_feature dump_feature = {
 	.name = "dump",
-	.wanted = dump_wanted,
 	.setup = dump_setup,
 	.start = dump_start,
 	.on_record = dump_record,
@@ -588,10 +580,9 @@ int dump__main(int argc, char **argv)
 	env.ev_cpu = false;
 	env.no_kernel = true; /* the BPF kernel stack is the ptrace stop: /proc has the real one */
 	env.per_thread = true;
-	env.no_output = true;
 	log_level = verbose ? 1 + verbose : 0;
-	the_dump = &d;
-	status = record__run();
+	status =
+		record__run(&(struct rec_mode){ .name = "dump", .view = &dump_feature, .arg = &d });
 	if (status == EXIT_OK) {
 		if (json)
 			print_json(&d, stdout);

@@ -47,13 +47,6 @@ struct top {
 	uint32_t shown;	 /* refreshes */
 };
 
-static bool top_mode;
-
-static bool top_wanted(void)
-{
-	return top_mode;
-}
-
 static int top_setup(struct recorder *r, void **priv)
 {
 	struct top *t = calloc(1, sizeof(*t));
@@ -318,9 +311,8 @@ static void top_destroy(struct recorder *r, void *priv)
 	free(t);
 }
 
-const struct rec_feature top_feature = {
+static const struct rec_feature top_feature = {
 	.name = "top",
-	.wanted = top_wanted,
 	.setup = top_setup,
 	.start = top_start,
 	.poll = top_poll,
@@ -334,10 +326,8 @@ int top__run(void)
 		pr_err("top shows its view on the terminal: -o is for record");
 		return EXIT_USAGE;
 	}
-	top_mode = true;
 	if (env.thread_filter)
 		env.per_thread = true; /* samples keep their thread */
 	env.ev_cpu = true;
-	env.no_output = true;
-	return record__run();
+	return record__run(&(struct rec_mode){ .name = "top", .view = &top_feature });
 }
