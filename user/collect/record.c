@@ -119,8 +119,6 @@ static void on_proc_change(void *ctx, uint32_t pid, int change)
 			r->feat[i]->on_proc(r, r->feat_priv[i], pid, change);
 	if (change == PROC_FORKED || (!r->unw && !r->py))
 		return;
-	if (r->py && change != PROC_MAPPED)
-		pytrack__forget(r->py, pid, change == PROC_EXITED); /* or a new image */
 	if (change == PROC_EXITED) {
 		if (r->unw)
 			unwinder__forget(r->unw, pid);
@@ -267,21 +265,6 @@ struct stack_key *rec__key(struct recorder *r, const struct prof_sample *s, size
 	return r->key;
 }
 
-static void cpu_sample(struct recorder *r, const struct prof_sample *s, size_t size)
-{
-	int64_t v[STACK_MAX_VALUES] = { 0 };
-	struct stack_key *k = rec__key(r, s, size);
-
-	if (!k || r->cpu_samples < 0)
-		return;
-	if (r->tl && tl_log__cpu(r->tl, k, s->hdr.time_ns, s->hdr.tid, s->hdr.comm))
-		r->st.agg_failed++;
-	v[r->cpu_samples] = 1;
-	v[r->cpu_ns] = (int64_t)s->hdr.weight * (1000000000LL / env.freq);
-	if (stacks__add(r->stacks, k, v, r->nvalues))
-		r->st.agg_failed++;
-}
-
 /* One ring buffer record: check the header, hand it to whoever owns its kind. */
 static int handle_record(void *ctx, void *data, size_t size)
 {
@@ -305,16 +288,6 @@ static int handle_record(void *ctx, void *data, size_t size)
 			r->st.before_exec++;
 			return 0;
 		}
-	}
-	if (h->kind == SAMPLE_CPU) {
-		cpu_sample(r, data, size);
-		return 0;
-	}
-	if (h->kind == SAMPLE_PYCODE) { /* before the first sample that needs it */
-		if (r->py)
-			pytrack__snapshot(r->py, h->pid, (const char *)data + sizeof(*h),
-					  size - sizeof(*h));
-		return 0;
 	}
 	for (uint32_t i = 0; i < r->nfeat; i++)
 		for (const uint16_t *k = r->feat[i]->kinds; *k; k++)
@@ -536,22 +509,7 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 			return err;
 		}
 	}
-	if (!env.no_python && !env.no_user) {
-		err = pytrack__new(&r->py, bpf_map__fd(r->skel->maps.py_procs),
-				   bpf_map__fd(r->skel->maps.py_threads), r->objs);
-		if (err) {
-			pr_err("cannot set up Python tracking: %s", strerror(-err));
-			return err;
-		}
-		pytrack__set_seen_map(r->py, bpf_map__fd(r->skel->maps.pycode_seen));
-	}
-	if (r->unw || r->py) {
-		/* -p targets get their tables before the first sample */
-		for (size_t i = 0; i < env.npids; i++)
-			mark_dirty(r, env.pids[i]);
-		sync_dirty(r);
-	}
-	if (env.ev_cpu) {
+	if (env.ev_cpu) { /* CPU values first: pprof's first sample types, as always */
 		r->cpu_samples = rec__value(r, "samples", "count");
 		r->cpu_ns = rec__value(r, "cpu", "nanoseconds");
 	}
@@ -561,6 +519,12 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 		r->nfeat++; /* destroy() even after a failed setup */
 		if (err)
 			return err;
+	}
+	if (r->unw || r->py) {
+		/* -p targets get their tables before the first sample */
+		for (size_t i = 0; i < env.npids; i++)
+			mark_dirty(r, env.pids[i]);
+		sync_dirty(r);
 	}
 	err = cpu_bpf__attach(r->skel); /* fork/exit tracepoints */
 	if (err) {
@@ -688,8 +652,9 @@ static int end_interval(struct recorder *r)
 	}
 	/* what only exited processes could still need: everything they sampled is written */
 	proctab__gc(r->procs);
-	if (r->py)
-		pytrack__gc(r->py);
+	for (uint32_t i = 0; i < r->nfeat; i++)
+		if (r->feat[i]->interval)
+			r->feat[i]->interval(r, r->feat_priv[i]);
 	if (r->cg)
 		cgroups__trim(r->cg, 10, 1024);
 	return err;
@@ -787,47 +752,6 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			(unsigned long long)rec__counter(r, CNT_UNW_READ_FAILED),
 			(unsigned long long)rec__counter(r, CNT_UNW_ANON),
 			(unsigned long long)rec__counter(r, CNT_UNW_NO_MAPPING));
-	if (r->py && pytrack__stats(r->py)->interpreters) {
-		const struct pytrack_stats *ps = pytrack__stats(r->py);
-
-		pr_info("python: %llu interpreters, %llu samples with Python frames; %llu before the "
-			"thread's state was known, %llu frame chains unreadable part way, %llu "
-			"truncated at %d, %llu frames dropped (unreadable code objects)",
-			(unsigned long long)ps->interpreters,
-			(unsigned long long)r->st.dec.py_samples,
-			(unsigned long long)r->st.dec.py_no_thread,
-			(unsigned long long)r->st.dec.py_err,
-			(unsigned long long)r->st.dec.py_trunc, MAX_PYSTACK,
-			(unsigned long long)(r->st.dec.py_frames_dropped + ps->frames_unread));
-		pr_info("python: code object snapshots: %llu sent by BPF, %llu lost (ring buffer "
-			"full; sent again later), %llu code objects unreadable, %llu samples left "
-			"some for later; %llu received, %llu used (live read failed: process "
-			"exited or object freed; %llu after the first sample naming it), %llu "
-			"refused (invalid), %llu outdated (address reused)",
-			(unsigned long long)rec__counter(r, CNT_PY_SNAP_SENT),
-			(unsigned long long)rec__counter(r, CNT_PY_SNAP_LOST),
-			(unsigned long long)rec__counter(r, CNT_PY_SNAP_UNREADABLE),
-			(unsigned long long)rec__counter(r, CNT_PY_SNAP_DEFERRED),
-			(unsigned long long)ps->snap_received, (unsigned long long)ps->snap_used,
-			(unsigned long long)ps->snap_late, (unsigned long long)ps->snap_refused,
-			(unsigned long long)ps->snap_outdated);
-		pr_info("python: the thread held the GIL in %llu of %llu Python samples; %llu "
-			"samples left out by --gil",
-			(unsigned long long)r->st.dec.gil_held,
-			(unsigned long long)r->st.dec.py_samples,
-			(unsigned long long)r->st.dec.gil_left_out);
-		if (env.per_thread && ps->name_reads)
-			pr_info("python: thread names: %llu threads named by threading.Thread; OS "
-				"name kept for %llu not threading's, %llu unreadable, %llu ended "
-				"before a read; %llu of %llu reads failed, %.2f ms per read",
-				(unsigned long long)ps->threads_named,
-				(unsigned long long)ps->threads_unnamed,
-				(unsigned long long)ps->threads_name_failed,
-				(unsigned long long)ps->threads_name_late,
-				(unsigned long long)ps->name_read_failed,
-				(unsigned long long)ps->name_reads,
-				ps->name_read_ns / 1e6 / (double)ps->name_reads);
-	}
 	for (uint32_t i = 0; i < r->nfeat; i++)
 		if (r->feat[i]->summary)
 			r->feat[i]->summary(r, r->feat_priv[i], stderr);
@@ -936,8 +860,6 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 	struct profile *p = NULL;
 	int err;
 
-	if (r->py && env.per_thread)
-		pytrack__thread_names_final(r->py); /* threads sampled since the last read */
 	build_opts_init(r, &bo);
 	bo.time_ns = ts_ns(&r->wall_start);
 	bo.duration_ns = ts_ns(&r->t_stop) - ts_ns(&r->t_start);
@@ -1053,11 +975,6 @@ int record__run(const struct rec_mode *mode)
 	if (setup_bpf(&r, feats, nfeats))
 		goto cleanup;
 	decode_init(&r);
-	if (env.ev_cpu) {
-		err = sampler__new(&r.sampler, r.skel->progs.on_cpu_sample, env.freq);
-		if (err)
-			goto cleanup;
-	}
 	r.epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (r.epfd < 0 || epoll_add(r.epfd, ring_buffer__epoll_fd(r.rb)) ||
 	    epoll_add(r.epfd, sideband__epoll_fd(r.sb))) {
@@ -1072,10 +989,6 @@ int record__run(const struct rec_mode *mode)
 	for (uint32_t i = 0; i < r.nfeat; i++)
 		if (r.feat[i]->start && r.feat[i]->start(&r, r.feat_priv[i]))
 			goto cleanup;
-	if (r.sampler && sampler__enable(r.sampler)) {
-		pr_err("cannot enable the perf events: %s", strerror(errno));
-		goto cleanup;
-	}
 	if (r.child > 0) {
 		err = release_child(&r);
 		if (err) {
@@ -1091,8 +1004,6 @@ int record__run(const struct rec_mode *mode)
 			   sampler__ncpus(r.sampler));
 
 	err = run_loop(&r);
-	if (r.sampler)
-		sampler__disable(r.sampler);
 	for (uint32_t i = 0; i < r.nfeat; i++)
 		if (r.feat[i]->stop)
 			r.feat[i]->stop(&r, r.feat_priv[i]);
@@ -1138,7 +1049,6 @@ cleanup:
 		close(r.epfd);
 	if (r.stats_fd >= 0)
 		close(r.stats_fd);
-	sampler__free(r.sampler);
 	for (uint32_t i = 0; i < r.nfeat; i++)
 		if (r.feat[i]->destroy)
 			r.feat[i]->destroy(&r, r.feat_priv[i]);
@@ -1146,7 +1056,6 @@ cleanup:
 	if (r.procs)
 		proctab__on_change(r.procs, NULL, NULL);
 	unwinder__free(r.unw);
-	pytrack__free(r.py);
 	continuous__free(r.cont);
 	cgroups__free(r.cg);
 	htab__free(r.dirty);

@@ -77,6 +77,8 @@ struct rec_feature {
 	void (*stop)(struct recorder *r, void *priv);
 	/* after the last drain, before the profile is built (e.g. in-use values) */
 	void (*finish)(struct recorder *r, void *priv);
+	/* --continuous: an interval was written; let go of what only exited processes needed */
+	void (*interval)(struct recorder *r, void *priv);
 	/* end-of-run summary lines (what was taken and lost) */
 	void (*summary)(struct recorder *r, void *priv, FILE *f);
 	void (*destroy)(struct recorder *r, void *priv);
