@@ -24,6 +24,7 @@
 #include "collect/uprobes.h"
 #include "cuda.skel.h"
 #include "cuda/cuda.h"
+#include "cuda/match.h"
 #include "proc/objfile.h"
 #include "proc/proc.h"
 #include "symbolize/elfsym.h"
@@ -40,23 +41,6 @@ struct cuda_fn {
 	char *mangled;	/* from the name probes or CUPTI; NULL: not known (yet) */
 	char *leaf;	/* "[cuda] demangled", made at build time */
 	uint16_t op;	/* launch kind, for graphs */
-};
-
-/* A launch waiting for its GPU record. */
-struct pending {
-	size_t stack; /* stacks__intern index */
-	uint32_t fn;
-	uint32_t tid;
-	uint64_t start_ns; /* call start, the flow's tail */
-};
-
-/* A GPU record that came before its call's record (CUPTI flushed mid-call). */
-struct orphan {
-	uint64_t start_ns, dur_ns;
-	uint32_t gpid, gtid; /* its timeline track, 0: none */
-	uint32_t kind;
-	uint32_t pad;
-	char *mangled;
 };
 
 struct cuda_stats {
@@ -85,9 +69,7 @@ struct cuda {
 	size_t nfns, cap_fns;
 	struct htab *fn_idx;	  /* (pid, handle) -> fn index */
 	struct htab *gpu_names;	  /* (pid, name address) -> char * (mangled) */
-	struct htab *pending;	  /* (pid, corr) -> struct pending * */
-	struct htab *orphans;	  /* (pid, corr) -> struct orphan * */
-	struct htab *last_launch; /* (pid, tid) -> struct pending *: at-entry launch, no corr yet */
+	struct cuda_match *match; /* launches and GPU records waiting for each other */
 	bool at_entry;		  /* launches recorded at entry (bpf launch_at_entry) */
 	struct htab *usdt_files;  /* objfile id -> 1 (looked at) */
 	struct bpf_link **links;
@@ -420,7 +402,7 @@ static const char *leaf_name(void *arg, uint64_t id, uint32_t *kind)
 
 /* ---- records ---- */
 
-static void add_gpu_time(struct cuda *c, const struct pending *pd, uint64_t ns)
+static void add_gpu_time(struct cuda *c, const struct cm_launch *pd, uint64_t ns)
 {
 	struct stack_vals *v;
 
@@ -434,42 +416,24 @@ static void add_gpu_time(struct cuda *c, const struct pending *pd, uint64_t ns)
 
 /*
  * A call (pid, p) whose GPU record, with correlation id corr, is still to
- * come, or already here (an orphan).
+ * come (it waits), or already here (joined now).
  */
-static void add_pending(struct cuda *c, uint32_t pid, uint32_t corr, const struct pending *p)
+static void add_pending(struct cuda *c, uint32_t pid, uint32_t corr, const struct cm_launch *p)
 {
-	struct pid_u64 pk = { .pid = pid, .v = corr };
-	struct htab_entry *e = htab__find(c->orphans, &pk, sizeof(pk), htab__hash(&pk, sizeof(pk)));
-	struct pending *pd;
-	uint32_t fn = p->fn;
+	struct cm_gpu *o;
 
-	if (e) { /* its GPU record is already here */
-		struct orphan *o = (struct orphan *)(uintptr_t)e->val;
-
-		if (o->kind == GPU_KERNEL && fn != UINT32_MAX) {
-			c->st.gpu_joined++;
-			add_gpu_time(c, p, o->dur_ns);
-			fn_set_name(c, fn, o->mangled);
-		}
-		if (c->r->tl && o->gpid)
-			timeline__add_flow(tl_log__timeline(c->r->tl), ((uint64_t)pid << 32) | corr,
-					   "launch", "cuda_flow", pid, p->tid | API_TID_BIT,
-					   p->start_ns, o->gpid, o->gtid, o->start_ns);
-		free(o->mangled);
-		free(o);
-		htab__delete(c->orphans, &pk, sizeof(pk), e->hash);
+	if (cuda_match__launch(c->match, pid, corr, p, &o) || !o)
 		return;
+	if (o->kind == GPU_KERNEL && p->fn != UINT32_MAX) {
+		c->st.gpu_joined++;
+		add_gpu_time(c, p, o->dur_ns);
+		fn_set_name(c, p->fn, o->mangled);
 	}
-	pd = malloc(sizeof(*pd));
-	if (!pd)
-		return;
-	*pd = *p;
-	if (htab__upsert(c->pending, &pk, sizeof(pk), htab__hash(&pk, sizeof(pk)), &e) < 0) {
-		free(pd);
-		return;
-	}
-	free((void *)(uintptr_t)e->val);
-	e->val = (uintptr_t)pd;
+	if (c->r->tl && o->gpid)
+		timeline__add_flow(tl_log__timeline(c->r->tl), ((uint64_t)pid << 32) | corr,
+				   "launch", "cuda_flow", pid, p->tid | API_TID_BIT, p->start_ns,
+				   o->gpid, o->gtid, o->start_ns);
+	cuda_match__gpu_free(o);
 }
 
 static void timeline_call(struct cuda *c, const struct prof_sample_hdr *h,
@@ -508,8 +472,8 @@ static void timeline_call(struct cuda *c, const struct prof_sample_hdr *h,
 }
 
 static void timeline_gpu(struct cuda *c, const struct prof_sample_hdr *h,
-			 const struct gpu_event *ev, const char *mangled, const struct pending *pd,
-			 struct orphan *o)
+			 const struct gpu_event *ev, const char *mangled,
+			 const struct cm_launch *pd, struct cm_gpu *o)
 {
 	static const char *const copy_names[] = { "memcpy",	 "memcpy HtoD", "memcpy DtoH",
 						  "memcpy HtoA", "memcpy AtoH", "memcpy AtoA",
@@ -550,35 +514,13 @@ static void timeline_gpu(struct cuda *c, const struct prof_sample_hdr *h,
 	free(d);
 }
 
-/*
- * A launch recorded at entry gets its correlation id later, from a
- * GPU_EV_CORR record of the same thread (bpf/cuda.bpf.c): until then it is
- * the thread's last launch, replaced by the next one.
- */
-static void set_last_launch(struct cuda *c, uint32_t pid, const struct pending *p)
-{
-	struct pid_u64 k = { .pid = pid, .v = p->tid };
-	struct htab_entry *e;
-	struct pending *pd;
-
-	if (htab__upsert(c->last_launch, &k, sizeof(k), htab__hash(&k, sizeof(k)), &e) < 0)
-		return;
-	pd = (struct pending *)(uintptr_t)e->val;
-	if (!pd && !(pd = malloc(sizeof(*pd)))) {
-		htab__delete(c->last_launch, &k, sizeof(k), e->hash);
-		return;
-	}
-	*pd = *p;
-	e->val = (uintptr_t)pd;
-}
-
 static void on_call(struct cuda *c, const struct prof_sample *s, size_t size)
 {
 	const struct prof_sample_hdr *h = &s->hdr;
 	size_t nframes = (size_t)h->kstack_len + h->ustack_len + 2 * h->pystack_len;
 	const struct cuda_call *call;
 	struct stack_key *k;
-	struct pending p;
+	struct cm_launch p;
 	uint32_t fn;
 	size_t idx, nf;
 
@@ -605,10 +547,10 @@ static void on_call(struct cuda *c, const struct prof_sample *s, size_t size)
 			timeline_call(c, h, call, UINT32_MAX);
 		if (call->corr && !call->result)
 			add_pending(c, h->pid, call->corr,
-				    &(struct pending){ .stack = SIZE_MAX,
-						       .fn = UINT32_MAX,
-						       .tid = h->tid,
-						       .start_ns = h->time_ns });
+				    &(struct cm_launch){ .stack = SIZE_MAX,
+							 .fn = UINT32_MAX,
+							 .tid = h->tid,
+							 .start_ns = h->time_ns });
 		return;
 	}
 
@@ -631,29 +573,24 @@ static void on_call(struct cuda *c, const struct prof_sample *s, size_t size)
 		return;
 	}
 	stacks__vals(c->r->stacks, idx)->v[c->v_launches]++;
-	p = (struct pending){ .stack = idx, .fn = fn, .tid = h->tid, .start_ns = h->time_ns };
+	p = (struct cm_launch){ .stack = idx, .fn = fn, .tid = h->tid, .start_ns = h->time_ns };
 	if (call->corr)
 		add_pending(c, h->pid, call->corr, &p);
 	else if (call->flags & CUDA_CALL_F_AT_ENTRY)
-		set_last_launch(c, h->pid, &p);
+		cuda_match__at_entry(c->match, h->pid, &p); /* its correlation id comes later */
 }
 
 /* GPU_EV_CORR: the correlation id of the thread's last launch recorded at entry. */
 static void on_corr(struct cuda *c, const struct prof_sample_hdr *h, uint32_t corr)
 {
-	struct pid_u64 k = { .pid = h->pid, .v = h->tid };
-	uint64_t hash = htab__hash(&k, sizeof(k));
-	struct htab_entry *e = htab__find(c->last_launch, &k, sizeof(k), hash);
-	struct pending *p = e ? (struct pending *)(uintptr_t)e->val : NULL;
+	struct cm_launch p;
 
-	if (!p) {
+	if (!cuda_match__take_at_entry(c->match, h->pid, h->tid, &p)) {
 		c->st.corr_orphans++;
 		return;
 	}
 	c->st.with_corr++;
-	add_pending(c, h->pid, corr, p);
-	free(p);
-	htab__delete(c->last_launch, &k, sizeof(k), hash);
+	add_pending(c, h->pid, corr, &p);
 }
 
 static const char *gpu_name(struct cuda *c, uint32_t pid, const struct gpu_event *ev)
@@ -678,10 +615,8 @@ static const char *gpu_name(struct cuda *c, uint32_t pid, const struct gpu_event
 static void on_gpu(struct cuda *c, const struct prof_sample_hdr *h, size_t size)
 {
 	const struct gpu_event *ev = (const void *)(h + 1);
-	struct orphan *orphan;
-	struct pending *pd;
-	struct pid_u64 pk;
-	struct htab_entry *e;
+	struct cm_gpu *orphan;
+	struct cm_launch launch, *pd;
 	const char *name;
 
 	if (size < sizeof(*h) + offsetof(struct gpu_event, name) ||
@@ -720,37 +655,23 @@ static void on_gpu(struct cuda *c, const struct prof_sample_hdr *h, size_t size)
 		c->st.gpu[ev->kind]++;
 	c->st.gpu_ns += ev->end_ns > ev->start_ns ? ev->end_ns - ev->start_ns : 0;
 	name = gpu_name(c, h->pid, ev);
-	pk = (struct pid_u64){ .pid = h->pid, .v = ev->corr };
-	e = ev->corr ? htab__find(c->pending, &pk, sizeof(pk), htab__hash(&pk, sizeof(pk))) : NULL;
-	pd = e ? (struct pending *)(uintptr_t)e->val : NULL;
+	pd = ev->corr && cuda_match__take_launch(c->match, h->pid, ev->corr, &launch) ? &launch
+										      : NULL;
 	if (pd && ev->kind == GPU_KERNEL && pd->fn != UINT32_MAX) {
 		c->st.gpu_joined++;
 		add_gpu_time(c, pd, ev->end_ns - ev->start_ns);
 		fn_set_name(c, pd->fn, name); /* launches of handles we saw no name for */
 	}
 	orphan = NULL;
-	if (!pd && ev->corr && (orphan = calloc(1, sizeof(*orphan)))) {
-		struct htab_entry *oe;
-
-		*orphan = (struct orphan){ .start_ns = ev->start_ns,
-					   .dur_ns = ev->end_ns - ev->start_ns,
-					   .kind = ev->kind,
-					   .mangled = name ? strdup(name) : NULL };
-		if (htab__upsert(c->orphans, &pk, sizeof(pk), htab__hash(&pk, sizeof(pk)), &oe) <
-		    0) {
-			free(orphan->mangled);
-			free(orphan);
-			orphan = NULL;
-		} else {
-			oe->val = (uintptr_t)orphan;
-		}
-	}
+	if (!pd && ev->corr)
+		orphan = cuda_match__orphan(
+			c->match, h->pid, ev->corr,
+			&(struct cm_gpu){ .start_ns = ev->start_ns,
+					  .dur_ns = ev->end_ns - ev->start_ns,
+					  .kind = ev->kind,
+					  .mangled = name ? strdup(name) : NULL });
 	if (c->r->tl)
 		timeline_gpu(c, h, ev, name, pd, orphan);
-	if (pd) {
-		free(pd);
-		htab__delete(c->pending, &pk, sizeof(pk), e->hash);
-	}
 }
 
 static void cuda_on_record(struct recorder *r, void *priv, const struct prof_sample_hdr *h,
@@ -784,12 +705,9 @@ static int cuda_setup(struct recorder *r, void **priv)
 	c->r = r;
 	c->fn_idx = htab__new(256, HTAB_COPY_KEYS);
 	c->gpu_names = htab__new(256, HTAB_COPY_KEYS);
-	c->pending = htab__new(1024, HTAB_COPY_KEYS);
-	c->orphans = htab__new(64, HTAB_COPY_KEYS);
-	c->last_launch = htab__new(64, HTAB_COPY_KEYS);
+	cuda_match__new(&c->match, 0);
 	c->usdt_files = htab__new(256, HTAB_COPY_KEYS);
-	if (!c->fn_idx || !c->gpu_names || !c->pending || !c->orphans || !c->last_launch ||
-	    !c->usdt_files)
+	if (!c->fn_idx || !c->gpu_names || !c->match || !c->usdt_files)
 		return -ENOMEM;
 	c->skel = cuda_bpf__open();
 	if (!c->skel) {
@@ -916,7 +834,8 @@ static void cuda_summary(struct recorder *r, void *priv, FILE *f)
 {
 	struct cuda *c = priv;
 	const struct uprobes_stats *us = uprobes__stats(c->up);
-	uint64_t launches = 0, pending = htab__count(c->pending);
+	const struct cm_stats *ms = cuda_match__stats(c->match);
+	uint64_t launches = 0, pending = cuda_match__waiting(c->match);
 	char buf[1024];
 	size_t len = 0;
 
@@ -964,14 +883,17 @@ static void cuda_summary(struct recorder *r, void *priv, FILE *f)
 		pr_info("cuda: GPU (CUPTI in %llu files): %llu kernels, %llu memcpys, %llu memsets, "
 			"%.3f ms GPU time; %llu kernels joined with their launch, %llu calls "
 			"without a GPU record, %llu records dropped by CUPTI, %llu lost (ring buffer "
-			"full)",
+			"full), %llu GPU records and %llu launches let go unmatched (bounded tables)",
 			(unsigned long long)c->st.usdt_files,
 			(unsigned long long)c->st.gpu[GPU_KERNEL],
 			(unsigned long long)c->st.gpu[GPU_MEMCPY],
 			(unsigned long long)c->st.gpu[GPU_MEMSET], c->st.gpu_ns / 1e6,
-			(unsigned long long)c->st.gpu_joined, (unsigned long long)pending,
+			(unsigned long long)c->st.gpu_joined,
+			(unsigned long long)(pending + ms->launches_evicted),
 			(unsigned long long)c->st.gpu_dropped,
-			(unsigned long long)bpf_counter(c, CUDA_CNT_GPU_RB_FULL));
+			(unsigned long long)bpf_counter(c, CUDA_CNT_GPU_RB_FULL),
+			(unsigned long long)ms->gpu_evicted,
+			(unsigned long long)(ms->launches_evicted + ms->at_entry_evicted));
 	pr_verbose("cuda: %llu probes attached (%llu failed), USDT %llu attached (%llu failed), "
 		   "%llu correlation ids outside a probed call; launches %s",
 		   (unsigned long long)us->probes, (unsigned long long)us->attach_failed,
@@ -1002,21 +924,9 @@ static void cuda_destroy(struct recorder *r, void *priv)
 	while (c->gpu_names && (e = htab__next(c->gpu_names, &it)))
 		free((void *)(uintptr_t)e->val);
 	it = 0;
-	while (c->pending && (e = htab__next(c->pending, &it)))
-		free((void *)(uintptr_t)e->val);
-	it = 0;
-	while (c->orphans && (e = htab__next(c->orphans, &it))) {
-		free(((struct orphan *)(uintptr_t)e->val)->mangled);
-		free((void *)(uintptr_t)e->val);
-	}
-	it = 0;
-	while (c->last_launch && (e = htab__next(c->last_launch, &it)))
-		free((void *)(uintptr_t)e->val);
-	htab__free(c->orphans);
-	htab__free(c->last_launch);
+	cuda_match__free(c->match);
 	htab__free(c->fn_idx);
 	htab__free(c->gpu_names);
-	htab__free(c->pending);
 	htab__free(c->usdt_files);
 	free(c->key);
 	free(c);
