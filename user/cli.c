@@ -36,8 +36,12 @@ struct env env = {
 	.alloc_max_live = 1 << 19,
 };
 
-static bool freq_given;
+/* options whose defaults depend on whether they were given */
+static struct {
+	bool freq, interval, keep, app_name, alloc_rate;
+} given;
 
+/* --help: the text before and after the options, which opts[] lists */
 static const char usage_text[] =
 	"Usage: bpfprof [record] [TARGET] [EVENTS] [OPTIONS] [-- CMD [ARG...]]\n"
 	"       bpfprof top [TARGET] [--thread T] [OPTIONS]\n"
@@ -55,88 +59,7 @@ static const char usage_text[] =
 	"trace or an interactive SVG flame graph. 'flamegraph' renders folded stacks\n"
 	"(any tool's, stdin without IN or with '-') as that SVG.\n"
 	"\n"
-	"TARGET (default: whole machine)\n"
-	"  -a, --all                 every process on every CPU (the default)\n"
-	"  -p, --pid PID[,PID...]    these processes, all their threads\n"
-	"  -- CMD [ARG...]           start CMD, profile it and its children, stop when it exits\n"
-	"      --cgroup PATH         only tasks in this cgroup v2 directory or below it (also\n"
-	"                            cgroups created there later); PATH in the file system\n"
-	"                            or as /proc/PID/cgroup shows it\n"
-	"      --container ID        only tasks of this container: full id or unique prefix\n"
-	"                            (docker, containerd, cri-o, podman, kubepods cgroups)\n"
-	"\n"
-	"EVENTS (any combination; default --cpu)\n"
-	"      --cpu                 on-CPU stack sampling\n"
-	"      --cuda                CUDA driver calls (libcuda) with CPU stacks; GPU kernel\n"
-	"                            and copy timings where the CUPTI injection library is\n"
-	"                            loaded (set for -- CMD: CUDA_INJECTION64_PATH);\n"
-	"                            launches are timed only for -f chrome (else one probe\n"
-	"                            per launch, at its entry)\n"
-	"      --off-cpu             time blocked (sleeping, waiting on I/O or a lock, or\n"
-	"                            preempted), by the stack it blocked in; nanoseconds\n"
-	"      --wall                on-CPU + off-CPU in one unit (nanoseconds): where each\n"
-	"                            thread's wall-clock time went (like py-spy --idle)\n"
-	"      --alloc               heap: sampled malloc-family calls and anonymous mmaps,\n"
-	"                            where memory was allocated and where it is still held\n"
-	"\n"
-	"OPTIONS\n"
-	"  -F, --freq HZ             samples per second per CPU (default 99, 19 with\n"
-	"                            --continuous; at most\n"
-	"                            /proc/sys/kernel/perf_event_max_sample_rate)\n"
-	"  -d, --duration SECS       stop after SECS (default: Ctrl-C, or when CMD exits)\n"
-	"      --min-block TIME      off-CPU: blocks at least TIME long are each recorded;\n"
-	"                            a shorter block of length d is recorded with chance\n"
-	"                            d/TIME and weight TIME (unbiased, bounded cost);\n"
-	"                            TIME is N[ns|us|ms|s], a bare N is microseconds\n"
-	"                            (default 1ms)\n"
-	"      --unwind MODE         native user stacks: auto (default: .eh_frame tables,\n"
-	"                            frame pointers until a process's tables are ready),\n"
-	"                            dwarf (tables only), fp (frame pointers only)\n"
-	"  -o, --output PATH         where to write ('-' = stdout, the default)\n"
-	"  -f, --format FMT          folded | pprof | chrome | svg; default from the\n"
-	"                            extension of -o: .pb.gz/.pprof -> pprof, .json ->\n"
-	"                            chrome (Perfetto, chrome://tracing), .svg -> svg,\n"
-	"                            anything else -> folded; stdout -> folded\n"
-	"      --inverted            svg: icicle graph, stacks merged leaf first (callers)\n"
-	"      --title TEXT          svg: the title (default 'Flame Graph')\n"
-	"      --cuda-lib PATH       libcuda to probe (default: found in each process's maps)\n"
-	"      --cuda-weight W       launches (default) | gpu-time: what a [cuda] kernel\n"
-	"                            leaf counts in folded output\n"
-	"      --per-pid             root frame 'comm [pid]' instead of 'comm'\n"
-	"      --per-thread          a 'thread-name [tid]' frame under the process\n"
-	"      --per-container       root frame: the short container id (12 digits), or the\n"
-	"                            cgroup path of tasks in no container\n"
-	"      --no-kernel           leave out kernel frames\n"
-	"      --no-user             leave out user-space frames\n"
-	"      --no-python           native frames only (no CPython frames)\n"
-	"      --alloc-rate BYTES    --alloc: mean bytes between samples (default 524288;\n"
-	"                            suffixes k, m, g; 1 = record every call)\n"
-	"      --alloc-metric M      --alloc: what folded shows: inuse_space (default: bytes\n"
-	"                            still allocated at the end), inuse_objects,\n"
-	"                            alloc_space, alloc_objects (everything allocated)\n"
-	"      --gil                 keep only Python samples whose thread held the GIL\n"
-	"                            (CPython 3.8-3.13; pprof labels every Python sample\n"
-	"                            gil=held|released)\n"
-	"\n"
-	"CONTINUOUS MODE\n"
-	"      --continuous DIR      keep running; every interval write one gzipped pprof\n"
-	"                            into DIR, named by its start time (UTC), e.g.\n"
-	"                            bpfprof-20261122T101500.123Z.pb.gz; one status line\n"
-	"                            per interval on stderr; SIGTERM/SIGINT write the\n"
-	"                            current interval and exit, SIGHUP starts a new one\n"
-	"      --interval SECS       seconds per file (default 60; fractions allowed)\n"
-	"      --keep N              keep at most N files in DIR, oldest deleted (default\n"
-	"                            1440; 0 keeps all)\n"
-	"      --upload URL          also push each interval to a Pyroscope server\n"
-	"                            (URL/ingest, pprof), from a thread that retries with\n"
-	"                            backoff; failures are counted, the files stay\n"
-	"      --app-name NAME       Pyroscope application name (default bpfprof.cpu)\n"
-	"\n"
-	"  -v, --verbose             more detail on stderr (repeat for debug)\n"
-	"  -q, --quiet               no summary, no warnings\n"
-	"  -h, --help                this text\n"
-	"  -V, --version             print the version\n"
-	"\n"
+	"%OPTIONS%"
 	"Output: folded stacks are 'root;caller;...;leaf COUNT' lines for flamegraph.pl;\n"
 	"kernel frames end in '_[k]'; Python frames read 'qualname (file.py:line)' in\n"
 	"place of the interpreter's eval loop; unresolved frames read 'module+0xADDR'\n"
@@ -175,84 +98,6 @@ static const char usage_text[] =
 	"  bpfprof --continuous /var/lib/bpfprof --upload http://pyroscope:4040\n"
 	"\n"
 	"Exit status: 0 success, 1 runtime failure, 2 bad usage.\n";
-
-void cli__usage(FILE *out)
-{
-	fputs(usage_text, out);
-}
-
-enum {
-	OPT_PER_PID = 256,
-	OPT_PER_THREAD,
-	OPT_NO_KERNEL,
-	OPT_NO_USER,
-	OPT_UNWIND,
-	OPT_NO_PYTHON,
-	OPT_GIL,
-	OPT_CPU,
-	OPT_CGROUP,
-	OPT_CONTAINER,
-	OPT_PER_CONTAINER,
-	OPT_CONTINUOUS,
-	OPT_INTERVAL,
-	OPT_KEEP,
-	OPT_UPLOAD,
-	OPT_APP_NAME,
-	OPT_CUDA,
-	OPT_CUDA_LIB,
-	OPT_CUDA_WEIGHT,
-	OPT_OFF_CPU,
-	OPT_WALL,
-	OPT_MIN_BLOCK,
-	OPT_ALLOC,
-	OPT_ALLOC_RATE,
-	OPT_ALLOC_METRIC,
-	OPT_INVERTED,
-	OPT_TITLE,
-	OPT_THREAD,
-};
-
-static const struct option long_opts[] = {
-	{ "all", no_argument, NULL, 'a' },
-	{ "pid", required_argument, NULL, 'p' },
-	{ "freq", required_argument, NULL, 'F' },
-	{ "duration", required_argument, NULL, 'd' },
-	{ "output", required_argument, NULL, 'o' },
-	{ "format", required_argument, NULL, 'f' },
-	{ "per-pid", no_argument, NULL, OPT_PER_PID },
-	{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
-	{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
-	{ "no-user", no_argument, NULL, OPT_NO_USER },
-	{ "unwind", required_argument, NULL, OPT_UNWIND },
-	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
-	{ "gil", no_argument, NULL, OPT_GIL },
-	{ "cpu", no_argument, NULL, OPT_CPU },
-	{ "cgroup", required_argument, NULL, OPT_CGROUP },
-	{ "container", required_argument, NULL, OPT_CONTAINER },
-	{ "per-container", no_argument, NULL, OPT_PER_CONTAINER },
-	{ "continuous", required_argument, NULL, OPT_CONTINUOUS },
-	{ "interval", required_argument, NULL, OPT_INTERVAL },
-	{ "keep", required_argument, NULL, OPT_KEEP },
-	{ "upload", required_argument, NULL, OPT_UPLOAD },
-	{ "app-name", required_argument, NULL, OPT_APP_NAME },
-	{ "cuda", no_argument, NULL, OPT_CUDA },
-	{ "cuda-lib", required_argument, NULL, OPT_CUDA_LIB },
-	{ "cuda-weight", required_argument, NULL, OPT_CUDA_WEIGHT },
-	{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
-	{ "wall", no_argument, NULL, OPT_WALL },
-	{ "min-block", required_argument, NULL, OPT_MIN_BLOCK },
-	{ "alloc", no_argument, NULL, OPT_ALLOC },
-	{ "alloc-rate", required_argument, NULL, OPT_ALLOC_RATE },
-	{ "alloc-metric", required_argument, NULL, OPT_ALLOC_METRIC },
-	{ "inverted", no_argument, NULL, OPT_INVERTED },
-	{ "title", required_argument, NULL, OPT_TITLE },
-	{ "thread", required_argument, NULL, OPT_THREAD },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{},
-};
 
 void cli__bad_option(const char *arg, int optopt, const struct option *opts, const char *sub)
 {
@@ -633,178 +478,413 @@ static int check_continuous(bool interval_given, bool keep_given, bool app_given
 		return -EINVAL;
 	}
 	env.format = FMT_PPROF;
-	if (!freq_given)
+	if (!given.freq)
 		env.freq = 19;
 	return 0;
 }
 
+/* ---- the options: declared once, in opts[] ---- */
+
+/* a handler's "stop here, exit 0" (--help, --version) */
+#define OPT_EXIT_OK 1
+
+static int set_all(const char *a)
+{
+	(void)a;
+	env.all = true;
+	return 0;
+}
+
+static int set_freq(const char *a)
+{
+	given.freq = true;
+	return parse_freq(a);
+}
+
+static int set_output(const char *a)
+{
+	if (!*a) {
+		pr_err("empty path for -o");
+		return -EINVAL;
+	}
+	env.output = a;
+	return 0;
+}
+
+static int set_cgroup(const char *a)
+{
+	env.cgroup_arg = a;
+	return 0;
+}
+
+static int set_container(const char *a)
+{
+	env.container_arg = a;
+	return 0;
+}
+
+static int set_continuous(const char *a)
+{
+	if (!*a) {
+		pr_err("empty directory for --continuous");
+		return -EINVAL;
+	}
+	env.continuous_dir = a;
+	return 0;
+}
+
+static int set_interval(const char *a)
+{
+	given.interval = true;
+	return parse_interval(a);
+}
+
+static int set_keep(const char *a)
+{
+	given.keep = true;
+	return parse_keep(a);
+}
+
+static int set_app_name(const char *a)
+{
+	given.app_name = true;
+	return parse_app_name(a);
+}
+
+static int set_cuda_lib(const char *a)
+{
+	env.cuda_lib = a;
+	return 0;
+}
+
+static int set_cuda_weight(const char *a)
+{
+	if (!strcmp(a, "launches")) {
+		env.cuda_weight = CUDA_WEIGHT_LAUNCHES;
+	} else if (!strcmp(a, "gpu-time")) {
+		env.cuda_weight = CUDA_WEIGHT_GPU_TIME;
+	} else {
+		pr_err("unknown --cuda-weight '%s': expected launches or gpu-time", a);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int set_alloc_rate(const char *a)
+{
+	given.alloc_rate = true;
+	return parse_alloc_rate(a);
+}
+
+static int set_thread(const char *a)
+{
+	if (!*a) {
+		pr_err("empty filter for --thread");
+		return -EINVAL;
+	}
+	env.thread_filter = a;
+	return 0;
+}
+
+static int set_title(const char *a)
+{
+	env.title = a;
+	return 0;
+}
+
+static int set_unwind(const char *a)
+{
+	if (!strcmp(a, "auto")) {
+		env.unwind = UNWIND_AUTO;
+	} else if (!strcmp(a, "fp")) {
+		env.unwind = UNWIND_FP;
+	} else if (!strcmp(a, "dwarf")) {
+		env.unwind = UNWIND_DWARF;
+	} else {
+		pr_err("unknown unwinder '%s' for --unwind: expected auto, fp or dwarf", a);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int set_verbose(const char *a)
+{
+	(void)a;
+	log_level = log_level < 1 ? 2 : log_level + 1;
+	return 0;
+}
+
+static int set_quiet(const char *a)
+{
+	(void)a;
+	log_level = 0;
+	return 0;
+}
+
+static int show_help(const char *a)
+{
+	(void)a;
+	cli__usage(stdout);
+	return OPT_EXIT_OK;
+}
+
+static int show_version(const char *a)
+{
+	(void)a;
+	printf("bpfprof %s\n", BPFPROF_VERSION);
+	return OPT_EXIT_OK;
+}
+
+/*
+ * One entry per option: getopt's tables and --help are made from it (the man
+ * page is checked against --help by tests/e2e/test_docs.py). An entry sets
+ * *flag, or hands its argument to set(). name NULL: a --help line only.
+ */
+struct cli_opt {
+	const char *name;
+	char key;	  /* short option, 0: long only */
+	const char *arg;  /* the argument's name in --help; NULL: takes none */
+	const char *sect; /* the --help heading it is listed under */
+	bool *flag;
+	int (*set)(const char *arg); /* 0, -errno (printed), or OPT_EXIT_OK */
+	const char *help;
+};
+
+static const char S_TARGET[] = "TARGET (default: whole machine)";
+static const char S_EVENTS[] = "EVENTS (any combination; default --cpu)";
+static const char S_OPTIONS[] = "OPTIONS";
+static const char S_CONT[] = "CONTINUOUS MODE";
+static const char S_TOP[] = "TOP";
+static const char S_GENERAL[] = "";
+
+static const struct cli_opt opts[] = {
+	{ "all", 'a', NULL, S_TARGET, NULL, set_all, "every process on every CPU (the default)" },
+	{ "pid", 'p', "PID[,PID...]", S_TARGET, NULL, parse_pids,
+	  "these processes, all their threads" },
+	{ NULL, 0, "-- CMD [ARG...]", S_TARGET, NULL, NULL,
+	  "start CMD, profile it and its children, stop when it exits" },
+	{ "cgroup", 0, "PATH", S_TARGET, NULL, set_cgroup,
+	  "only tasks in this cgroup v2 directory or below it (also cgroups created there "
+	  "later); PATH in the file system or as /proc/PID/cgroup shows it" },
+	{ "container", 0, "ID", S_TARGET, NULL, set_container,
+	  "only tasks of this container: full id or unique prefix (docker, containerd, "
+	  "cri-o, podman, kubepods cgroups)" },
+
+	{ "cpu", 0, NULL, S_EVENTS, &env.ev_cpu, NULL, "on-CPU stack sampling" },
+	{ "cuda", 0, NULL, S_EVENTS, &env.ev_cuda, NULL,
+	  "CUDA driver calls (libcuda) with CPU stacks; GPU kernel and copy timings where "
+	  "the CUPTI injection library is loaded (set for -- CMD: CUDA_INJECTION64_PATH); "
+	  "launches are timed only for -f chrome (else one probe per launch, at its entry)" },
+	{ "off-cpu", 0, NULL, S_EVENTS, &env.ev_off_cpu, NULL,
+	  "time blocked (sleeping, waiting on I/O or a lock, or preempted), by the stack it "
+	  "blocked in; nanoseconds" },
+	{ "wall", 0, NULL, S_EVENTS, &env.ev_wall, NULL,
+	  "on-CPU + off-CPU in one unit (nanoseconds): where each thread's wall-clock time "
+	  "went (like py-spy --idle)" },
+	{ "alloc", 0, NULL, S_EVENTS, &env.ev_alloc, NULL,
+	  "heap: sampled malloc-family calls and anonymous mmaps, where memory was allocated "
+	  "and where it is still held" },
+
+	{ "freq", 'F', "HZ", S_OPTIONS, NULL, set_freq,
+	  "samples per second per CPU (default 99, 19 with --continuous; at most "
+	  "/proc/sys/kernel/perf_event_max_sample_rate)" },
+	{ "duration", 'd', "SECS", S_OPTIONS, NULL, parse_duration,
+	  "stop after SECS (default: Ctrl-C, or when CMD exits)" },
+	{ "min-block", 0, "TIME", S_OPTIONS, NULL, parse_min_block,
+	  "off-CPU: blocks at least TIME long are each recorded; a shorter block of length d "
+	  "is recorded with chance d/TIME and weight TIME (unbiased, bounded cost); TIME is "
+	  "N[ns|us|ms|s], a bare N is microseconds (default 1ms)" },
+	{ "unwind", 0, "MODE", S_OPTIONS, NULL, set_unwind,
+	  "native user stacks: auto (default: .eh_frame tables, frame pointers until a "
+	  "process's tables are ready), dwarf (tables only), fp (frame pointers only)" },
+	{ "output", 'o', "PATH", S_OPTIONS, NULL, set_output,
+	  "where to write ('-' = stdout, the default)" },
+	{ "format", 'f', "FMT", S_OPTIONS, NULL, parse_format,
+	  "folded | pprof | chrome | svg; default from the extension of -o: .pb.gz/.pprof -> "
+	  "pprof, .json -> chrome (Perfetto, chrome://tracing), .svg -> svg, anything else "
+	  "-> folded; stdout -> folded" },
+	{ "inverted", 0, NULL, S_OPTIONS, &env.inverted, NULL,
+	  "svg: icicle graph, stacks merged leaf first (callers)" },
+	{ "title", 0, "TEXT", S_OPTIONS, NULL, set_title,
+	  "svg: the title (default 'Flame Graph')" },
+	{ "cuda-lib", 0, "PATH", S_OPTIONS, NULL, set_cuda_lib,
+	  "libcuda to probe (default: found in each process's maps)" },
+	{ "cuda-weight", 0, "W", S_OPTIONS, NULL, set_cuda_weight,
+	  "launches (default) | gpu-time: what a [cuda] kernel leaf counts in folded output" },
+	{ "per-pid", 0, NULL, S_OPTIONS, &env.per_pid, NULL,
+	  "root frame 'comm [pid]' instead of 'comm'" },
+	{ "per-thread", 0, NULL, S_OPTIONS, &env.per_thread, NULL,
+	  "a 'thread-name [tid]' frame under the process" },
+	{ "per-container", 0, NULL, S_OPTIONS, &env.per_container, NULL,
+	  "root frame: the short container id (12 digits), or the cgroup path of tasks in no "
+	  "container" },
+	{ "no-kernel", 0, NULL, S_OPTIONS, &env.no_kernel, NULL, "leave out kernel frames" },
+	{ "no-user", 0, NULL, S_OPTIONS, &env.no_user, NULL, "leave out user-space frames" },
+	{ "no-python", 0, NULL, S_OPTIONS, &env.no_python, NULL,
+	  "native frames only (no CPython frames)" },
+	{ "alloc-rate", 0, "BYTES", S_OPTIONS, NULL, set_alloc_rate,
+	  "--alloc: mean bytes between samples (default 524288; suffixes k, m, g; 1 = record "
+	  "every call)" },
+	{ "alloc-metric", 0, "M", S_OPTIONS, NULL, parse_alloc_metric,
+	  "--alloc: what folded shows: inuse_space (default: bytes still allocated at the "
+	  "end), inuse_objects, alloc_space, alloc_objects (everything allocated)" },
+	{ "gil", 0, NULL, S_OPTIONS, &env.gil, NULL,
+	  "keep only Python samples whose thread held the GIL (CPython 3.8-3.13; pprof labels "
+	  "every Python sample gil=held|released)" },
+
+	{ "continuous", 0, "DIR", S_CONT, NULL, set_continuous,
+	  "keep running; every interval write one gzipped pprof into DIR, named by its start "
+	  "time (UTC), e.g. bpfprof-20261122T101500.123Z.pb.gz; one status line per interval "
+	  "on stderr; SIGTERM/SIGINT write the current interval and exit, SIGHUP starts a "
+	  "new one" },
+	{ "interval", 0, "SECS", S_CONT, NULL, set_interval,
+	  "seconds per file (default 60; fractions allowed)" },
+	{ "keep", 0, "N", S_CONT, NULL, set_keep,
+	  "keep at most N files in DIR, oldest deleted (default 1440; 0 keeps all)" },
+	{ "upload", 0, "URL", S_CONT, NULL, parse_url,
+	  "also push each interval to a Pyroscope server (URL/ingest, pprof), from a thread "
+	  "that retries with backoff; failures are counted, the files stay" },
+	{ "app-name", 0, "NAME", S_CONT, NULL, set_app_name,
+	  "Pyroscope application name (default bpfprof.cpu)" },
+
+	{ "thread", 0, "T", S_TOP, NULL, set_thread,
+	  "bpfprof top: only threads whose name or tid contains T" },
+
+	{ "verbose", 'v', NULL, S_GENERAL, NULL, set_verbose,
+	  "more detail on stderr (repeat for debug)" },
+	{ "quiet", 'q', NULL, S_GENERAL, NULL, set_quiet, "no summary, no warnings" },
+	{ "help", 'h', NULL, S_GENERAL, NULL, show_help, "this text" },
+	{ "version", 'V', NULL, S_GENERAL, NULL, show_version, "print the version" },
+};
+
+#define NOPTS (sizeof(opts) / sizeof(opts[0]))
+/* getopt's value for an option without a short name: this + its index in opts[] */
+#define OPT_ID_BASE 256
+
+static int opt_id(size_t i)
+{
+	return opts[i].key ? opts[i].key : OPT_ID_BASE + (int)i;
+}
+
+static const struct cli_opt *find_opt(int id)
+{
+	for (size_t i = 0; i < NOPTS; i++)
+		if (opts[i].name && opt_id(i) == id)
+			return &opts[i];
+	return NULL;
+}
+
+/* getopt_long's tables from opts[]: long_opts has NOPTS + 1 entries, optstring 3 + 2 * NOPTS + 1 */
+static void getopt_tables(struct option *long_opts, char *optstring)
+{
+	size_t n = 0;
+	char *s = optstring;
+
+	*s++ = '+'; /* stop at the command's first argument */
+	*s++ = ':'; /* ':' for a missing value */
+	for (size_t i = 0; i < NOPTS; i++) {
+		if (!opts[i].name)
+			continue;
+		long_opts[n++] = (struct option){ opts[i].name,
+						  opts[i].arg ? required_argument : no_argument,
+						  NULL, opt_id(i) };
+		if (opts[i].key) {
+			*s++ = opts[i].key;
+			if (opts[i].arg)
+				*s++ = ':';
+		}
+	}
+	*s = '\0';
+	long_opts[n] = (struct option){ 0 };
+}
+
+#define HELP_COL   28 /* where the text of an option starts */
+#define HELP_WIDTH 84
+
+/* An option's --help lines: "  -F, --freq HZ" then its text, wrapped at HELP_WIDTH. */
+static void usage_option(FILE *out, const struct cli_opt *o)
+{
+	const char *t = o->help;
+	char left[64];
+	int col;
+
+	if (!o->name)
+		snprintf(left, sizeof(left), "  %s", o->arg);
+	else if (o->key)
+		snprintf(left, sizeof(left), "  -%c, --%s%s%s", o->key, o->name, o->arg ? " " : "",
+			 o->arg ? o->arg : "");
+	else
+		snprintf(left, sizeof(left), "      --%s%s%s", o->name, o->arg ? " " : "",
+			 o->arg ? o->arg : "");
+	fputs(left, out);
+	col = (int)strlen(left);
+	if (col >= HELP_COL - 1) {
+		fputc('\n', out);
+		col = 0;
+	}
+	while (*t) {
+		size_t w = strcspn(t, " "), room = HELP_WIDTH - HELP_COL;
+
+		/* as many words as fit; a word longer than the column goes on its own */
+		size_t n = w;
+		while (t[n] == ' ' && n + 1 + strcspn(t + n + 1, " ") <= room)
+			n += 1 + strcspn(t + n + 1, " ");
+		fprintf(out, "%*s%.*s\n", HELP_COL - col, "", (int)n, t);
+		col = 0;
+		t += n;
+		while (*t == ' ')
+			t++;
+	}
+}
+
+void cli__usage(FILE *out)
+{
+	const char *mark = strstr(usage_text, "%OPTIONS%");
+	const char *sect = NULL;
+
+	fwrite(usage_text, 1, (size_t)(mark - usage_text), out);
+	for (size_t i = 0; i < NOPTS; i++) {
+		if (opts[i].sect != sect) {
+			if (sect)
+				fputc('\n', out);
+			sect = opts[i].sect;
+			if (*sect)
+				fprintf(out, "%s\n", sect);
+		}
+		usage_option(out, &opts[i]);
+	}
+	fputc('\n', out);
+	fputs(mark + strlen("%OPTIONS%"), out);
+}
+
 int cli__parse(int argc, char **argv)
 {
-	bool interval_given = false, keep_given = false, app_given = false;
-	int c, err = 0;
-	bool rate_set = false;
+	struct option long_opts[NOPTS + 1];
+	char optstring[3 + 2 * NOPTS + 1];
+	int c, err;
 
+	getopt_tables(long_opts, optstring);
 	opterr = 0; /* we print our own one-line messages */
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+:ap:F:d:o:f:vqhV", long_opts, NULL)) != -1) {
-		switch (c) {
-		case 'a':
-			env.all = true;
-			break;
-		case 'p':
-			err = parse_pids(optarg);
-			break;
-		case 'F':
-			err = parse_freq(optarg);
-			freq_given = true;
-			break;
-		case 'd':
-			err = parse_duration(optarg);
-			break;
-		case 'o':
-			if (!*optarg) {
-				pr_err("empty path for -o");
-				err = -EINVAL;
-			}
-			env.output = optarg;
-			break;
-		case 'f':
-			err = parse_format(optarg);
-			break;
-		case OPT_PER_PID:
-			env.per_pid = true;
-			break;
-		case OPT_PER_THREAD:
-			env.per_thread = true;
-			break;
-		case OPT_NO_KERNEL:
-			env.no_kernel = true;
-			break;
-		case OPT_NO_USER:
-			env.no_user = true;
-			break;
-		case OPT_NO_PYTHON:
-			env.no_python = true;
-			break;
-		case OPT_GIL:
-			env.gil = true;
-			break;
-		case OPT_CPU:
-			env.ev_cpu = true;
-			break;
-		case OPT_CGROUP:
-			env.cgroup_arg = optarg;
-			break;
-		case OPT_CONTAINER:
-			env.container_arg = optarg;
-			break;
-		case OPT_PER_CONTAINER:
-			env.per_container = true;
-			break;
-		case OPT_CONTINUOUS:
-			if (!*optarg) {
-				pr_err("empty directory for --continuous");
-				err = -EINVAL;
-			}
-			env.continuous_dir = optarg;
-			break;
-		case OPT_INTERVAL:
-			err = parse_interval(optarg);
-			interval_given = true;
-			break;
-		case OPT_KEEP:
-			err = parse_keep(optarg);
-			keep_given = true;
-			break;
-		case OPT_UPLOAD:
-			err = parse_url(optarg);
-			break;
-		case OPT_APP_NAME:
-			err = parse_app_name(optarg);
-			app_given = true;
-			break;
-		case OPT_CUDA:
-			env.ev_cuda = true;
-			break;
-		case OPT_CUDA_LIB:
-			env.cuda_lib = optarg;
-			break;
-		case OPT_CUDA_WEIGHT:
-			if (!strcmp(optarg, "launches")) {
-				env.cuda_weight = CUDA_WEIGHT_LAUNCHES;
-			} else if (!strcmp(optarg, "gpu-time")) {
-				env.cuda_weight = CUDA_WEIGHT_GPU_TIME;
-			} else {
-				pr_err("unknown --cuda-weight '%s': expected launches or gpu-time",
-				       optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case OPT_OFF_CPU:
-			env.ev_off_cpu = true;
-			break;
-		case OPT_WALL:
-			env.ev_wall = true;
-			break;
-		case OPT_MIN_BLOCK:
-			err = parse_min_block(optarg);
-			break;
-		case OPT_ALLOC:
-			env.ev_alloc = true;
-			break;
-		case OPT_ALLOC_RATE:
-			err = parse_alloc_rate(optarg);
-			rate_set = true;
-			break;
-		case OPT_ALLOC_METRIC:
-			err = parse_alloc_metric(optarg);
-			break;
-		case OPT_INVERTED:
-			env.inverted = true;
-			break;
-		case OPT_THREAD:
-			if (!*optarg) {
-				pr_err("empty filter for --thread");
-				err = -EINVAL;
-			}
-			env.thread_filter = optarg;
-			break;
-		case OPT_TITLE:
-			env.title = optarg;
-			break;
-		case OPT_UNWIND:
-			if (!strcmp(optarg, "auto")) {
-				env.unwind = UNWIND_AUTO;
-			} else if (!strcmp(optarg, "fp")) {
-				env.unwind = UNWIND_FP;
-			} else if (!strcmp(optarg, "dwarf")) {
-				env.unwind = UNWIND_DWARF;
-			} else {
-				pr_err("unknown unwinder '%s' for --unwind: expected auto, fp or dwarf",
-				       optarg);
-				err = -EINVAL;
-			}
-			break;
-		case 'v':
-			log_level = log_level < 1 ? 2 : log_level + 1;
-			break;
-		case 'q':
-			log_level = 0;
-			break;
-		case 'h':
-			cli__usage(stdout);
-			return EXIT_OK;
-		case 'V':
-			printf("bpfprof %s\n", BPFPROF_VERSION);
-			return EXIT_OK;
-		case ':':
+	while ((c = getopt_long(argc, argv, optstring, long_opts, NULL)) != -1) {
+		const struct cli_opt *o;
+
+		if (c == ':') {
 			pr_err("option '%s' needs a value (see --help)", argv[optind - 1]);
 			return EXIT_USAGE;
-		case '?':
-		default:
+		}
+		o = c == '?' ? NULL : find_opt(c);
+		if (!o) {
 			cli__bad_option(argv[optind - 1], optopt, long_opts, "");
 			return EXIT_USAGE;
 		}
+		if (o->flag) {
+			*o->flag = true;
+			continue;
+		}
+		err = o->set(optarg);
+		if (err == OPT_EXIT_OK)
+			return EXIT_OK;
 		if (err)
 			return EXIT_USAGE;
 	}
@@ -839,11 +919,11 @@ int cli__parse(int argc, char **argv)
 		pr_err("--gil needs Python frames: drop --no-python / --no-user");
 		return EXIT_USAGE;
 	}
-	if (check_continuous(interval_given, keep_given, app_given))
+	if (check_continuous(given.interval, given.keep, given.app_name))
 		return EXIT_USAGE;
-	if ((rate_set || env.alloc_metric_set) && !env.ev_alloc) {
+	if ((given.alloc_rate || env.alloc_metric_set) && !env.ev_alloc) {
 		pr_err("%s is a heap profiling option: add --alloc",
-		       rate_set ? "--alloc-rate" : "--alloc-metric");
+		       given.alloc_rate ? "--alloc-rate" : "--alloc-metric");
 		return EXIT_USAGE;
 	}
 	if (format_from_output())
