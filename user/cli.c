@@ -936,7 +936,7 @@ int cli__parse(int argc, char **argv)
 		       env.inverted ? "--inverted" : "--title");
 		return EXIT_USAGE;
 	}
-	return -1;
+	return CLI_RUN;
 }
 
 void cli__free(void)

@@ -92,11 +92,13 @@ extern struct env env;
 #define EXIT_OK	     0
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE   2
+/* what a command's option parser returns when the command should run (not an exit status) */
+#define CLI_RUN (-1)
 
 /*
- * Parse argv (after the optional "record" word). Returns -1 when the program
- * should continue, or an exit status (0 after --help/--version, 2 after a bad
- * value, with its one-line message already printed).
+ * Parse argv (after the optional "record" word). Returns CLI_RUN when the
+ * program should continue, or an exit status (EXIT_OK after --help/--version,
+ * EXIT_USAGE after a bad value, with its one-line message already printed).
  */
 int cli__parse(int argc, char **argv);
 void cli__free(void);

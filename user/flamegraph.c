@@ -92,7 +92,7 @@ static int parse(int argc, char **argv, const char **in)
 	}
 	*in = optind < argc ? argv[optind] : "-";
 	env.format = FMT_SVG;
-	return -1;
+	return CLI_RUN;
 }
 
 int flamegraph__main(int argc, char **argv)
@@ -106,7 +106,7 @@ int flamegraph__main(int argc, char **argv)
 	int err, status;
 
 	status = parse(argc, argv, &in);
-	if (status >= 0)
+	if (status != CLI_RUN)
 		return status;
 	name = strcmp(in, "-") ? in : "stdin";
 	f = strcmp(in, "-") ? fopen(in, "r") : stdin;

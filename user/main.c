@@ -55,7 +55,7 @@ int main(int argc, char **argv)
 		argv++;
 	}
 	status = cli__parse(argc, argv);
-	if (status < 0)
+	if (status == CLI_RUN)
 		status = cmd->run();
 	cli__free();
 	return status;
