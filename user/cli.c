@@ -605,6 +605,9 @@ static int check_continuous(bool interval_given, bool keep_given, bool app_given
 				     : "--wall");
 		return -EINVAL;
 	}
+	/* a directory bpfprof creates is private to it: profiles name everyone's code */
+	if (stat(env.continuous_dir, &st) && errno == ENOENT && !mkdir(env.continuous_dir, 0700))
+		pr_verbose("created %s (mode 0700)", env.continuous_dir);
 	if (stat(env.continuous_dir, &st) || !S_ISDIR(st.st_mode) ||
 	    access(env.continuous_dir, W_OK | X_OK)) {
 		pr_err("--continuous '%s': not a writable directory", env.continuous_dir);
