@@ -19,6 +19,7 @@
 
 #include "bpfprof.h"
 #include "cli.h"
+#include "collect/upload.h"
 #include "proc/cgroup.h"
 #include "util/log.h"
 
@@ -130,6 +131,10 @@ static const char usage_text[] =
 	"      --upload URL          also push each interval to a Pyroscope server\n"
 	"                            (URL/ingest, pprof), from a thread that retries with\n"
 	"                            backoff; failures are counted, the files stay\n"
+	"      --upload-auth-file PATH  credentials for --upload: one line, USER:PASSWORD\n"
+	"                            (basic) or 'Bearer TOKEN'; else taken from\n"
+	"                            $BPFPROF_UPLOAD_AUTH (same form). Never put them in\n"
+	"                            the URL: ps shows it; it is printed as ***@host\n"
 	"      --app-name NAME       Pyroscope application name (default bpfprof.cpu)\n"
 	"\n"
 	"  -v, --verbose             more detail on stderr (repeat for debug)\n"
@@ -172,7 +177,8 @@ static const char usage_text[] =
 	"  go tool pprof -http :8080 app.pb.gz        browse a pprof profile\n"
 	"  bpfprof --container 3f2a9c1b -d 10 -o c.pb.gz   one container (id prefix)\n"
 	"  bpfprof -a --per-container -d 10 > by-container.folded\n"
-	"  bpfprof --continuous /var/lib/bpfprof --upload http://pyroscope:4040\n"
+	"  bpfprof --continuous /var/lib/bpfprof --upload https://pyroscope:4040 \\\n"
+	"          --upload-auth-file /etc/bpfprof/upload-auth\n"
 	"\n"
 	"Exit status: 0 success, 1 runtime failure, 2 bad usage.\n";
 
@@ -198,6 +204,7 @@ enum {
 	OPT_KEEP,
 	OPT_UPLOAD,
 	OPT_APP_NAME,
+	OPT_UPLOAD_AUTH_FILE,
 	OPT_CUDA,
 	OPT_CUDA_LIB,
 	OPT_CUDA_WEIGHT,
@@ -235,6 +242,7 @@ static const struct option long_opts[] = {
 	{ "keep", required_argument, NULL, OPT_KEEP },
 	{ "upload", required_argument, NULL, OPT_UPLOAD },
 	{ "app-name", required_argument, NULL, OPT_APP_NAME },
+	{ "upload-auth-file", required_argument, NULL, OPT_UPLOAD_AUTH_FILE },
 	{ "cuda", no_argument, NULL, OPT_CUDA },
 	{ "cuda-lib", required_argument, NULL, OPT_CUDA_LIB },
 	{ "cuda-weight", required_argument, NULL, OPT_CUDA_WEIGHT },
@@ -349,14 +357,35 @@ static int parse_app_name(const char *s)
 	return 0;
 }
 
-static int parse_url(const char *s)
+/*
+ * The URL is kept (a copy); credentials in it are taken out of argv, so
+ * that ps and /proc/PID/cmdline stop showing them once we run, and are
+ * only ever printed as "***".
+ */
+static int parse_url(char *s)
 {
+	size_t start = 0, n = upload_url__userinfo(s, &start);
+	char *shown = upload_url__redact(s), *url = strdup(s);
+
+	if (!shown || !url) {
+		free(shown);
+		free(url);
+		pr_err("out of memory");
+		return -ENOMEM;
+	}
 	if (strncmp(s, "http://", 7) && strncmp(s, "https://", 8)) {
 		pr_err("invalid URL '%s' for --upload: expected http://HOST[:PORT] or https://...",
-		       s);
+		       shown);
+		free(shown);
+		free(url);
 		return -EINVAL;
 	}
-	env.upload_url = s;
+	memset(s + start, '*', n);
+	env.upload_url = url;
+	env.upload_url_shown = shown;
+	if (n)
+		pr_warn("credentials in the --upload URL are visible to every user until bpfprof "
+			"starts (ps, /proc): use --upload-auth-file or $" UPLOAD_AUTH_ENV);
 	return 0;
 }
 
@@ -571,11 +600,12 @@ static int format_from_output(void)
 /* --continuous and the options that only make sense with it. */
 static int check_continuous(bool interval_given, bool keep_given, bool app_given)
 {
-	const char *stray = interval_given   ? "--interval"
-			    : keep_given     ? "--keep"
-			    : env.upload_url ? "--upload"
-			    : app_given	     ? "--app-name"
-					     : NULL;
+	const char *stray = interval_given	   ? "--interval"
+			    : keep_given	   ? "--keep"
+			    : env.upload_url	   ? "--upload"
+			    : app_given		   ? "--app-name"
+			    : env.upload_auth_file ? "--upload-auth-file"
+						   : NULL;
 	struct stat st;
 
 	if (!env.continuous_dir) {
@@ -612,6 +642,27 @@ static int check_continuous(bool interval_given, bool keep_given, bool app_given
 	    access(env.continuous_dir, W_OK | X_OK)) {
 		pr_err("--continuous '%s': not a writable directory", env.continuous_dir);
 		return -EINVAL;
+	}
+	if (env.upload_auth_file && !env.upload_url) {
+		pr_err("--upload-auth-file needs --upload URL");
+		return -EINVAL;
+	}
+	if (env.upload_url) {
+		struct upload_auth *a = calloc(1, sizeof(*a));
+		int err;
+
+		if (!a) {
+			pr_err("out of memory");
+			return -ENOMEM;
+		}
+		err = upload_auth__load(a, env.upload_auth_file);
+		if (err) {
+			free(a);
+			return err;
+		}
+		env.upload_auth = a;
+		if ((a->user || a->bearer) && !strncmp(env.upload_url, "http://", 7))
+			pr_warn("--upload sends credentials over plain http: use https");
 	}
 	env.format = FMT_PPROF;
 	if (!freq_given)
@@ -699,6 +750,9 @@ int cli__parse(int argc, char **argv)
 			break;
 		case OPT_UPLOAD:
 			err = parse_url(optarg);
+			break;
+		case OPT_UPLOAD_AUTH_FILE:
+			env.upload_auth_file = optarg;
 			break;
 		case OPT_APP_NAME:
 			err = parse_app_name(optarg);

@@ -32,13 +32,20 @@ def ours(d):
     return sorted(f for f in os.listdir(d) if NAME_RE.match(f))
 
 
-def continuous(d, seconds, *extra):
-    """--continuous D at 0.2 s intervals for a while, then SIGTERM; returns stderr."""
+def continuous(d, nfiles, *extra):
+    """--continuous D at 0.2 s intervals until it has written nfiles files (seen in D
+    as they come), then SIGTERM; returns stderr."""
+    before = set(os.listdir(d)) if os.path.isdir(d) else set()
     p = subprocess.Popen([BPFPROF, "--continuous", str(d), "--interval", "0.2", "-F", "49"]
                          + list(extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          preexec_fn=umask022)
+    seen = set()
     try:
-        time.sleep(seconds)
+        end = time.monotonic() + 60
+        while len(seen) < nfiles and time.monotonic() < end and p.poll() is None:
+            if os.path.isdir(d):
+                seen |= {f for f in ours(d) if f not in before}
+            time.sleep(0.03)
         p.send_signal(signal.SIGTERM)
         _, err = p.communicate(timeout=30)
     finally:
@@ -46,6 +53,7 @@ def continuous(d, seconds, *extra):
             p.kill()
             p.wait()
     assert p.returncode == 0, err
+    assert len(seen) >= nfiles, (seen, err)
     return err
 
 
@@ -68,7 +76,7 @@ def test_profiles_0600_under_umask_022(tmp_path):
 
 def test_continuous_creates_private_dir(tmp_path):
     d = tmp_path / "profiles"
-    err = continuous(d, 1.5)
+    err = continuous(d, 3)
     assert mode(d) == 0o700, oct(mode(d))
     names = ours(d)
     assert len(names) >= 3, (os.listdir(d), err)
@@ -91,7 +99,7 @@ def test_keep_deletes_only_files_it_wrote(tmp_path):
     os.chown(d / planted[1], 65534, 65534)
     (d / MANIFEST).write_text(f"{planted[2]} {os.stat(d / planted[2]).st_ino}\n")
     os.chmod(d / MANIFEST, 0o666)
-    err = continuous(d, 2.0, "--keep", "2")
+    err = continuous(d, 6, "--keep", "2")
     assert "ignoring" in err and MANIFEST in err, err
     for f in planted:
         assert (d / f).read_bytes() == b"not yours\n", f
@@ -107,7 +115,7 @@ def test_keep_deletes_only_files_it_wrote(tmp_path):
     # the planted ones, and spares a file of ours that someone replaced
     (d / written[0]).unlink()
     (d / written[0]).write_bytes(b"replaced\n")
-    err = continuous(d, 1.5, "--keep", "2")
+    err = continuous(d, 3, "--keep", "2")
     for f in planted:
         assert (d / f).read_bytes() == b"not yours\n", f
     assert (d / written[0]).read_bytes() == b"replaced\n"

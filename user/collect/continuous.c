@@ -102,6 +102,7 @@ int continuous__new(struct continuous **out)
 		double backoff = env.interval / 4;
 		struct upload_opts uo = {
 			.url = env.upload_url,
+			.auth = env.upload_auth,
 			.app_name = env.app_name,
 			.sample_rate = env.freq,
 			.attempts = 4,
@@ -112,6 +113,8 @@ int continuous__new(struct continuous **out)
 		};
 
 		err = uploader__new(&c->up, &uo);
+		if (env.upload_auth) /* the uploader keeps its own copy */
+			upload_auth__clear(env.upload_auth);
 		if (err) {
 			pr_err("cannot start the uploader: %s", strerror(-err));
 			continuous__free(c);
@@ -451,7 +454,7 @@ void continuous__summary(struct continuous *c)
 	uploader__stats(c->up, &us);
 	pr_info("upload: %llu of %llu files sent to %s, %llu failed after %llu retries, %llu "
 		"dropped from a full queue (those stay in %s)",
-		(unsigned long long)us.sent, (unsigned long long)us.queued, env.upload_url,
+		(unsigned long long)us.sent, (unsigned long long)us.queued, env.upload_url_shown,
 		(unsigned long long)us.failed, (unsigned long long)us.retries,
 		(unsigned long long)us.dropped, c->dir);
 }
