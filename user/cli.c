@@ -19,6 +19,7 @@
 
 #include "bpfprof.h"
 #include "cli.h"
+#include "collect/upload.h"
 #include "proc/cgroup.h"
 #include "util/log.h"
 
@@ -95,7 +96,8 @@ static const char usage_text[] =
 	"  go tool pprof -http :8080 app.pb.gz        browse a pprof profile\n"
 	"  bpfprof --container 3f2a9c1b -d 10 -o c.pb.gz   one container (id prefix)\n"
 	"  bpfprof -a --per-container -d 10 > by-container.folded\n"
-	"  bpfprof --continuous /var/lib/bpfprof --upload http://pyroscope:4040\n"
+	"  bpfprof --continuous /var/lib/bpfprof --upload https://pyroscope:4040 \\\n"
+	"          --upload-auth-file /etc/bpfprof/upload-auth\n"
 	"\n"
 	"Exit status: 0 success, 1 runtime failure, 2 bad usage.\n";
 
@@ -216,14 +218,35 @@ static int parse_app_name(const char *s)
 	return 0;
 }
 
-static int parse_url(const char *s)
+/*
+ * The URL is kept (a copy); credentials in it are taken out of argv, so
+ * that ps and /proc/PID/cmdline stop showing them once we run, and are
+ * only ever printed as "***".
+ */
+static int parse_url(char *s)
 {
+	size_t start = 0, n = upload_url__userinfo(s, &start);
+	char *shown = upload_url__redact(s), *url = strdup(s);
+
+	if (!shown || !url) {
+		free(shown);
+		free(url);
+		pr_err("out of memory");
+		return -ENOMEM;
+	}
 	if (strncmp(s, "http://", 7) && strncmp(s, "https://", 8)) {
 		pr_err("invalid URL '%s' for --upload: expected http://HOST[:PORT] or https://...",
-		       s);
+		       shown);
+		free(shown);
+		free(url);
 		return -EINVAL;
 	}
-	env.upload_url = s;
+	memset(s + start, '*', n);
+	env.upload_url = url;
+	env.upload_url_shown = shown;
+	if (n)
+		pr_warn("credentials in the --upload URL are visible to every user until bpfprof "
+			"starts (ps, /proc): use --upload-auth-file or $" UPLOAD_AUTH_ENV);
 	return 0;
 }
 
@@ -438,11 +461,12 @@ static int format_from_output(void)
 /* --continuous and the options that only make sense with it. */
 static int check_continuous(bool interval_given, bool keep_given, bool app_given)
 {
-	const char *stray = interval_given   ? "--interval"
-			    : keep_given     ? "--keep"
-			    : env.upload_url ? "--upload"
-			    : app_given	     ? "--app-name"
-					     : NULL;
+	const char *stray = interval_given	   ? "--interval"
+			    : keep_given	   ? "--keep"
+			    : env.upload_url	   ? "--upload"
+			    : app_given		   ? "--app-name"
+			    : env.upload_auth_file ? "--upload-auth-file"
+						   : NULL;
 	struct stat st;
 
 	if (!env.continuous_dir) {
@@ -472,10 +496,34 @@ static int check_continuous(bool interval_given, bool keep_given, bool app_given
 				     : "--wall");
 		return -EINVAL;
 	}
+	/* a directory bpfprof creates is private to it: profiles name everyone's code */
+	if (stat(env.continuous_dir, &st) && errno == ENOENT && !mkdir(env.continuous_dir, 0700))
+		pr_verbose("created %s (mode 0700)", env.continuous_dir);
 	if (stat(env.continuous_dir, &st) || !S_ISDIR(st.st_mode) ||
 	    access(env.continuous_dir, W_OK | X_OK)) {
 		pr_err("--continuous '%s': not a writable directory", env.continuous_dir);
 		return -EINVAL;
+	}
+	if (env.upload_auth_file && !env.upload_url) {
+		pr_err("--upload-auth-file needs --upload URL");
+		return -EINVAL;
+	}
+	if (env.upload_url) {
+		struct upload_auth *a = calloc(1, sizeof(*a));
+		int err;
+
+		if (!a) {
+			pr_err("out of memory");
+			return -ENOMEM;
+		}
+		err = upload_auth__load(a, env.upload_auth_file);
+		if (err) {
+			free(a);
+			return err;
+		}
+		env.upload_auth = a;
+		if ((a->user || a->bearer) && !strncmp(env.upload_url, "http://", 7))
+			pr_warn("--upload sends credentials over plain http: use https");
 	}
 	env.format = FMT_PPROF;
 	if (!given.freq)
@@ -549,6 +597,18 @@ static int set_app_name(const char *a)
 {
 	given.app_name = true;
 	return parse_app_name(a);
+}
+
+/* argv is writable: parse_url blanks credentials in it (ps shows argv) */
+static int set_upload(const char *a)
+{
+	return parse_url((char *)a);
+}
+
+static int set_upload_auth_file(const char *a)
+{
+	env.upload_auth_file = a;
+	return 0;
 }
 
 static int set_cuda_lib(const char *a)
@@ -741,9 +801,13 @@ static const struct cli_opt opts[] = {
 	  "seconds per file (default 60; fractions allowed)" },
 	{ "keep", 0, "N", S_CONT, NULL, set_keep,
 	  "keep at most N files in DIR, oldest deleted (default 1440; 0 keeps all)" },
-	{ "upload", 0, "URL", S_CONT, NULL, parse_url,
+	{ "upload", 0, "URL", S_CONT, NULL, set_upload,
 	  "also push each interval to a Pyroscope server (URL/ingest, pprof), from a thread "
 	  "that retries with backoff; failures are counted, the files stay" },
+	{ "upload-auth-file", 0, "PATH", S_CONT, NULL, set_upload_auth_file,
+	  "credentials for --upload: one line, USER:PASSWORD (basic) or 'Bearer TOKEN'; else "
+	  "taken from $BPFPROF_UPLOAD_AUTH (same form). Never put them in the URL: ps shows "
+	  "it; it is printed as ***@host" },
 	{ "app-name", 0, "NAME", S_CONT, NULL, set_app_name,
 	  "Pyroscope application name (default bpfprof.cpu)" },
 

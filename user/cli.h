@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct upload_auth;
+
 enum out_format {
 	FMT_FOLDED = 1,
 	FMT_PPROF,
@@ -69,6 +71,9 @@ struct env {
 	unsigned int keep;	    /* files kept in continuous_dir, 0 = all */
 	const char *upload_url;	    /* Pyroscope server, or NULL */
 	const char *app_name;
+	const char *upload_url_shown;	 /* upload_url with its userinfo as "***" (messages) */
+	const char *upload_auth_file;	 /* --upload-auth-file */
+	struct upload_auth *upload_auth; /* credentials read at startup, or NULL */
 	/* off-CPU (--off-cpu, --wall) */
 	uint64_t min_block_ns;	   /* shorter blocks are sampled, not all recorded */
 	const char *thread_filter; /* top --thread: only threads whose "name [tid]" has it */

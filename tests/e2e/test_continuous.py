@@ -70,7 +70,9 @@ def test_rotation_keep_and_sigterm(tmp_path):
     assert len(lines) >= 8, err          # ~15 intervals in 3 s at 0.2 s
     names = files(tmp_path)
     assert len(names) == 4, names          # --keep 4: the newest four
-    assert not [f for f in os.listdir(tmp_path) if f.startswith(".")], "temp file left behind"
+    # the only dot file is --keep's list of the files it wrote
+    assert [f for f in os.listdir(tmp_path) if f.startswith(".")] == [".bpfprof-written"], \
+        "temp file left behind"
     # the files kept are the last four status lines' files, in order
     written = [re.match(r"^bpfprof: (\S+):", l).group(1) for l in lines]
     assert names == written[-4:]
@@ -139,7 +141,7 @@ def test_continuous_default_freq_is_19(tmp_path):
 
 def test_continuous_usage_errors(tmp_path):
     for args, what in [(["--interval", "1"], "--continuous"),
-                       (["--continuous", str(tmp_path / "nope")], "not a writable directory"),
+                       (["--continuous", str(tmp_path / "no" / "pe")], "not a writable directory"),
                        (["--continuous", str(tmp_path), "-o", "x.pb.gz"], "drop -o"),
                        (["--continuous", str(tmp_path), "--interval", "0"], "--interval"),
                        (["--continuous", str(tmp_path), "--keep", "-1"], "--keep"),

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "aggregate/profile.h"
+#include "util/strsafe.h"
 #include "util/array.h"
 #include "util/htab.h"
 
@@ -78,18 +79,33 @@ static int grow_array(void **arr, size_t *cap, size_t n, size_t elem)
 	return array_grow(arr, cap, n, elem, 64);
 }
 
+/*
+ * Every string of a profile enters here, and many are chosen by processes
+ * (comm, thread names, qualnames, paths, symbols): stored escaped, so no
+ * writer and no terminal ever gets a raw control character (util/strsafe.h).
+ */
 const char *profile__intern(struct profile *p, const char *s)
 {
 	struct htab_entry *e;
+	char *safe = NULL;
 	size_t len;
+	int ret;
 
 	if (!s)
 		return NULL;
+	if (!strsafe__clean(s)) {
+		len = strsafe__escape(NULL, 0, s) + 1;
+		safe = malloc(len);
+		if (!safe)
+			return NULL;
+		strsafe__escape(safe, len, s);
+		s = safe;
+	}
 	/* the NUL goes into the key so the stored copy is a C string */
 	len = strlen(s) + 1;
-	if (htab__upsert(p->priv->strings, s, len, htab__hash(s, len), &e) < 0)
-		return NULL;
-	return e->key;
+	ret = htab__upsert(p->priv->strings, s, len, htab__hash(s, len), &e);
+	free(safe);
+	return ret < 0 ? NULL : e->key;
 }
 
 /* Intern a string that may be NULL; -ENOMEM only if a non-NULL string could not be stored. */

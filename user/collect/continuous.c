@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-#include <dirent.h>
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,6 +22,17 @@
 
 #define FILE_PREFIX "bpfprof-"
 #define FILE_SUFFIX ".pb.gz"
+/* bpfprof-YYYYmmddTHHMMSS.mmmZ.pb.gz */
+#define FILE_NAME_LEN (sizeof(FILE_PREFIX) - 1 + 15 + 5 + sizeof(FILE_SUFFIX) - 1)
+/*
+ * The files this agent wrote into DIR, one "NAME INODE" a line: --keep
+ * deletes only those, and only while each is still the regular file of that
+ * inode, owned by us. A file planted under one of our names is left alone.
+ */
+#define MANIFEST     ".bpfprof-written"
+#define MANIFEST_MAX (4 << 20)
+_Static_assert(sizeof(FILE_PREFIX "ddddddddTdddddd.dddZ" FILE_SUFFIX) == FILE_NAME_LEN + 1,
+	       "file name shape");
 /* Kernel modules come and go: kallsyms is read again this often. */
 #define KSYMS_MAX_AGE_NS (600 * 1000000000ULL)
 /* At exit, pending uploads get this long. */
@@ -35,9 +48,17 @@ struct continuous {
 	uint64_t ksyms_loaded_ns;
 	struct interval_totals last; /* totals at the previous interval's end */
 	struct rusage last_ru;
-	uint64_t intervals, written, failed, deleted;
+	uint64_t intervals, written, failed, deleted, spared;
 	struct uploader *up;
+	int dirfd;
+	struct written {
+		char name[FILE_NAME_LEN + 1];
+		uint64_t ino;
+	} * own; /* oldest first; with --keep 0, not kept (appended to MANIFEST only) */
+	size_t nown, cap_own;
 };
+
+static void manifest__load(struct continuous *c);
 
 static int64_t wall_ns(void)
 {
@@ -64,13 +85,24 @@ int continuous__new(struct continuous **out)
 		pr_err("out of memory");
 		return -ENOMEM;
 	}
+	c->dirfd = -1;
 	c->interval_ns = (uint64_t)(env.interval * 1e9);
 	c->keep = env.keep;
+	c->dirfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (c->dirfd < 0) {
+		err = -errno;
+		pr_err("--continuous '%s': %s", c->dir, strerror(-err));
+		continuous__free(c);
+		return err;
+	}
+	if (c->keep)
+		manifest__load(c);
 	if (env.upload_url) {
 		/* retries fit in about one interval, and never more than a few seconds apart */
 		double backoff = env.interval / 4;
 		struct upload_opts uo = {
 			.url = env.upload_url,
+			.auth = env.upload_auth,
 			.app_name = env.app_name,
 			.sample_rate = env.freq,
 			.attempts = 4,
@@ -81,6 +113,8 @@ int continuous__new(struct continuous **out)
 		};
 
 		err = uploader__new(&c->up, &uo);
+		if (env.upload_auth) /* the uploader keeps its own copy */
+			upload_auth__clear(env.upload_auth);
 		if (err) {
 			pr_err("cannot start the uploader: %s", strerror(-err));
 			continuous__free(c);
@@ -98,6 +132,9 @@ void continuous__free(struct continuous *c)
 	if (!c)
 		return;
 	uploader__free(c->up);
+	if (c->dirfd >= 0)
+		close(c->dirfd);
+	free(c->own);
 	free(c->dir);
 	free(c);
 }
@@ -146,52 +183,186 @@ static void file_name(int64_t wall, char *buf, size_t len)
 	snprintf(buf, len, FILE_PREFIX "%s.%03dZ" FILE_SUFFIX, ts, (int)(wall / 1000000LL % 1000));
 }
 
+/* exactly a name file_name() makes */
 static bool ours(const char *name)
 {
-	size_t n = strlen(name), p = strlen(FILE_PREFIX), s = strlen(FILE_SUFFIX);
+	static const char shape[] = FILE_PREFIX "ddddddddTdddddd.dddZ" FILE_SUFFIX;
 
-	return n > p + s && !strncmp(name, FILE_PREFIX, p) && !strcmp(name + n - s, FILE_SUFFIX);
+	if (strlen(name) != FILE_NAME_LEN)
+		return false;
+	for (size_t i = 0; i < FILE_NAME_LEN; i++)
+		if (shape[i] == 'd' ? !isdigit((unsigned char)name[i]) : name[i] != shape[i])
+			return false;
+	return true;
 }
 
-static int cmp_str(const void *a, const void *b)
+static int cmp_written(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return strcmp(((const struct written *)a)->name, ((const struct written *)b)->name);
 }
 
-/* Delete the oldest of our files beyond --keep (ours from earlier runs count too). */
+static int own__add(struct continuous *c, const char *name, uint64_t ino)
+{
+	if (c->nown == c->cap_own) {
+		size_t cap = c->cap_own ? c->cap_own * 2 : 64;
+		struct written *v = realloc(c->own, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		c->own = v;
+		c->cap_own = cap;
+	}
+	snprintf(c->own[c->nown].name, sizeof(c->own[c->nown].name), "%s", name);
+	c->own[c->nown++].ino = ino;
+	return 0;
+}
+
+/*
+ * Read MANIFEST: only ours (regular, our uid, nobody else may write it) is
+ * believed; anything else is ignored, with a warning, and later replaced.
+ */
+static void manifest__load(struct continuous *c)
+{
+	int fd = openat(c->dirfd, MANIFEST, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	char line[128], name[FILE_NAME_LEN + 2];
+	unsigned long long ino;
+	struct stat st;
+	FILE *f;
+
+	if (fd < 0) {
+		if (errno != ENOENT)
+			pr_warn("--keep: ignoring %s/%s: %s", c->dir, MANIFEST, strerror(errno));
+		return;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 022) || st.st_size > MANIFEST_MAX) {
+		pr_warn("--keep: ignoring %s/%s: not a regular file of ours, private, under %d "
+			"bytes; only files written from now on will be deleted",
+			c->dir, MANIFEST, MANIFEST_MAX);
+		close(fd);
+		return;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return;
+	}
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%35s %llu", name, &ino) == 2 && ours(name) &&
+		    own__add(c, name, ino))
+			break;
+	fclose(f);
+	qsort(c->own, c->nown, sizeof(*c->own), cmp_written);
+}
+
+/* Write MANIFEST anew (temporary file, renamed over it): 0 or -errno. */
+static int manifest__save(struct continuous *c)
+{
+	char tmp[sizeof(MANIFEST) + 8];
+	FILE *f;
+	int fd, err = 0;
+
+	for (int i = 0;; i++) {
+		snprintf(tmp, sizeof(tmp), MANIFEST ".%06x", (unsigned int)(rand() & 0xffffff));
+		fd = openat(c->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    0600);
+		if (fd >= 0 || errno != EEXIST || i == 16)
+			break;
+	}
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "w");
+	if (!f) {
+		err = -errno;
+		close(fd);
+		unlinkat(c->dirfd, tmp, 0);
+		return err;
+	}
+	for (size_t i = 0; i < c->nown; i++)
+		fprintf(f, "%s %llu\n", c->own[i].name, (unsigned long long)c->own[i].ino);
+	if (fflush(f) || ferror(f))
+		err = -(errno ? errno : EIO);
+	if (fclose(f) && !err)
+		err = -errno;
+	if (!err && renameat(c->dirfd, tmp, c->dirfd, MANIFEST))
+		err = -errno;
+	if (err)
+		unlinkat(c->dirfd, tmp, 0);
+	return err;
+}
+
+/* With --keep 0 nothing is deleted: the line is appended, nothing kept in memory. */
+static int manifest__append(struct continuous *c, const char *name, uint64_t ino)
+{
+	int fd = openat(c->dirfd, MANIFEST,
+			O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	struct stat st;
+	char line[128];
+	int n, err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		close(fd);
+		return -EPERM;
+	}
+	n = snprintf(line, sizeof(line), "%s %llu\n", name, (unsigned long long)ino);
+	if (write(fd, line, (size_t)n) != n)
+		err = -EIO;
+	close(fd);
+	return err;
+}
+
+/* The file just written: recorded as ours. */
+static void remember(struct continuous *c, const char *name)
+{
+	struct stat st;
+	int err;
+
+	if (fstatat(c->dirfd, name, &st, AT_SYMLINK_NOFOLLOW))
+		return;
+	if (!c->keep)
+		err = manifest__append(c, name, st.st_ino);
+	else
+		err = own__add(c, name, st.st_ino);
+	if (err)
+		pr_warn("--keep: cannot record %s as written: %s; it will not be deleted", name,
+			strerror(-err));
+}
+
+/*
+ * Delete the oldest files we wrote beyond --keep (ours from earlier runs
+ * count too, through MANIFEST). A name of ours that is now another file
+ * (another inode, another owner, not a regular file) is spared and forgotten.
+ */
 static void rotate(struct continuous *c)
 {
-	char **names = NULL, **v, path[4096];
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	DIR *d;
+	size_t drop, i;
+	struct stat st;
+	int err;
 
-	if (!c->keep || !(d = opendir(c->dir)))
+	if (!c->keep)
 		return;
-	while ((de = readdir(d))) {
-		if (!ours(de->d_name))
+	drop = c->nown > c->keep ? c->nown - c->keep : 0;
+	for (i = 0; i < drop; i++) {
+		const struct written *w = &c->own[i];
+
+		if (fstatat(c->dirfd, w->name, &st, AT_SYMLINK_NOFOLLOW))
+			continue; /* gone already */
+		if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_ino != w->ino) {
+			c->spared++;
+			pr_verbose("--keep: %s/%s is not the file bpfprof wrote: left alone",
+				   c->dir, w->name);
 			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			v = realloc(names, cap * sizeof(*v));
-			if (!v)
-				break;
-			names = v;
 		}
-		if (!(names[n] = strdup(de->d_name)))
-			break;
-		n++;
-	}
-	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_str);
-	for (size_t i = 0; i + c->keep < n; i++) {
-		snprintf(path, sizeof(path), "%s/%s", c->dir, names[i]);
-		if (!unlink(path))
+		if (!unlinkat(c->dirfd, w->name, 0))
 			c->deleted++;
 	}
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	memmove(c->own, c->own + drop, (c->nown - drop) * sizeof(*c->own));
+	c->nown -= drop;
+	err = manifest__save(c);
+	if (err)
+		pr_warn("--keep: cannot write %s/%s: %s", c->dir, MANIFEST, strerror(-err));
 }
 
 static long rss_kib(void)
@@ -241,6 +412,7 @@ int continuous__write(struct continuous *c, const struct profile *p,
 		c->failed++;
 	} else {
 		c->written++;
+		remember(c, name);
 		rotate(c);
 		if (c->up && uploader__push(c->up, path, c->start_wall, end_wall))
 			pr_warn("cannot queue %s for upload: out of memory", name);
@@ -272,16 +444,17 @@ void continuous__summary(struct continuous *c)
 	struct upload_stats us;
 
 	pr_info("continuous: %llu intervals, %llu files written to %s (%llu failed), %llu deleted "
-		"by --keep",
+		"by --keep, %llu named like ours but not written by bpfprof left alone",
 		(unsigned long long)c->intervals, (unsigned long long)c->written, c->dir,
-		(unsigned long long)c->failed, (unsigned long long)c->deleted);
+		(unsigned long long)c->failed, (unsigned long long)c->deleted,
+		(unsigned long long)c->spared);
 	if (!c->up)
 		return;
 	uploader__stop(c->up, UPLOAD_GRACE_S);
 	uploader__stats(c->up, &us);
 	pr_info("upload: %llu of %llu files sent to %s, %llu failed after %llu retries, %llu "
 		"dropped from a full queue (those stay in %s)",
-		(unsigned long long)us.sent, (unsigned long long)us.queued, env.upload_url,
+		(unsigned long long)us.sent, (unsigned long long)us.queued, env.upload_url_shown,
 		(unsigned long long)us.failed, (unsigned long long)us.retries,
 		(unsigned long long)us.dropped, c->dir);
 }

@@ -66,7 +66,7 @@ static volatile sig_atomic_t new_interval; /* SIGHUP in continuous mode */
 static int libbpf_debug(enum libbpf_print_level level, const char *fmt, va_list args)
 {
 	(void)level;
-	return vfprintf(stderr, fmt, args);
+	return log__vprintf_raw(fmt, args);
 }
 
 static void on_signal(int sig)

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,6 +18,8 @@
 
 /* Files waiting at most; older ones are dropped (counted) while the server is away. */
 #define MAX_QUEUE 256
+/* An auth file is one short line */
+#define AUTH_MAX 4096
 
 struct job {
 	struct job *next;
@@ -38,7 +42,8 @@ struct uploader {
 	char *base;	/* URL without trailing '/' */
 	char *name_enc; /* url-encoded APP{hostname=...} */
 	struct upload_stats st;
-	CURL *curl; /* used by the thread only */
+	CURL *curl;		 /* used by the thread only */
+	struct upload_auth auth; /* a copy: the caller's may be cleared */
 };
 
 static void job_free(struct job *j)
@@ -96,6 +101,14 @@ static bool send_one(struct uploader *u, const struct job *j)
 	curl_easy_setopt(u->curl, CURLOPT_TIMEOUT_MS, (long)(u->o.timeout * 1000));
 	curl_easy_setopt(u->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)(u->o.timeout * 1000));
 	curl_easy_setopt(u->curl, CURLOPT_USERAGENT, "bpfprof/" BPFPROF_VERSION);
+	if (u->auth.bearer) {
+		curl_easy_setopt(u->curl, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
+		curl_easy_setopt(u->curl, CURLOPT_XOAUTH2_BEARER, u->auth.bearer);
+	} else if (u->auth.user) {
+		curl_easy_setopt(u->curl, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+		curl_easy_setopt(u->curl, CURLOPT_USERNAME, u->auth.user);
+		curl_easy_setopt(u->curl, CURLOPT_PASSWORD, u->auth.password);
+	}
 	rc = curl_easy_perform(u->curl);
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(u->curl, CURLINFO_RESPONSE_CODE, &code);
@@ -211,6 +224,11 @@ int uploader__new(struct uploader **out, const struct upload_opts *o)
 		goto fail;
 	u->curl = curl_easy_init();
 	u->base = strdup(o->url);
+	u->o.auth = NULL;
+	if (o->auth && ((o->auth->bearer && !(u->auth.bearer = strdup(o->auth->bearer))) ||
+			(o->auth->user && (!(u->auth.user = strdup(o->auth->user)) ||
+					   !(u->auth.password = strdup(o->auth->password))))))
+		goto fail;
 	if (!u->curl || !u->base)
 		goto fail;
 	len = strlen(u->base);
@@ -301,7 +319,147 @@ void uploader__free(struct uploader *u)
 	curl_global_cleanup();
 	pthread_cond_destroy(&u->cv);
 	pthread_mutex_destroy(&u->mu);
+	upload_auth__clear(&u->auth);
 	free(u->base);
 	free(u->name_enc);
 	free(u);
+}
+
+/* zero before free: a secret should not linger in freed memory (core dumps) */
+static void secret__free(char *s)
+{
+	if (s) {
+		explicit_bzero(s, strlen(s));
+		free(s);
+	}
+}
+
+void upload_auth__clear(struct upload_auth *a)
+{
+	secret__free(a->user);
+	secret__free(a->password);
+	secret__free(a->bearer);
+	memset(a, 0, sizeof(*a));
+}
+
+/* One line of credentials into a: 0 or -EINVAL (nothing printed). */
+static int auth__parse(struct upload_auth *a, char *line)
+{
+	char *colon;
+
+	line[strcspn(line, "\r\n")] = '\0';
+	if (!strncmp(line, "Bearer ", 7)) {
+		if (!line[7] || strpbrk(line + 7, " \t"))
+			return -EINVAL;
+		a->bearer = strdup(line + 7);
+		return a->bearer ? 0 : -ENOMEM;
+	}
+	colon = strchr(line, ':');
+	if (!colon || colon == line)
+		return -EINVAL;
+	*colon = '\0';
+	a->user = strdup(line);
+	a->password = strdup(colon + 1);
+	*colon = ':';
+	if (!a->user || !a->password) {
+		upload_auth__clear(a);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The file's first AUTH_MAX bytes into buf; never blocks, regular files only. */
+static int auth__read_file(const char *path, char *buf, size_t len, mode_t *mode)
+{
+	int fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	ssize_t n;
+	int err;
+
+	if (fd < 0) {
+		err = -errno;
+		pr_err("cannot read --upload-auth-file '%s': %s", path, strerror(-err));
+		return err;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size >= (off_t)len) {
+		pr_err("cannot read --upload-auth-file '%s': expected a regular file under %zu bytes",
+		       path, len);
+		close(fd);
+		return -EINVAL;
+	}
+	*mode = st.st_mode;
+	n = read(fd, buf, len - 1);
+	err = n < 0 ? -errno : 0;
+	close(fd);
+	if (err) {
+		pr_err("cannot read --upload-auth-file '%s': %s", path, strerror(-err));
+		return err;
+	}
+	buf[n] = '\0';
+	return 0;
+}
+
+int upload_auth__load(struct upload_auth *a, const char *path)
+{
+	char buf[AUTH_MAX];
+	const char *from = path ? "--upload-auth-file" : "$" UPLOAD_AUTH_ENV;
+	mode_t mode = 0;
+	const char *v;
+	int err;
+
+	memset(a, 0, sizeof(*a));
+	if (path) {
+		err = auth__read_file(path, buf, sizeof(buf), &mode);
+		if (err)
+			return err;
+	} else {
+		v = getenv(UPLOAD_AUTH_ENV);
+		if (!v)
+			return 0;
+		snprintf(buf, sizeof(buf), "%s", v);
+		/* a command bpfprof starts (-- CMD) must not inherit it */
+		unsetenv(UPLOAD_AUTH_ENV);
+	}
+	err = auth__parse(a, buf);
+	explicit_bzero(buf, sizeof(buf));
+	if (err == -EINVAL)
+		pr_err("invalid credentials in %s: expected one line, 'USER:PASSWORD' or 'Bearer "
+		       "TOKEN'",
+		       from);
+	else if (err)
+		pr_err("out of memory");
+	else if (mode & 0077)
+		pr_warn("--upload-auth-file '%s' can be read by other users (mode %03o): chmod 600 "
+			"it",
+			path, (unsigned int)(mode & 0777));
+	return err;
+}
+
+size_t upload_url__userinfo(const char *url, size_t *start)
+{
+	const char *auth = strstr(url, "://"), *end, *at = NULL;
+
+	if (!auth)
+		return 0;
+	auth += 3;
+	end = auth + strcspn(auth, "/?#");
+	for (const char *p = auth; p < end; p++)
+		if (*p == '@')
+			at = p; /* the last '@': a password may hold one */
+	if (!at)
+		return 0;
+	*start = (size_t)(auth - url);
+	return (size_t)(at - auth);
+}
+
+char *upload_url__redact(const char *url)
+{
+	size_t start = 0, n = upload_url__userinfo(url, &start);
+	char *out;
+
+	if (!n)
+		return strdup(url);
+	if (asprintf(&out, "%.*s***%s", (int)start, url, url + start + n) < 0)
+		return NULL;
+	return out;
 }

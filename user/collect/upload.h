@@ -24,8 +24,35 @@ struct upload_stats {
 	uint64_t pending; /* in the queue or in flight now */
 };
 
+/*
+ * Credentials for the server: from --upload-auth-file PATH, else from the
+ * environment variable below (then removed from bpfprof's environment, so
+ * no command it starts inherits it). Either holds one line: "USER:PASSWORD"
+ * (HTTP basic) or "Bearer TOKEN". Never printed, never in the URL.
+ */
+#define UPLOAD_AUTH_ENV "BPFPROF_UPLOAD_AUTH"
+
+struct upload_auth {
+	char *user, *password; /* basic, or NULL */
+	char *bearer;	       /* a bearer token, or NULL */
+};
+
+/*
+ * Read credentials from path (NULL: from $BPFPROF_UPLOAD_AUTH, absent is no
+ * credentials). Returns 0 or -errno with one line printed naming what is
+ * wrong (never the secret).
+ */
+int upload_auth__load(struct upload_auth *a, const char *path);
+/* Overwrite and free. */
+void upload_auth__clear(struct upload_auth *a);
+/* url with any userinfo ("user:password@") shown as "***@": malloc'd, NULL if out of memory. */
+char *upload_url__redact(const char *url);
+/* Length of the userinfo in url (before '@'), and where it starts; 0 when it has none. */
+size_t upload_url__userinfo(const char *url, size_t *start);
+
 struct upload_opts {
-	const char *url; /* server base URL: /ingest is appended */
+	const char *url;		/* server base URL: /ingest is appended */
+	const struct upload_auth *auth; /* NULL: none (or the URL's own userinfo) */
 	const char *app_name;
 	unsigned int sample_rate; /* Hz */
 	unsigned int attempts;	  /* tries per file (default 4) */

@@ -39,6 +39,7 @@
 #include "offcpu.skel.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/strsafe.h"
 
 #define MAX_THREADS 4096
 #define MAX_KFRAMES 64
@@ -157,8 +158,10 @@ static void read_thread(uint32_t pid, struct dthread *t)
 	char path[96], buf[4096], *p, *line, *save;
 
 	snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", pid, t->tid);
-	if (read_file(path, t->name, sizeof(t->name)) > 0)
+	if (read_file(path, t->name, sizeof(t->name)) > 0) {
 		t->name[strcspn(t->name, "\n")] = '\0';
+		strsafe__inplace(t->name, sizeof(t->name)); /* the thread chose it */
+	}
 	snprintf(path, sizeof(path), "/proc/%u/task/%u/stat", pid, t->tid);
 	t->state = '?';
 	if (read_file(path, buf, sizeof(buf)) > 0 && (p = strrchr(buf, ')')) && p[1] == ' ')
@@ -561,6 +564,7 @@ int dump__main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	d.comm[strcspn(d.comm, "\n")] = '\0';
+	strsafe__inplace(d.comm, sizeof(d.comm));
 	d.pid = pid;
 	d.t = calloc(MAX_THREADS, sizeof(*d.t));
 	if (!d.t || list_threads(&d)) {

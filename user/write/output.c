@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,6 @@ int output__open(struct output *o, const char *path)
 {
 	char *dup = NULL, *dir, *base;
 	struct stat st;
-	mode_t mask;
 	int fd, err;
 
 	memset(o, 0, sizeof(*o));
@@ -37,16 +37,35 @@ int output__open(struct output *o, const char *path)
 		pr_err("cannot write output '%s': it is a directory", path);
 		goto fail;
 	}
-	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
-		/* a device or FIFO (-o /dev/null, a pipe): write into it, never rename over it */
-		o->f = fopen(path, "w");
+	if (!stat(path, &st) && S_ISCHR(st.st_mode)) {
+		/* a character device (-o /dev/null, a tty): write into it, never rename over it */
+		fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+		o->f = fd < 0 ? NULL : fdopen(fd, "w");
 		if (!o->f) {
 			err = -errno;
+			if (fd >= 0)
+				close(fd);
 			pr_err("cannot write output '%s': %s", path, strerror(-err));
 			goto fail;
 		}
 		free(dup);
 		return 0;
+	}
+	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
+		/*
+		 * A FIFO would block the run until someone reads it, and whoever
+		 * made it chose when: refused at once, as are sockets and block
+		 * devices. A pipe is '-o -' with stdout redirected.
+		 */
+		err = -EINVAL;
+		pr_err("cannot write output '%s': a %s, expected a regular file, a character device "
+		       "or '-'",
+		       path,
+		       S_ISFIFO(st.st_mode)   ? "FIFO"
+		       : S_ISSOCK(st.st_mode) ? "socket"
+		       : S_ISBLK(st.st_mode)  ? "block device"
+					      : "special file");
+		goto fail;
 	}
 	dir = dirname(dup);
 	if (asprintf(&o->tmp, "%s/.%s.XXXXXX", dir, base) < 0) {
@@ -62,10 +81,11 @@ int output__open(struct output *o, const char *path)
 		o->tmp = NULL;
 		goto fail;
 	}
-	/* mkstemp makes 0600; a profile is as readable as any file we create */
-	mask = umask(0);
-	umask(mask);
-	fchmod(fd, 0666 & ~mask);
+	/*
+	 * mkstemp makes it 0600 whatever the umask, and so it stays: a profile
+	 * names every process's functions, paths and containers, which other
+	 * users of the host should not read through it.
+	 */
 	o->f = fdopen(fd, "w");
 	if (!o->f) {
 		err = -errno;
