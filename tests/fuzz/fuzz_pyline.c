@@ -16,7 +16,7 @@ static const uint32_t versions[] = { PYVER(3, 8),  PYVER(3, 9),	 PYVER(3, 10), P
 #define NVERSIONS (sizeof(versions) / sizeof(versions[0]))
 #define HEAD	  7
 /* offsets tried: every even one up to this (each answer is a walk of the table) */
-#define OFF_MAX 4096
+#define OFF_MAX 1024
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -47,7 +47,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct perf_event_header h;
 
 		memcpy(&h, data + at, sizeof(h));
-		if (h.size < sizeof(h) || h.size > size - at)
+		/* the kernel writes whole records, 8-byte aligned: their sizes too */
+		if (h.size < sizeof(h) || h.size > size - at || h.size % 8)
 			break;
 		/* the kernel's records are 8-byte aligned; a copy each, for ASan */
 		recs[n] = aligned_alloc(8, ((size_t)h.size + 7) & ~(size_t)7);
