@@ -113,51 +113,79 @@ static void put_str(uint8_t *m, const struct pylayout *l, size_t at, const char 
 	memcpy(m + at + l->str_ascii_size, s, strlen(s));
 }
 
-int main(int argc, char **argv)
+/* The image of a valid code object for layout info, after the mode byte (and block). */
+static int write_seed(const char *path, const uint8_t *head, size_t headlen,
+		      const struct pyinfo *info)
 {
 	static const uint8_t loc[] = { 0x80 | 11 << 3 | 1, 0, 4, 0x80 | 13 << 3, 7, 0xf8,
 				       0x80 | 10 << 3 };
 	static const uint8_t lnotab[] = { 6, 1, 4, 0xfe, 8, 0x80, 2, 3 };
+	const struct pylayout *l = pyinfo__layout(info);
+	const uint8_t *lt = info->version >= PYVER(3, 11) ? loc : lnotab;
+	size_t ltlen = info->version >= PYVER(3, 11) ? sizeof(loc) : sizeof(lnotab);
+	static uint8_t img[IMG_SIZE];
+	int32_t firstlineno = 10;
+	FILE *f;
+
+	memset(img, 0, sizeof(img));
+	put64(img, l->ob_type, IMG_BASE + AT_CODE_T);
+	memcpy(img + l->co_firstlineno, &firstlineno, 4);
+	put64(img, l->co_qualname >= 0 ? l->co_qualname : l->co_name, IMG_BASE + AT_QUALNAME);
+	if (l->co_qualname >= 0)
+		put64(img, l->co_name, IMG_BASE + AT_QUALNAME);
+	put64(img, l->co_filename, IMG_BASE + AT_FILENAME);
+	put64(img, l->co_linetable, IMG_BASE + AT_LINES);
+	put64(img, AT_CODE_T + l->tp_name, IMG_BASE + AT_NAMES);
+	put64(img, AT_STR_T + l->tp_name, IMG_BASE + AT_NAMES + 16);
+	put64(img, AT_BYTES_T + l->tp_name, IMG_BASE + AT_NAMES + 32);
+	memcpy(img + AT_NAMES, "code", 5);
+	memcpy(img + AT_NAMES + 16, "str", 4);
+	memcpy(img + AT_NAMES + 32, "bytes", 6);
+	put_str(img, l, AT_QUALNAME, "Outer.method");
+	put_str(img, l, AT_FILENAME, "/srv/app/mod.py");
+	put64(img, AT_LINES + l->ob_type, IMG_BASE + AT_BYTES_T);
+	put64(img, AT_LINES + l->bytes_size, ltlen);
+	memcpy(img + AT_LINES + l->bytes_sval, lt, ltlen);
+	f = fopen(path, "wb");
+	if (!f || fwrite(head, 1, headlen, f) != headlen ||
+	    fwrite(img, 1, sizeof(img), f) != sizeof(img) || fclose(f))
+		return -EIO;
+	return 0;
+}
+
+/*
+ * mkseed_pycode DIR [BLOCK...]: a seed per table version, and one per
+ * _Py_DebugOffsets block given (PY_DEBUG_OFFSETS_MAX bytes of a 3.13+
+ * libpython's _PyRuntime, as tests/fuzz/mkseeds.sh extracts them).
+ */
+int main(int argc, char **argv)
+{
 	const char *dir = argc > 1 ? argv[1] : ".";
+	uint8_t head[1 + PY_DEBUG_OFFSETS_MAX];
+	char path[4096];
+	struct pyinfo info;
 
 	for (size_t v = 0; v < NVERSIONS; v++) {
-		static uint8_t m[1 + IMG_SIZE];
-		struct pyinfo info;
-		const struct pylayout *l = pyinfo__layout(&info);
-		const uint8_t *lt = versions[v] >= PYVER(3, 11) ? loc : lnotab;
-		size_t ltlen = versions[v] >= PYVER(3, 11) ? sizeof(loc) : sizeof(lnotab);
-		uint8_t *img = m + 1;
-		int32_t firstlineno = 10;
-		char path[4096];
-		FILE *f;
-
 		memset(&info, 0, sizeof(info));
 		if (pyoffsets__from_table(versions[v], &info))
 			return 1;
-		memset(m, 0, sizeof(m));
-		m[0] = (uint8_t)v;
-		put64(img, l->ob_type, IMG_BASE + AT_CODE_T);
-		memcpy(img + l->co_firstlineno, &firstlineno, 4);
-		put64(img, l->co_qualname >= 0 ? l->co_qualname : l->co_name,
-		      IMG_BASE + AT_QUALNAME);
-		if (l->co_qualname >= 0)
-			put64(img, l->co_name, IMG_BASE + AT_QUALNAME);
-		put64(img, l->co_filename, IMG_BASE + AT_FILENAME);
-		put64(img, l->co_linetable, IMG_BASE + AT_LINES);
-		put64(img, AT_CODE_T + l->tp_name, IMG_BASE + AT_NAMES);
-		put64(img, AT_STR_T + l->tp_name, IMG_BASE + AT_NAMES + 16);
-		put64(img, AT_BYTES_T + l->tp_name, IMG_BASE + AT_NAMES + 32);
-		memcpy(img + AT_NAMES, "code", 5);
-		memcpy(img + AT_NAMES + 16, "str", 4);
-		memcpy(img + AT_NAMES + 32, "bytes", 6);
-		put_str(img, l, AT_QUALNAME, "Outer.method");
-		put_str(img, l, AT_FILENAME, "/srv/app/mod.py");
-		put64(img, AT_LINES + l->ob_type, IMG_BASE + AT_BYTES_T);
-		put64(img, AT_LINES + l->bytes_size, ltlen);
-		memcpy(img + AT_LINES + l->bytes_sval, lt, ltlen);
+		head[0] = (uint8_t)v;
 		snprintf(path, sizeof(path), "%s/valid-%x", dir, versions[v] >> 16);
-		f = fopen(path, "wb");
-		if (!f || fwrite(m, 1, sizeof(m), f) != sizeof(m) || fclose(f))
+		if (write_seed(path, head, 1, &info))
+			return 1;
+	}
+	for (int i = 2; i < argc; i++) {
+		FILE *f = fopen(argv[i], "rb");
+
+		head[0] = MODE_DEBUG;
+		if (!f || fread(head + 1, 1, PY_DEBUG_OFFSETS_MAX, f) != PY_DEBUG_OFFSETS_MAX)
+			return 1;
+		fclose(f);
+		memset(&info, 0, sizeof(info));
+		if (pyoffsets__from_debug(head + 1, PY_DEBUG_OFFSETS_MAX, &info))
+			return 1;
+		snprintf(path, sizeof(path), "%s/valid-debug-%x", dir, info.version >> 16);
+		if (write_seed(path, head, sizeof(head), &info))
 			return 1;
 	}
 	return 0;

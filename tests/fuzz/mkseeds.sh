@@ -113,4 +113,32 @@ for i, f in enumerate((json.dumps, os.path.join, struct.calcsize.__class__.__ini
 seed('linetable310', 2, 5, bytes([6, 1, 4, 0x80, 8, 2, 0, 1, 10, 0xfe]))
 PY
 
+# --- code objects laid out by a 3.13+ _Py_DebugOffsets block (the start of
+# _PyRuntime in .data) of each such libpython pyenv has; table versions and
+# snapshots are written by make fuzz-seeds
+blocks=()
+for lib in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[3-9]*/lib/libpython3.*.so.1.0; do
+	[[ -f $lib ]] || continue
+	python3 - "$lib" "$tmp/block-${#blocks[@]}" <<'PY'
+import subprocess, sys
+lib, out = sys.argv[1], sys.argv[2]
+va = next(int(l.split()[0], 16) for l in subprocess.check_output(['nm', '-D', lib]).decode().splitlines()
+          if l.split()[-1] == '_PyRuntime')
+for l in subprocess.check_output(['readelf', '-lW', lib]).decode().splitlines():
+    f = l.split()
+    if f and f[0] == 'LOAD':
+        off, vaddr, filesz = int(f[1], 16), int(f[2], 16), int(f[4], 16)
+        if vaddr <= va < vaddr + filesz:
+            with open(lib, 'rb') as src:
+                src.seek(off + va - vaddr)
+                open(out, 'wb').write(src.read(1024))
+PY
+	blocks+=("$tmp/block-${#blocks[@]}")
+done
+if ((${#blocks[@]})); then
+	make -s build-fuzz/mkseed_pycode
+	mkdir -p "$out/pycode"
+	build-fuzz/mkseed_pycode "$out/pycode" "${blocks[@]}"
+fi
+
 chmod 0644 "$out"/*/*
