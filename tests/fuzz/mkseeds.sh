@@ -113,6 +113,17 @@ for i, f in enumerate((json.dumps, os.path.join, struct.calcsize.__class__.__ini
 seed('linetable310', 2, 5, bytes([6, 1, 4, 0x80, 8, 2, 0, 1, 10, 0xfe]))
 PY
 
+# --- dict keys headers (3.9: dk_size; 3.11: log2 sizes), then a thread name
+python3 - "$out/pyobj" <<'PY'
+import struct, sys, os
+d = sys.argv[1]
+os.makedirs(d, exist_ok=True)
+name = 'Worker-1 \u00e9\u4e2d\x1b[31m'.encode()
+open(os.path.join(d, 'keys39'), 'wb').write(bytes([1]) + struct.pack('<QQQQQ', 1, 8, 0x1234, 3, 2) + name)
+open(os.path.join(d, 'keys311'), 'wb').write(
+    bytes([3]) + struct.pack('<QBBBxIQQ', 1, 3, 3, 1, 7, 3, 2) + bytes(8) + name)
+PY
+
 # --- code objects laid out by a 3.13+ _Py_DebugOffsets block (the start of
 # _PyRuntime in .data) of each such libpython pyenv has; table versions and
 # snapshots are written by make fuzz-seeds
