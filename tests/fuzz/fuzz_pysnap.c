@@ -9,6 +9,8 @@
  * Built with -DFUZZ_MKSEED it is instead the program that writes the seed
  * corpus: a valid snapshot per version (make fuzz-seeds).
  */
+#include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "fuzz.h"
@@ -71,52 +73,68 @@ static uint16_t put_obj(struct pycode_snap *s, struct pysnap_obj *o, uint64_t ty
 	return off + bytes;
 }
 
+/* A snapshot of a code object whose line table is ltlen bytes (cut as BPF cuts it). */
+static int write_seed(const char *path, size_t v, const uint8_t *lt, size_t ltlen)
+{
+	struct pycode_snap s;
+	struct pyinfo info;
+	const struct pylayout *l = pyinfo__layout(&info);
+	int32_t name_off, firstlineno = 10;
+	uint8_t hdr[2] = { (uint8_t)v, 1 };
+	uint32_t ascii_state;
+	uint16_t off, n;
+	uint64_t p;
+	FILE *f;
+
+	memset(&info, 0, sizeof(info));
+	if (pyoffsets__from_table(versions[v], &info))
+		return -EINVAL;
+	ascii_state = 1u << l->str_kind_shift | 1u << (l->str_kind_shift + 3) |
+		      1u << (l->str_kind_shift + 4);
+	name_off = l->co_qualname >= 0 ? l->co_qualname : l->co_name;
+	memset(&s, 0, sizeof(s));
+	s.code = 0x5000;
+	s.code_bytes = (uint16_t)l->co_read;
+	memcpy(s.data + l->ob_type, &(uint64_t){ CODE_T }, 8);
+	memcpy(s.data + l->co_firstlineno, &firstlineno, 4);
+	p = 0x6000;
+	memcpy(s.data + name_off, &p, 8);
+	p = 0x7000;
+	memcpy(s.data + l->co_filename, &p, 8);
+	p = 0x8000;
+	memcpy(s.data + l->co_linetable, &p, 8);
+	off = (uint16_t)l->co_read;
+	off = put_obj(&s, &s.name, STR_T, 12, ascii_state, "Outer.method", 12, off);
+	off = put_obj(&s, &s.file, STR_T, 15, ascii_state, "/srv/app/mod.py", 15, off);
+	n = (uint16_t)(ltlen < PYSNAP_LINES_MAX ? ltlen : PYSNAP_LINES_MAX);
+	off = put_obj(&s, &s.lines, BYTES_T, ltlen, 0, lt, n, off);
+	f = fopen(path, "wb");
+	if (!f || fwrite(hdr, 1, 2, f) != 2 || fwrite(&s, 1, HEAD + off, f) != HEAD + off ||
+	    fclose(f))
+		return -EIO;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const uint8_t loc[] = { 0x80 | 11 << 3 | 1, 0, 4, 0x80 | 13 << 3, 7, 0xf8,
 				       0x80 | 10 << 3 };
 	static const uint8_t lnotab[] = { 6, 1, 4, 0xfe, 8, 0x80, 2, 3 };
+	static uint8_t longtab[PYSNAP_LINES_MAX + 904];
 	const char *dir = argc > 1 ? argv[1] : ".";
+	char path[4096];
 
 	for (size_t v = 0; v < NVERSIONS; v++) {
-		struct pycode_snap s;
-		struct pyinfo info;
-		const struct pylayout *l = pyinfo__layout(&info);
-		int32_t name_off, firstlineno = 10;
-		const uint8_t *lt = versions[v] >= PYVER(3, 11) ? loc : lnotab;
-		size_t ltlen = versions[v] >= PYVER(3, 11) ? sizeof(loc) : sizeof(lnotab);
-		uint32_t ascii_state;
-		uint16_t off;
-		uint64_t p;
-		char path[4096];
-		uint8_t hdr[2] = { (uint8_t)v, 1 };
-		FILE *f;
+		bool new = versions[v] >= PYVER(3, 11);
 
-		memset(&info, 0, sizeof(info));
-		if (pyoffsets__from_table(versions[v], &info))
-			return 1;
-		ascii_state = 1u << l->str_kind_shift | 1u << (l->str_kind_shift + 3) |
-			      1u << (l->str_kind_shift + 4);
-		name_off = l->co_qualname >= 0 ? l->co_qualname : l->co_name;
-		memset(&s, 0, sizeof(s));
-		s.code = 0x5000;
-		s.code_bytes = (uint16_t)l->co_read;
-		memcpy(s.data + l->ob_type, &(uint64_t){ CODE_T }, 8);
-		memcpy(s.data + l->co_firstlineno, &firstlineno, 4);
-		p = 0x6000;
-		memcpy(s.data + name_off, &p, 8);
-		p = 0x7000;
-		memcpy(s.data + l->co_filename, &p, 8);
-		p = 0x8000;
-		memcpy(s.data + l->co_linetable, &p, 8);
-		off = (uint16_t)l->co_read;
-		off = put_obj(&s, &s.name, STR_T, 12, ascii_state, "Outer.method", 12, off);
-		off = put_obj(&s, &s.file, STR_T, 15, ascii_state, "/srv/app/mod.py", 15, off);
-		off = put_obj(&s, &s.lines, BYTES_T, ltlen, 0, lt, (uint16_t)ltlen, off);
 		snprintf(path, sizeof(path), "%s/valid-%x", dir, versions[v] >> 16);
-		f = fopen(path, "wb");
-		if (!f || fwrite(hdr, 1, 2, f) != 2 || fwrite(&s, 1, HEAD + off, f) != HEAD + off ||
-		    fclose(f))
+		if (write_seed(path, v, new ? loc : lnotab, new ? sizeof(loc) : sizeof(lnotab)))
+			return 1;
+		/* longer than BPF sends: cut, lines only as far as the cut covers */
+		for (size_t i = 0; i < sizeof(longtab); i++)
+			longtab[i] = new ? 0x80 | (10 + i % 3) << 3 : (i & 1 ? 1 : 2);
+		snprintf(path, sizeof(path), "%s/cut-%x", dir, versions[v] >> 16);
+		if (write_seed(path, v, longtab, sizeof(longtab)))
 			return 1;
 	}
 	return 0;
