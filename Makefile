@@ -129,11 +129,14 @@ unit: $(UNIT_BINS)
 
 # End-to-end: real BPF, real processes, as root. pytest's summary line ends the run.
 # Under SANITIZE=1 the default is a subset through every stage of a record
-# run (CLI, BPF, side band, symbols, CFI, Python, writers) that stays within
-# minutes under ASan; E2E_TESTS=tests/e2e for all.
+# run (CLI, BPF, side band, symbols, CFI, Python, writers, dump), without the
+# tests that assert sample counts an ASan-slowed agent misses on a loaded host
+# (E2E_SELECT); E2E_TESTS=tests/e2e E2E_SELECT= for all.
 ifeq ($(SANITIZE),1)
 E2E_TESTS ?= $(addprefix tests/e2e/,test_cli.py test_cpu.py test_python.py test_pprof.py \
 	test_dump.py test_unwind.py)
+E2E_SELECT ?= -k 'not whole_machine and not pyenv_cpython and not split_lines and \
+	not c_extension and not gil_filter'
 # leaks are reported at exit (and fail the run): every path must free what it took
 export ASAN_OPTIONS ?= abort_on_error=0:detect_leaks=1
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
@@ -142,7 +145,7 @@ E2E_TESTS ?= tests/e2e
 e2e: $(BUILD)/bpfprof
 	$(Q)$(MAKE) -s -C tests/workloads BUILD=$(abspath $(BUILD))/workloads
 	$(Q)BPFPROF=$(abspath $(BUILD))/bpfprof WORKLOADS=$(abspath $(BUILD))/workloads \
-		$(PYTHON) -m pytest -q -p no:cacheprovider $(E2E_TESTS) $(PYTEST_ARGS)
+		$(PYTHON) -m pytest -q -p no:cacheprovider $(E2E_TESTS) $(E2E_SELECT) $(PYTEST_ARGS)
 
 # Fuzzing: one libFuzzer harness per parser of untrusted bytes (tests/fuzz/fuzz_NAME.c),
 # linked with the library built by clang under ASan+UBSan in $(FUZZ_BUILD). Seeds are in

@@ -29,23 +29,13 @@
 
 #include <cmocka.h>
 
+#include "sanitized.h"
 #include "unwind/cfi.h"
 
 #define LIBC	  "/usr/lib/x86_64-linux-gnu/libc.so.6"
 #define LIBSTDCXX "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"
 /* "well under 100 ms": the bound a slow CI machine must still meet */
 #define BUILD_MS_MAX 100.0
-/* An ASan build (make unit SANITIZE=1) is not a measure of speed: no bound there. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
 
 static const char *fixtures;
 
