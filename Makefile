@@ -3,10 +3,18 @@
 # make            build build/bpfprof
 # make test       unit tests (no root) then end-to-end tests (root, real BPF)
 # make bench      overhead benchmark against perf (not part of make test)
+# make fuzz       FUZZ_SECS=N: each libFuzzer harness (tests/fuzz) for N seconds
+# make test SANITIZE=1   the same tests against an ASan+UBSan build in build-san/
 # make deps       install every Debian package the build, tests and bench need
 # make install    PREFIX=/usr/local DESTDIR= (binary, man page, systemd unit)
 # make V=1        show commands
 
+# SANITIZE=1: ASan+UBSan build of everything (clang) in its own build dir.
+ifeq ($(SANITIZE),1)
+BUILD    ?= build-san
+CC       := clang
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+endif
 BUILD    ?= build
 ARCH     ?= x86
 CC       ?= cc
@@ -31,7 +39,7 @@ endif
 WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
 CFLAGS   += $(WARN) -std=gnu11 -D_GNU_SOURCE -DBPFPROF_VERSION='"$(VERSION)"' \
-	    -Iinclude -Iuser -I$(BUILD) -I$(BUILD)/pprof
+	    -Iinclude -Iuser -I$(BUILD) -I$(BUILD)/pprof $(SAN_FLAGS)
 LDLIBS   := -lbpf -lelf -lz -llzma -lprotobuf-c -lcurl -lstdc++ -lpthread -lm
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) -Wno-unused-parameter \
 	      -Ivmlinux/$(ARCH) -Iinclude -Ibpf
@@ -49,7 +57,8 @@ HDRS      := $(shell find include user bpf -name '*.h') $(BPF_SKELS) $(BUILD)/pp
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all test unit e2e bench deps install clean format format-check
+.PHONY: all test unit e2e bench deps install clean format format-check fuzz fuzz-build \
+	fuzz-smoke fuzz-seeds
 .SECONDARY:
 all: $(BUILD)/bpfprof
 
@@ -70,7 +79,7 @@ $(BUILD)/pprof/profile.pb-c.c $(BUILD)/pprof/profile.pb-c.h: $(PPROF_PROTO)
 $(BUILD)/obj/pprof/profile.pb-c.o: $(BUILD)/pprof/profile.pb-c.c
 	$(call msg,CC,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) -O2 -g -Wall -I$(BUILD)/pprof -c $< -o $@
+	$(Q)$(CC) -O2 -g -Wall $(SAN_FLAGS) -I$(BUILD)/pprof -c $< -o $@
 
 $(BUILD)/obj/%.o: %.c $(HDRS)
 	$(call msg,CC,$@)
@@ -119,12 +128,107 @@ unit: $(UNIT_BINS)
 	$(Q)set -e; for t in $(UNIT_BINS); do FIXTURES=$(abspath $(BUILD))/fixtures $$t; done
 
 # End-to-end: real BPF, real processes, as root. pytest's summary line ends the run.
+# Under SANITIZE=1 the default is a subset through every stage of a record
+# run (CLI, BPF, side band, symbols, CFI, Python, writers, dump), without the
+# tests that assert sample counts an ASan-slowed agent misses on a loaded host
+# (E2E_SELECT); E2E_TESTS=tests/e2e E2E_SELECT= for all.
+ifeq ($(SANITIZE),1)
+E2E_TESTS ?= $(addprefix tests/e2e/,test_cli.py test_cpu.py test_python.py test_pprof.py \
+	test_dump.py test_unwind.py)
+E2E_SELECT ?= -k 'not whole_machine and not pyenv_cpython and not split_lines and \
+	not c_extension and not gil_filter'
+# leaks are reported at exit (and fail the run): every path must free what it took
+export ASAN_OPTIONS ?= abort_on_error=0:detect_leaks=1
+export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
+endif
+E2E_TESTS ?= tests/e2e
 e2e: $(BUILD)/bpfprof
 	$(Q)$(MAKE) -s -C tests/workloads BUILD=$(abspath $(BUILD))/workloads
 	$(Q)BPFPROF=$(abspath $(BUILD))/bpfprof WORKLOADS=$(abspath $(BUILD))/workloads \
-		$(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e $(PYTEST_ARGS)
+		$(PYTHON) -m pytest -q -p no:cacheprovider $(E2E_TESTS) $(E2E_SELECT) $(PYTEST_ARGS)
 
+# Fuzzing: one libFuzzer harness per parser of untrusted bytes (tests/fuzz/fuzz_NAME.c),
+# linked with the library built by clang under ASan+UBSan in $(FUZZ_BUILD). Seeds are in
+# tests/fuzz/corpus/NAME (read only); what the fuzzer adds goes to $(FUZZ_BUILD)/corpus/NAME,
+# crashes to $(FUZZ_BUILD)/crashes/. Every input that once crashed is kept in
+# tests/fuzz/regress/NAME and run by fuzz-smoke (part of make test).
+FUZZ_BUILD ?= build-fuzz
+FUZZ_CC    ?= clang
+FUZZ_SECS  ?= 60
+FUZZ_SMOKE_SECS ?= 10
+FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS := -O1 -g $(WARN) -std=gnu11 -D_GNU_SOURCE -DBPFPROF_VERSION='"$(VERSION)"' \
+	       -Iinclude -Iuser -I$(BUILD) -I$(BUILD)/pprof $(FUZZ_SAN)
+# one harness per parser; a run never stops at a slow input for longer than this
+FUZZ_ARGS  ?= -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS  := $(addprefix $(FUZZ_BUILD)/fuzz_,$(FUZZ_NAMES))
+FUZZ_OBJS  := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(LIB_SRCS)) $(FUZZ_BUILD)/obj/pprof/profile.pb-c.o
+# harnesses that can write their own seeds (built with -DFUZZ_MKSEED)
+FUZZ_MKSEED := pycode pysnap
+
+$(FUZZ_BUILD)/obj/pprof/profile.pb-c.o: $(BUILD)/pprof/profile.pb-c.c
+	$(call msg,FUZZCC,$@)
+	@mkdir -p $(@D)
+	$(Q)$(FUZZ_CC) -O1 -g -Wall $(FUZZ_SAN) -fsanitize=fuzzer-no-link -I$(BUILD)/pprof -c $< -o $@
+
+$(FUZZ_BUILD)/obj/%.o: %.c $(HDRS)
+	$(call msg,FUZZCC,$@)
+	@mkdir -p $(@D)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_BUILD)/libbpfprof.a: $(FUZZ_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_BUILD)/libbpfprof.a
+	$(call msg,FUZZLD,$@)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Itests/fuzz $< $(FUZZ_BUILD)/libbpfprof.a \
+		$(LDLIBS) -o $@
+
+$(FUZZ_BUILD)/mkseed_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_BUILD)/libbpfprof.a
+	$(call msg,FUZZLD,$@)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -DFUZZ_MKSEED -Itests/fuzz $< $(FUZZ_BUILD)/libbpfprof.a \
+		$(LDLIBS) -o $@
+
+fuzz-build: $(FUZZ_BINS)
+
+# Rewrite the generated seeds (checked in) after a layout change.
+fuzz-seeds: $(addprefix $(FUZZ_BUILD)/mkseed_,$(FUZZ_MKSEED))
+	$(Q)set -e; for n in $(FUZZ_MKSEED); do mkdir -p tests/fuzz/corpus/$$n; \
+		$(FUZZ_BUILD)/mkseed_$$n tests/fuzz/corpus/$$n; done
+
+# Every checked-in input once (seeds and regressions), then each harness for $(1) seconds.
+define fuzz_run
+	$(Q)set -e; for n in $(FUZZ_NAMES); do \
+		mkdir -p $(FUZZ_BUILD)/corpus/$$n $(FUZZ_BUILD)/crashes; \
+		echo "  FUZZ     $$n: checked-in inputs"; \
+		$(FUZZ_BUILD)/fuzz_$$n $(FUZZ_ARGS) $$(find tests/fuzz/corpus/$$n tests/fuzz/regress/$$n \
+			-type f 2>/dev/null) >$(FUZZ_BUILD)/$$n.replay.log 2>&1 || \
+			{ tail -40 $(FUZZ_BUILD)/$$n.replay.log; exit 1; }; \
+		echo "  FUZZ     $$n: $(1) s"; \
+		$(FUZZ_BUILD)/fuzz_$$n $(FUZZ_ARGS) -max_total_time=$(1) \
+			-artifact_prefix=$(FUZZ_BUILD)/crashes/$$n- $(FUZZ_BUILD)/corpus/$$n \
+			tests/fuzz/corpus/$$n >$(FUZZ_BUILD)/$$n.log 2>&1 || \
+			{ tail -60 $(FUZZ_BUILD)/$$n.log; exit 1; }; \
+		grep -E '^(#[0-9]+.*(DONE|pulse)|stat::number_of_executed_units|stat::average_exec_per_sec)' \
+			$(FUZZ_BUILD)/$$n.log | tail -3 | sed 's/^/           /'; \
+	done
+endef
+
+fuzz: fuzz-build
+	$(call fuzz_run,$(FUZZ_SECS))
+
+# make test's share: every checked-in input, then a short run of each harness.
+fuzz-smoke: fuzz-build
+	$(call fuzz_run,$(FUZZ_SMOKE_SECS))
+
+# The sanitized build's own test run is unit + e2e; the fuzzers are sanitized anyway.
+ifeq ($(SANITIZE),1)
 test: unit e2e
+else
+test: unit e2e fuzz-smoke
+endif
 
 bench: $(BUILD)/bpfprof
 	$(Q)$(MAKE) -s -C tests/workloads BUILD=$(abspath $(BUILD))/workloads
@@ -143,11 +247,11 @@ install: $(BUILD)/bpfprof
 
 # Kernel style at 100 columns (.clang-format); format-check fails on any difference.
 FORMAT_SRCS = $(shell git ls-files 'bpf/*.[ch]' 'include/*.h' 'user/*.[ch]' 'tests/unit/*.[ch]' \
-	'tests/workloads/*.[ch]' 'tools/*.[ch]')
+	'tests/workloads/*.[ch]' 'tests/fuzz/*.[ch]' 'tools/*.[ch]')
 format:
 	clang-format -i $(FORMAT_SRCS)
 format-check:
 	$(Q)clang-format --dry-run --Werror $(FORMAT_SRCS)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(FUZZ_BUILD)

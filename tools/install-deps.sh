@@ -16,6 +16,9 @@ PACKAGES=(
 	golang-go golang-github-google-pprof-dev
 	# tests
 	libcmocka-dev python3-pytest xz-utils
+	# tests: libFuzzer and the ASan/UBSan runtimes (make fuzz, make test SANITIZE=1),
+	# llvm-symbolizer for their reports
+	libclang-rt-14-dev llvm-14
 	# tests: glibc's separate debug files (symbols found through build-id links)
 	libc6-dbg
 	# tests: headless browser that loads the SVG flame graph (render, click, search)

@@ -1235,6 +1235,28 @@ static void test_line_tables_by_hand(void **state)
 	assert_int_equal(pycode__line(&c, 0), 0);
 }
 
+/*
+ * A varint that runs into a byte starting the next entry (0x80 set) is
+ * garbage: no line from it on. Read on, it would end entries elsewhere than
+ * pyline__covered counts them, and a cut table would disagree with the
+ * whole below what it claims to cover (found by tests/fuzz/fuzz_pyline).
+ */
+static void test_line_varint_into_entry(void **state)
+{
+	/* +1 (no columns, varint 2); no columns with varint 0x41, 0x88; two entries */
+	static const uint8_t loc[] = { 0x80 | 13 << 3, 2, 0x80 | 13 << 3, 0x41, 0x88, 0x88 };
+	struct pycode c = { .firstlineno = 1000, .version = PYVER(3, 11) };
+
+	(void)state;
+	c.linetable = (uint8_t *)loc;
+	c.linetable_len = sizeof(loc);
+	assert_int_equal(pycode__line(&c, 0), 1001);
+	assert_int_equal(pycode__line(&c, 2), 0);
+	assert_int_equal(pycode__line(&c, 4), 0);
+	/* what a cut after the third entry's first byte covers: the first two entries */
+	assert_int_equal(pyline__covered(c.version, loc, 5), 4);
+}
+
 static void test_line_fuzz(void **state)
 {
 	static const uint32_t versions[] = { PYVER(3, 8), PYVER(3, 10), PYVER(3, 11) };
@@ -1436,6 +1458,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_line_tables_by_hand),
+		cmocka_unit_test(test_line_varint_into_entry),
 		cmocka_unit_test(test_line_fuzz),
 		cmocka_unit_test(test_instr_offset),
 		cmocka_unit_test(test_dict_keys),

@@ -246,7 +246,9 @@ int sideband__epoll_fd(const struct sideband *sb)
 
 static void handle_queue(struct sideband *sb)
 {
-	qsort(sb->q, sb->nq, sizeof(*sb->q), by_time);
+	/* an empty queue has no array: qsort(NULL, 0) is undefined (UBSan says so) */
+	if (sb->nq > 1)
+		qsort(sb->q, sb->nq, sizeof(*sb->q), by_time);
 	for (size_t i = 0; i < sb->nq; i++)
 		handle(sb, (const struct perf_event_header *)(sb->arena + sb->q[i].off));
 	sb->nq = sb->used = 0;

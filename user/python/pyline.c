@@ -71,7 +71,12 @@ enum {
 	LOC_NONE = 15,
 };
 
-/* 6-bit chunks, least significant first, 0x40 = more follow. */
+/*
+ * 6-bit chunks, least significant first, 0x40 = more follow. A byte with
+ * 0x80 set starts the next entry: a varint running into one is garbage, and
+ * must not be read as part of this entry, or entries would end elsewhere
+ * than pyline__covered counts them.
+ */
 static bool read_varint(const uint8_t *p, size_t len, size_t *i, uint32_t *v)
 {
 	unsigned shift = 0;
@@ -79,7 +84,7 @@ static bool read_varint(const uint8_t *p, size_t len, size_t *i, uint32_t *v)
 	uint8_t b;
 
 	do {
-		if (*i >= len || shift > 30)
+		if (*i >= len || shift > 30 || (p[*i] & 0x80))
 			return false;
 		b = p[(*i)++];
 		val |= (uint32_t)(b & 63) << shift;

@@ -292,9 +292,14 @@ static ssize_t parse(struct ksyms *ks, size_t len, bool *nonzero)
 	ks->nmods = 1;
 
 	while (p < end) {
+		char *line = p;
+
 		ret = parse_line(ks, &p, &w, &modcap, &sym, nonzero);
 		if (ret < 0)
 			return ret;
+		/* a NUL byte inside the text ends no line: step over it, or loop on it */
+		if (p == line)
+			p++;
 		if (!ret)
 			continue;
 		if (ks->nsyms == cap) {
