@@ -45,18 +45,36 @@ enum sample_kind {
 #define ALLOC_F_UNTRACKED (1ULL << 63) /* live table full: its free cannot be seen */
 #define ALLOC_SIZE_MASK	  ((1ULL << 56) - 1)
 
-/* Per-CPU heap counters (alloc_cnt map), summed by user space. */
+/*
+ * Counters are declared once, as X-macro tables: X(id, name, is_loss, description).
+ * The tables make what BPF increments and, in user space
+ * (user/util/counters.c), the names and descriptions the summary and -v print;
+ * every counter marked a loss reaches the end-of-run summary when it is not 0.
+ * Entries are numbered in order: append, never reorder.
+ */
+#define COUNTER_ENUM(id, name, loss, desc)  id,
+#define COUNTER_FIELD(id, name, loss, desc) __u64 id;
+
+/*
+ * Per-CPU heap counters (alloc_cnt map): one struct of u64 fields at key 0,
+ * so BPF increments a field (c->calls++), summed by user space.
+ */
+#define ALLOC_COUNTERS(X)                                                                   \
+	X(calls, "calls", 0, "outermost allocation calls")                                  \
+	X(bytes, "bytes", 0, "bytes they asked for")                                        \
+	X(sampled, "sampled", 0, "calls chosen as samples")                                 \
+	X(nested, "nested", 0, "calls made inside another one (ignored)")                   \
+	X(failed, "failed", 0, "sampled calls that returned no memory")                     \
+	X(live_full, "live table full", 1, "sampled blocks the live table had no room for") \
+	X(frees, "frees", 0, "frees/munmaps of sampled blocks")                             \
+	X(lost_alloc, "ring buffer full (allocs)", 1,                                       \
+	  "ring buffer full: a sampled allocation lost")                                    \
+	X(lost_free, "ring buffer full (frees)", 1,                                         \
+	  "ring buffer full: a free of a sampled block lost")                               \
+	X(no_tls, "no thread state", 1, "no per-thread state (task storage full): call not seen")
+
 struct alloc_counters {
-	__u64 calls;	  /* outermost allocation calls */
-	__u64 bytes;	  /* bytes they asked for */
-	__u64 sampled;	  /* calls chosen as samples */
-	__u64 nested;	  /* calls made inside another one (ignored) */
-	__u64 failed;	  /* sampled calls that returned no memory */
-	__u64 live_full;  /* sampled blocks the live table had no room for */
-	__u64 frees;	  /* frees/munmaps of sampled blocks */
-	__u64 lost_alloc; /* ring buffer full: a sampled allocation lost */
-	__u64 lost_free;  /* ring buffer full: a free of a sampled block lost */
-	__u64 no_tls;	  /* no per-thread state (task storage full): call not seen */
+	ALLOC_COUNTERS(COUNTER_FIELD)
 };
 _Static_assert(sizeof(struct alloc_counters) == 80, "alloc_counters layout");
 
@@ -182,15 +200,6 @@ struct gpu_event {
 	char name[GPU_NAME_LEN]; /* sent once per (process, name address) */
 };
 _Static_assert(sizeof(struct gpu_event) == 72 + GPU_NAME_LEN, "gpu_event layout");
-
-/*
- * Counters are declared once, as X-macro tables: X(id, name, is_loss, description).
- * The tables make the enums BPF increments and, in user space
- * (user/util/counters.c), the names and descriptions the summary and -v print;
- * every counter marked a loss reaches the end-of-run summary when it is not 0.
- * Entries are numbered in order: append, never reorder.
- */
-#define COUNTER_ENUM(id, name, loss, desc) id,
 
 /* Per-CPU counters of bpf/cuda.bpf.c (its own map, cuda_counters). */
 #define CUDA_COUNTERS(X)                                                                          \

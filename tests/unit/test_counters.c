@@ -30,6 +30,9 @@ static void test_tables_complete(void **state)
 	check_family(&counters_bpf, CNT__MAX);
 	check_family(&counters_cuda, CUDA_CNT__MAX);
 	check_family(&counters_offcpu, OFFCPU_CNT__MAX);
+	check_family(&counters_alloc, sizeof(struct alloc_counters) / sizeof(__u64));
+	assert_true(counters_alloc.one_struct);
+	assert_false(counters_bpf.one_struct);
 	/* the ids index the table: spot-check that the X-macro kept the order */
 	assert_string_equal(counters_bpf.d[CNT_RB_FULL].name, "ring buffer full");
 	assert_true(counters_bpf.d[CNT_RB_FULL].loss);
@@ -37,6 +40,11 @@ static void test_tables_complete(void **state)
 	assert_false(counters_bpf.d[CNT_SAMPLES].loss);
 	assert_true(counters_cuda.d[CUDA_CNT_OVERWRITTEN].loss);
 	assert_true(counters_offcpu.d[OFFCPU_CNT_LOST].loss);
+	/* the heap family is a struct: its table follows the field order */
+	assert_string_equal(counters_alloc.d[offsetof(struct alloc_counters, live_full) / 8].name,
+			    "live table full");
+	assert_true(counters_alloc.d[offsetof(struct alloc_counters, lost_free) / 8].loss);
+	assert_false(counters_alloc.d[offsetof(struct alloc_counters, calls) / 8].loss);
 }
 
 static void test_losses_only(void **state)

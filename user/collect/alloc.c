@@ -48,6 +48,7 @@
 #include "util/bpfmap.h"
 #include "util/clock.h"
 #include "util/htab.h"
+#include "util/counters.h"
 #include "util/log.h"
 
 /* Same layout as struct alloc_key in bpf/alloc.bpf.c (the live table's key). */
@@ -667,6 +668,7 @@ static int setup(struct recorder *r, void **priv)
 		pr_err("cannot load the heap BPF programs: %s", strerror(-err));
 		return err;
 	}
+	rec__add_counters(r, &counters_alloc, bpf_map__fd(s->maps.alloc_cnt));
 	add_spec(a, "malloc", s->progs.alloc_malloc, true, false);
 	add_spec(a, "calloc", s->progs.alloc_calloc, true, false);
 	add_spec(a, "realloc", s->progs.alloc_realloc, true, false);

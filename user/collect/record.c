@@ -566,7 +566,9 @@ static void format_counters(struct recorder *r, char *buf, size_t len, bool loss
 		const struct counter_family *f = r->counters[i].f;
 		uint32_t n = f->n < 64 ? f->n : 64;
 
-		for (uint32_t j = 0; j < n; j++)
+		if (f->one_struct)
+			bpfmap__percpu_sum(r->counters[i].map_fd, 0, v, n);
+		for (uint32_t j = 0; !f->one_struct && j < n; j++)
 			v[j] = bpfmap__percpu_counter(r->counters[i].map_fd, j);
 		counters__format(buf, len, f, v, losses_only);
 	}

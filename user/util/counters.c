@@ -7,9 +7,11 @@
 #include "bpfprof.h"
 #include "util/counters.h"
 
-#define COUNTER_DESC(id, nm, ls, ds) [id] = { .name = nm, .desc = ds, .loss = ls },
+/* in table order, which is the enum's order or the struct's field order */
+#define COUNTER_DESC(id, nm, ls, ds) { .name = nm, .desc = ds, .loss = ls },
 
 static const struct counter_desc bpf_desc[] = { BPF_COUNTERS(COUNTER_DESC) };
+static const struct counter_desc alloc_desc[] = { ALLOC_COUNTERS(COUNTER_DESC) };
 static const struct counter_desc cuda_desc[] = { CUDA_COUNTERS(COUNTER_DESC) };
 static const struct counter_desc offcpu_desc[] = { OFFCPU_COUNTERS(COUNTER_DESC) };
 
@@ -18,9 +20,15 @@ _Static_assert(sizeof(cuda_desc) / sizeof(cuda_desc[0]) == CUDA_CNT__MAX, "cuda 
 _Static_assert(sizeof(offcpu_desc) / sizeof(offcpu_desc[0]) == OFFCPU_CNT__MAX,
 	       "offcpu counter table");
 
-const struct counter_family counters_bpf = { "bpf", bpf_desc, CNT__MAX };
-const struct counter_family counters_cuda = { "cuda", cuda_desc, CUDA_CNT__MAX };
-const struct counter_family counters_offcpu = { "offcpu", offcpu_desc, OFFCPU_CNT__MAX };
+_Static_assert(sizeof(alloc_desc) / sizeof(alloc_desc[0]) ==
+		       sizeof(struct alloc_counters) / sizeof(__u64),
+	       "alloc counter table");
+
+const struct counter_family counters_bpf = { "bpf", bpf_desc, CNT__MAX, false };
+const struct counter_family counters_alloc = { "heap", alloc_desc,
+					       sizeof(alloc_desc) / sizeof(alloc_desc[0]), true };
+const struct counter_family counters_cuda = { "cuda", cuda_desc, CUDA_CNT__MAX, false };
+const struct counter_family counters_offcpu = { "offcpu", offcpu_desc, OFFCPU_CNT__MAX, false };
 
 uint32_t counters__format(char *buf, size_t len, const struct counter_family *f, const uint64_t *v,
 			  bool losses_only)

@@ -20,9 +20,10 @@ struct counter_family {
 	const char *name; /* "bpf", "cuda", "offcpu" */
 	const struct counter_desc *d;
 	uint32_t n;
+	bool one_struct; /* the map holds one struct of n u64 fields at key 0, not n keys */
 };
 
-extern const struct counter_family counters_bpf, counters_cuda, counters_offcpu;
+extern const struct counter_family counters_bpf, counters_cuda, counters_offcpu, counters_alloc;
 
 /*
  * Append "family name N" for each non-zero counter (only the losses when
