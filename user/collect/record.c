@@ -34,6 +34,7 @@
 #include "collect/sampler.h"
 #include "collect/pytrack.h"
 #include "collect/sideband.h"
+#include "collect/uprobes.h"
 #include "cpu.skel.h"
 #include "proc/cgroup.h"
 #include "cuda/cuda.h"
@@ -419,6 +420,8 @@ int rec__share_maps(struct recorder *r, struct bpf_object *obj)
 			return err;
 		}
 	}
+	/* every feature object passes here before its load */
+	uprobes__prepare(obj);
 	return 0;
 }
 

@@ -156,7 +156,8 @@ struct stack_key *rec__key(struct recorder *r, const struct prof_sample *s, size
 /*
  * Before loading a feature's BPF object: use the CPU object's maps for every
  * map of the same name (events, targets, counters, unwind and Python maps).
- * Returns 0 or -errno.
+ * Also marks its uprobe programs for uprobe_multi links where the kernel has
+ * them (uprobes__prepare). Returns 0 or -errno.
  */
 int rec__share_maps(struct recorder *r, struct bpf_object *obj);
 
