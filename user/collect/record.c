@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -503,6 +504,96 @@ static int release_child(struct recorder *r)
 	return 0;
 }
 
+/*
+ * Whether CMD can be exec'd as execvp would find it: checked before the
+ * ready line, so that a command that cannot run gets its one error line.
+ */
+static int command__check(const char *cmd)
+{
+	const char *p = getenv("PATH");
+	char buf[PATH_MAX];
+
+	if (strchr(cmd, '/'))
+		return access(cmd, X_OK) ? -errno : 0;
+	if (!p)
+		p = "/usr/local/bin:/bin:/usr/bin";
+	for (;;) {
+		const char *end = strchrnul(p, ':');
+		int n = end - p;
+
+		if (snprintf(buf, sizeof(buf), "%.*s/%s", n ? n : 1, n ? p : ".", cmd) <
+			    (int)sizeof(buf) &&
+		    !access(buf, X_OK))
+			return 0;
+		if (!*end)
+			return -ENOENT;
+		p = end + 1;
+	}
+}
+
+static size_t appendf(char *buf, size_t size, size_t at, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static size_t appendf(char *buf, size_t size, size_t at, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (at >= size)
+		return at;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + at, size - at, fmt, ap);
+	va_end(ap);
+	return n < 0 ? at : at + n;
+}
+
+/*
+ * Every event and probe is attached: say so, once (scripts wait for this
+ * line before starting the work they measure).
+ */
+static void print_ready(struct recorder *r)
+{
+	char what[512];
+	size_t n = 0;
+	const char *sep = "";
+	int ncpus = r->sampler ? sampler__ncpus(r->sampler) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (env.ev_cpu)
+		n = appendf(what, sizeof(what), n, "%scpu at %u Hz", sep, env.freq), sep = ", ";
+	if (env.ev_off_cpu)
+		n = appendf(what, sizeof(what), n, "%soff-cpu", sep), sep = ", ";
+	if (env.ev_wall)
+		n = appendf(what, sizeof(what), n, "%swall", sep), sep = ", ";
+	if (env.ev_alloc)
+		n = appendf(what, sizeof(what), n, "%sheap", sep), sep = ", ";
+	if (env.ev_cuda)
+		n = appendf(what, sizeof(what), n, "%scuda", sep), sep = ", ";
+	if (env.cmd_argv)
+		n = appendf(what, sizeof(what), n, " of '%s'", env.cmd_argv[0]);
+	else if (env.npids == 1)
+		n = appendf(what, sizeof(what), n, " of pid %d", (int)env.pids[0]);
+	else if (env.npids)
+		n = appendf(what, sizeof(what), n, " of %zu processes", env.npids);
+	else if (env.container_arg)
+		n = appendf(what, sizeof(what), n, " of container %s", env.container_arg);
+	else if (env.cgroup_path)
+		n = appendf(what, sizeof(what), n, " of cgroup %s", env.cgroup_path);
+	else
+		n = appendf(what, sizeof(what), n, " of every process");
+	if (env.duration > 0)
+		n = appendf(what, sizeof(what), n, " for %g s", env.duration);
+	if (env.continuous_dir)
+		appendf(what, sizeof(what), n, " into %s", env.continuous_dir);
+	pr_info("recording %s (%d CPUs, %llu probes); Ctrl-C to stop", what, ncpus,
+		(unsigned long long)uprobes__live());
+}
+
+static double ru_secs(const struct rusage *ru)
+{
+	return ru->ru_utime.tv_sec + ru->ru_stime.tv_sec +
+	       (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1e6;
+}
+
 static void check_child(struct recorder *r)
 {
 	int status;
@@ -925,6 +1016,17 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 						    r->st.received
 					  : 0.0,
 			   ru.ru_maxrss);
+		/* start-up and steady state apart (tools/bench.sh reads this line) */
+		pr_verbose("cost: start-up %.3f s CPU (%.3f user, %.3f sys), recording %.3f s CPU "
+			   "(%.2f us per sample, %llu samples), output %.3f s CPU",
+			   ru_secs(&r->ru_ready),
+			   r->ru_ready.ru_utime.tv_sec + r->ru_ready.ru_utime.tv_usec / 1e6,
+			   r->ru_ready.ru_stime.tv_sec + r->ru_ready.ru_stime.tv_usec / 1e6,
+			   ru_secs(&r->ru_stop) - ru_secs(&r->ru_ready),
+			   r->st.received ? (ru_secs(&r->ru_stop) - ru_secs(&r->ru_ready)) * 1e6 /
+						    r->st.received
+					  : 0.0,
+			   (unsigned long long)r->st.received, ru_secs(&ru) - ru_secs(&r->ru_stop));
 	}
 }
 
@@ -1066,6 +1168,14 @@ int record__run(void)
 		pr_err("cannot enable the perf events: %s", strerror(errno));
 		goto cleanup;
 	}
+	if (r.child > 0 && (err = command__check(env.cmd_argv[0]))) {
+		pr_err("cannot run '%s': %s", env.cmd_argv[0], strerror(-err));
+		status = (err == -ENOENT || err == -EACCES) ? EXIT_USAGE : EXIT_RUNTIME;
+		goto cleanup;
+	}
+	getrusage(RUSAGE_SELF, &r.ru_ready);
+	if (!env.no_output)
+		print_ready(&r);
 	if (r.child > 0) {
 		err = release_child(&r);
 		if (err) {
@@ -1097,6 +1207,7 @@ int record__run(void)
 	for (uint32_t i = 0; i < r.nfeat; i++)
 		if (r.feat[i]->finish)
 			r.feat[i]->finish(&r, r.feat_priv[i]);
+	getrusage(RUSAGE_SELF, &r.ru_stop);
 
 	if (r.cont) { /* the interval in progress is written, the rest summarized */
 		nprocs = count_processes(r.stacks); /* the last interval's */

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <linux/types.h>
 
 #include "aggregate/profile.h"
@@ -119,6 +120,7 @@ struct recorder {
 	struct rec_stats st;
 	struct timespec t_start, t_stop;
 	struct timespec wall_start;
+	struct rusage ru_ready, ru_stop; /* the agent's CPU at the ready line, at the stop */
 
 	/* what stack_vals.v[i] means (rec__value) */
 	struct pvaluetype values[STACK_MAX_VALUES];
