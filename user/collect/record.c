@@ -588,6 +588,15 @@ static void print_ready(struct recorder *r)
 		(unsigned long long)uprobes__live());
 }
 
+/* CPU seconds this process has used so far */
+static double cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 static double ru_secs(const struct rusage *ru)
 {
 	return ru->ru_utime.tv_sec + ru->ru_stime.tv_sec +
@@ -611,6 +620,7 @@ static int setup_bpf(struct recorder *r)
 	struct bpf_map *ev;
 	int err;
 	uint32_t reason = TARGET_GIVEN;
+	double t0 = cpu_s();
 
 	r->skel = cpu_bpf__open();
 	if (!r->skel) {
@@ -646,6 +656,7 @@ static int setup_bpf(struct recorder *r)
 		       strerror(-err));
 		return err;
 	}
+	r->su_load = cpu_s() - t0;
 	for (size_t i = 0; i < env.npids; i++) {
 		if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.targets), &env.pids[i], &reason,
 					BPF_ANY)) {
@@ -693,6 +704,7 @@ static int setup_bpf(struct recorder *r)
 		r->cpu_samples = rec__value(r, "samples", "count");
 		r->cpu_ns = rec__value(r, "cpu", "nanoseconds");
 	}
+	t0 = cpu_s();
 	for (const struct rec_feature *const *f = rec_features; *f; f++) {
 		if (!(*f)->wanted || !(*f)->wanted())
 			continue;
@@ -704,6 +716,7 @@ static int setup_bpf(struct recorder *r)
 		if (err)
 			return err;
 	}
+	r->su_features = cpu_s() - t0;
 	err = cpu_bpf__attach(r->skel); /* fork/exit tracepoints */
 	if (err) {
 		pr_err("cannot attach the BPF tracepoints: %s", strerror(-err));
@@ -1100,6 +1113,7 @@ int record__run(void)
 			      .cpu_samples = -1,
 			      .cpu_ns = -1 };
 	struct build_stats bs = { 0 };
+	double su_start = 0;
 	size_t nprocs = 0;
 	int err, status = EXIT_RUNTIME;
 
@@ -1161,9 +1175,11 @@ int record__run(void)
 		r.stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	clock_gettime(CLOCK_REALTIME, &r.wall_start);
 	clock_gettime(CLOCK_MONOTONIC, &r.t_start);
+	su_start = cpu_s();
 	for (uint32_t i = 0; i < r.nfeat; i++)
 		if (r.feat[i]->start && r.feat[i]->start(&r, r.feat_priv[i]))
 			goto cleanup;
+	su_start = cpu_s() - su_start;
 	if (r.sampler && sampler__enable(r.sampler)) {
 		pr_err("cannot enable the perf events: %s", strerror(errno));
 		goto cleanup;
@@ -1174,6 +1190,12 @@ int record__run(void)
 		goto cleanup;
 	}
 	getrusage(RUSAGE_SELF, &r.ru_ready);
+	/* where start-up goes (issue 17: -a should take <= 0.1 s CPU before the first sample) */
+	pr_verbose("start-up: %.3f s CPU: CPU object open+load+verify %.3f s, features (heap, "
+		   "off-CPU, CUDA objects, probes) %.3f s + start %.3f s, the rest (libraries, "
+		   "side band, tables for -p targets, perf events) %.3f s",
+		   ru_secs(&r.ru_ready), r.su_load, r.su_features, su_start,
+		   ru_secs(&r.ru_ready) - r.su_load - r.su_features - su_start);
 	if (!env.no_output)
 		print_ready(&r);
 	if (r.child > 0) {

@@ -121,6 +121,7 @@ struct recorder {
 	struct timespec t_start, t_stop;
 	struct timespec wall_start;
 	struct rusage ru_ready, ru_stop; /* the agent's CPU at the ready line, at the stop */
+	double su_load, su_features;	 /* start-up CPU seconds: CPU object load, features */
 
 	/* what stack_vals.v[i] means (rec__value) */
 	struct pvaluetype values[STACK_MAX_VALUES];
