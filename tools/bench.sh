@@ -10,6 +10,12 @@
 #    /usr/bin/time: CPU per sample, peak RSS, lost samples. perf record is
 #    measured the same way, with and without `perf script` (its symbolization).
 #
+# 0. Cost (tools/cost.sh, skipped with COST=0): CPU time per sample -- BPF
+#    run time, agent rusage, the sampling interrupt against an empty BPF
+#    program -- and % of the machine at 19/99/999 Hz, bpfprof and perf record.
+#    The wall-time ratios below are noise-bound on a shared VM (±3% run to
+#    run against overheads of 0.5-2%); the cost figures are the ones to quote.
+#
 # Environment: BPFPROF, WORKLOADS (default: build/ of this checkout), ROUNDS (7),
 # ITERS (bench_cpu's, default its own ~2 s), READY_SLEEP (1 s given to a
 # profiler to start), BENCH_RECORD=1 to append the figures to bench/RESULTS.md.
@@ -42,6 +48,13 @@ if [[ ! -x $BPFPROF ]]; then
 	have_bpfprof=0
 	echo "bench: bpfprof not found at '$BPFPROF' (build it with make):" \
 		"its figures are skipped and bench will exit 1" >&2
+fi
+
+if [[ ${COST:-1} != 0 && $have_bpfprof == 1 ]]; then
+	BPFPROF=$BPFPROF WORKLOADS=$WORKLOADS BENCH_RECORD=$BENCH_RECORD "$root/tools/cost.sh" ||
+		die "tools/cost.sh failed"
+	echo
+	echo "bench: the slowdowns below are wall-time ratios: noise-bound on a shared VM"
 fi
 
 tmp=$(mktemp -d /tmp/bpfprof-bench.XXXXXX)

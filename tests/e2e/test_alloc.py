@@ -197,6 +197,57 @@ def test_sigint_writes_valid_output(tmp_path):
     assert by_leaf(stacks, "churn_blocks") == 0
 
 
+def bpf_links(pid):
+    """fdinfo fields of every BPF link process pid holds open."""
+    links = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:bpf_link":
+                continue
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                links.append({k.strip(): v.strip() for k, _, v in
+                              (l.partition(":") for l in f.read().splitlines())})
+        except OSError:
+            continue
+    return links
+
+
+def test_uprobe_multi_one_link_per_program(tmp_path):
+    """The malloc family of one libc in one process is one uprobe_multi link
+    per BPF program (kernel 6.6+), not one perf-event uprobe per function:
+    attach and detach are one step each, not one RCU grace period per probe."""
+    out = tmp_path / "heap.folded"
+    p = subprocess.Popen([BPFPROF, "-v", "--alloc", "-o", str(out), "--", workload("alloc_known"),
+                          "30"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        links = bpf_links(p.pid)
+    finally:
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    multi = [l for l in links if l.get("link_type") in ("uprobe_multi", "uretprobe_multi")]
+    per_probe = [l for l in links if l.get("link_type") == "perf" and l.get("event_type") == "uprobe"]
+    assert multi and not per_probe, links
+    assert len({l["prog_id"] for l in multi}) == len(multi), "one link per (process, file, program)"
+    m = re.search(r"heap: (\d+) probes attached in (\d+) links \(uprobe_multi\)", err)
+    assert m and int(m.group(2)) == len(multi) < int(m.group(1)), err
+    assert within(by_leaf(parse_folded(out.read_text()), "leak_blocks"), LEAK, 0.10)
+
+
+def test_per_probe_fallback(tmp_path):
+    """Without uprobe_multi (forced here; kernels before 6.6): one perf-event
+    uprobe per function, same profile."""
+    out = tmp_path / "heap.folded"
+    r = run(["-v", "--alloc", "--alloc-rate", "1", "-o", str(out), "--", workload("alloc_known")],
+            env=dict(os.environ, BPFPROF_NO_UPROBE_MULTI="1"))
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"heap: (\d+) probes attached in \1 links \(one perf event each\)", r.stderr)
+    stacks = parse_folded(out.read_text())
+    assert by_leaf(stacks, "leak_blocks") == LEAK
+    assert by_leaf(stacks, "churn_blocks") == 0
+
+
 def test_running_process_by_pid(tmp_path):
     """-p: probes go into a process already running, before it allocates."""
     t = subprocess.Popen([workload("alloc_known"), "0", "4"], stdout=subprocess.PIPE, text=True)

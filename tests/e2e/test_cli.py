@@ -2,6 +2,7 @@
 """The CLI contract: bad values get one stderr line starting 'bpfprof: ', exit 2
 (usage) or 1 (runtime), and leave no output file behind."""
 import os
+import re
 import subprocess
 
 import pytest
@@ -135,3 +136,39 @@ def test_sigterm_with_command_stops_and_writes(tmp_path):
     _, err = p.communicate(timeout=60)
     assert p.returncode == 0, err
     assert "work_a" in out.read_text()
+
+
+READY = re.compile(r"bpfprof: recording (.+) \((\d+) CPUs, (\d+) probes\); Ctrl-C to stop")
+
+
+def ready_lines(stderr):
+    return [(i, READY.fullmatch(l)) for i, l in enumerate(stderr.splitlines())
+            if l.startswith("bpfprof: recording ")]
+
+
+def test_ready_line_before_the_command_runs(tmp_path):
+    """Once every event and probe is attached: one line naming what is
+    recorded; the command is released only after it (its own stderr line
+    comes later in the same pipe)."""
+    out = tmp_path / "x.folded"
+    r = run(["--cpu", "--alloc", "-o", str(out), "--", "sh", "-c", "echo child-started >&2"])
+    assert r.returncode == 0, r.stderr
+    ready = ready_lines(r.stderr)
+    assert len(ready) == 1 and ready[0][1], r.stderr
+    i, m = ready[0]
+    assert m.group(1) == "cpu at 99 Hz, heap of 'sh'", m.group(0)
+    assert int(m.group(2)) == os.cpu_count()
+    assert int(m.group(3)) > 0, "the malloc family of the held child's libc is probed"
+    assert i < r.stderr.splitlines().index("child-started"), r.stderr
+
+
+def test_ready_line_whole_machine_and_quiet(tmp_path):
+    out = tmp_path / "x.folded"
+    r = run(["-a", "-F", "19", "-d", "0.5", "-o", str(out)])
+    assert r.returncode == 0, r.stderr
+    ready = ready_lines(r.stderr)
+    assert len(ready) == 1 and ready[0][1], r.stderr
+    assert ready[0][1].group(1) == "cpu at 19 Hz of every process for 0.5 s"
+    assert ready[0][1].group(3) == "0"
+    r = run(["-q", "-a", "-d", "0.5", "-o", str(out)])
+    assert r.returncode == 0 and ready_lines(r.stderr) == [], r.stderr

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@
 #include "collect/sampler.h"
 #include "collect/pytrack.h"
 #include "collect/sideband.h"
+#include "collect/uprobes.h"
 #include "cpu.skel.h"
 #include "proc/cgroup.h"
 #include "proc/objfile.h"
@@ -346,6 +348,8 @@ int rec__share_maps(struct recorder *r, struct bpf_object *obj)
 			return err;
 		}
 	}
+	/* every feature object passes here before its load */
+	uprobes__prepare(obj);
 	return 0;
 }
 
@@ -427,6 +431,105 @@ static int release_child(struct recorder *r)
 	return 0;
 }
 
+/*
+ * Whether CMD can be exec'd as execvp would find it: checked before the
+ * ready line, so that a command that cannot run gets its one error line.
+ */
+static int command__check(const char *cmd)
+{
+	const char *p = getenv("PATH");
+	char buf[PATH_MAX];
+
+	if (strchr(cmd, '/'))
+		return access(cmd, X_OK) ? -errno : 0;
+	if (!p)
+		p = "/usr/local/bin:/bin:/usr/bin";
+	for (;;) {
+		const char *end = strchrnul(p, ':');
+		int n = end - p;
+
+		if (snprintf(buf, sizeof(buf), "%.*s/%s", n ? n : 1, n ? p : ".", cmd) <
+			    (int)sizeof(buf) &&
+		    !access(buf, X_OK))
+			return 0;
+		if (!*end)
+			return -ENOENT;
+		p = end + 1;
+	}
+}
+
+static size_t appendf(char *buf, size_t size, size_t at, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static size_t appendf(char *buf, size_t size, size_t at, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (at >= size)
+		return at;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + at, size - at, fmt, ap);
+	va_end(ap);
+	return n < 0 ? at : at + n;
+}
+
+/*
+ * Every event and probe is attached: say so, once (scripts wait for this
+ * line before starting the work they measure).
+ */
+static void print_ready(struct recorder *r)
+{
+	char what[512];
+	size_t n = 0;
+	const char *sep = "";
+	int ncpus = r->sampler ? sampler__ncpus(r->sampler) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (env.ev_cpu)
+		n = appendf(what, sizeof(what), n, "%scpu at %u Hz", sep, env.freq), sep = ", ";
+	if (env.ev_off_cpu)
+		n = appendf(what, sizeof(what), n, "%soff-cpu", sep), sep = ", ";
+	if (env.ev_wall)
+		n = appendf(what, sizeof(what), n, "%swall", sep), sep = ", ";
+	if (env.ev_alloc)
+		n = appendf(what, sizeof(what), n, "%sheap", sep), sep = ", ";
+	if (env.ev_cuda)
+		n = appendf(what, sizeof(what), n, "%scuda", sep), sep = ", ";
+	if (env.cmd_argv)
+		n = appendf(what, sizeof(what), n, " of '%s'", env.cmd_argv[0]);
+	else if (env.npids == 1)
+		n = appendf(what, sizeof(what), n, " of pid %d", (int)env.pids[0]);
+	else if (env.npids)
+		n = appendf(what, sizeof(what), n, " of %zu processes", env.npids);
+	else if (env.container_arg)
+		n = appendf(what, sizeof(what), n, " of container %s", env.container_arg);
+	else if (env.cgroup_path)
+		n = appendf(what, sizeof(what), n, " of cgroup %s", env.cgroup_path);
+	else
+		n = appendf(what, sizeof(what), n, " of every process");
+	if (env.duration > 0)
+		n = appendf(what, sizeof(what), n, " for %g s", env.duration);
+	if (env.continuous_dir)
+		appendf(what, sizeof(what), n, " into %s", env.continuous_dir);
+	pr_info("recording %s (%d CPUs, %llu probes); Ctrl-C to stop", what, ncpus,
+		(unsigned long long)uprobes__live());
+}
+
+/* CPU seconds this process has used so far */
+static double cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double ru_secs(const struct rusage *ru)
+{
+	return ru->ru_utime.tv_sec + ru->ru_stime.tv_sec +
+	       (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1e6;
+}
+
 static void check_child(struct recorder *r)
 {
 	int status;
@@ -444,6 +547,7 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 	struct bpf_map *ev;
 	int err;
 	uint32_t reason = TARGET_GIVEN;
+	double t0 = cpu_s();
 
 	r->skel = cpu_bpf__open();
 	if (!r->skel) {
@@ -481,6 +585,7 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 		       strerror(-err));
 		return err;
 	}
+	r->su_load = cpu_s() - t0;
 	for (size_t i = 0; i < env.npids; i++) {
 		if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.targets), &env.pids[i], &reason,
 					BPF_ANY)) {
@@ -513,6 +618,7 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 		r->cpu_samples = rec__value(r, "samples", "count");
 		r->cpu_ns = rec__value(r, "cpu", "nanoseconds");
 	}
+	t0 = cpu_s();
 	for (size_t i = 0; i < nfeats; i++) {
 		r->feat[r->nfeat] = feats[i];
 		err = feats[i]->setup(r, &r->feat_priv[r->nfeat]);
@@ -520,6 +626,7 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 		if (err)
 			return err;
 	}
+	r->su_features = cpu_s() - t0;
 	if (r->unw || r->py) {
 		/* -p targets get their tables before the first sample */
 		for (size_t i = 0; i < env.npids; i++)
@@ -835,6 +942,17 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 						    r->st.received
 					  : 0.0,
 			   ru.ru_maxrss);
+		/* start-up and steady state apart (tools/bench.sh reads this line) */
+		pr_verbose("cost: start-up %.3f s CPU (%.3f user, %.3f sys), recording %.3f s CPU "
+			   "(%.2f us per sample, %llu samples), output %.3f s CPU",
+			   ru_secs(&r->ru_ready),
+			   r->ru_ready.ru_utime.tv_sec + r->ru_ready.ru_utime.tv_usec / 1e6,
+			   r->ru_ready.ru_stime.tv_sec + r->ru_ready.ru_stime.tv_usec / 1e6,
+			   ru_secs(&r->ru_stop) - ru_secs(&r->ru_ready),
+			   r->st.received ? (ru_secs(&r->ru_stop) - ru_secs(&r->ru_ready)) * 1e6 /
+						    r->st.received
+					  : 0.0,
+			   (unsigned long long)r->st.received, ru_secs(&ru) - ru_secs(&r->ru_stop));
 	}
 }
 
@@ -929,6 +1047,7 @@ int record__run(const struct rec_mode *mode)
 			      .cpu_samples = -1,
 			      .cpu_ns = -1 };
 	struct build_stats bs = { 0 };
+	double su_start = 0;
 	size_t nprocs = 0;
 	int err, status = EXIT_RUNTIME;
 
@@ -988,9 +1107,25 @@ int record__run(const struct rec_mode *mode)
 		r.stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	clock_gettime(CLOCK_REALTIME, &r.wall_start);
 	clock_gettime(CLOCK_MONOTONIC, &r.t_start);
+	su_start = cpu_s();
 	for (uint32_t i = 0; i < r.nfeat; i++)
 		if (r.feat[i]->start && r.feat[i]->start(&r, r.feat_priv[i]))
 			goto cleanup;
+	su_start = cpu_s() - su_start;
+	if (r.child > 0 && (err = command__check(env.cmd_argv[0]))) {
+		pr_err("cannot run '%s': %s", env.cmd_argv[0], strerror(-err));
+		status = (err == -ENOENT || err == -EACCES) ? EXIT_USAGE : EXIT_RUNTIME;
+		goto cleanup;
+	}
+	getrusage(RUSAGE_SELF, &r.ru_ready);
+	/* where start-up goes (issue 17: -a should take <= 0.1 s CPU before the first sample) */
+	pr_verbose("start-up: %.3f s CPU: CPU object open+load+verify %.3f s, features (heap, "
+		   "off-CPU, CUDA objects, probes) %.3f s + start %.3f s, the rest (libraries, "
+		   "side band, tables for -p targets, perf events) %.3f s",
+		   ru_secs(&r.ru_ready), r.su_load, r.su_features, su_start,
+		   ru_secs(&r.ru_ready) - r.su_load - r.su_features - su_start);
+	if (!mode->view)
+		print_ready(&r);
 	if (r.child > 0) {
 		err = release_child(&r);
 		if (err) {
@@ -1020,6 +1155,7 @@ int record__run(const struct rec_mode *mode)
 	for (uint32_t i = 0; i < r.nfeat; i++)
 		if (r.feat[i]->finish)
 			r.feat[i]->finish(&r, r.feat_priv[i]);
+	getrusage(RUSAGE_SELF, &r.ru_stop);
 
 	if (r.cont) { /* the interval in progress is written, the rest summarized */
 		nprocs = count_processes(r.stacks); /* the last interval's */

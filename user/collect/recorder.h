@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <linux/types.h>
 
 #include "aggregate/profile.h"
@@ -127,6 +128,8 @@ struct recorder {
 	struct rec_stats st;
 	struct timespec t_start, t_stop;
 	struct timespec wall_start;
+	struct rusage ru_ready, ru_stop; /* the agent's CPU at the ready line, at the stop */
+	double su_load, su_features;	 /* start-up CPU seconds: CPU object load, features */
 
 	/* what stack_vals.v[i] means (rec__value) */
 	struct pvaluetype values[STACK_MAX_VALUES];
@@ -171,7 +174,8 @@ struct stack_key *rec__key(struct recorder *r, const struct prof_sample *s, size
 /*
  * Before loading a feature's BPF object: use the CPU object's maps for every
  * map of the same name (events, targets, counters, unwind and Python maps).
- * Returns 0 or -errno.
+ * Also marks its uprobe programs for uprobe_multi links where the kernel has
+ * them (uprobes__prepare). Returns 0 or -errno.
  */
 int rec__share_maps(struct recorder *r, struct bpf_object *obj);
 

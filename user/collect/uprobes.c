@@ -4,11 +4,14 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <unistd.h>
+#include <sys/syscall.h>
+#include <linux/bpf.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "collect/uprobes.h"
@@ -19,18 +22,30 @@
 
 #define NO_OFFSET UINT64_MAX
 
+/*
+ * One attachment: a uprobe_multi link (fd, all of a program's offsets in one
+ * file), or in the fallback one libbpf link per probe.
+ */
+struct ulink {
+	struct bpf_link *bl;
+	int fd;		  /* uprobe_multi link, or -1 */
+	uint32_t nprobes; /* offsets it covers */
+};
+
 struct ufile {
 	bool matched;
+	bool attached; /* whole-machine mode: done once */
 	char path
 		[PATH_MAX]; /* what the kernel and libbpf open: /proc/self/fd/N, or --cuda-lib PATH */
 	uint64_t *offs;	    /* per spec; NO_OFFSET: the file lacks it */
-	struct bpf_link **links; /* whole-machine mode: per spec */
+	struct ulink *links; /* whole-machine mode: up to one per spec */
+	uint32_t nlinks;
 };
 
 struct upid {
 	uint32_t *objs; /* files probed in this process */
 	uint32_t nobjs;
-	struct bpf_link **links;
+	struct ulink *links;
 	uint32_t nlinks, cap;
 };
 
@@ -42,11 +57,115 @@ struct uprobes {
 	void *arg;
 	const struct uprobe_spec *specs;
 	size_t nspecs;
+	/* uprobe_multi: specs with the same program and direction share a link */
+	uint32_t *group; /* spec -> group */
+	uint32_t ngroups;
+	uint64_t *scratch;  /* offsets of one group */
 	struct htab *files; /* objfile id -> struct ufile * */
 	struct htab *pids;  /* pid -> struct upid * */
 	struct uprobes_stats st;
 	int reapers; /* threads still destroying links of exited processes */
 };
+
+/* probes attached now, by every struct uprobes (the ready line's count) */
+static uint64_t live_probes;
+
+/*
+ * uprobe_multi links (kernel 6.6, commit 89ae89f53d20 "bpf: Add multi uprobe
+ * link"): one bpf(BPF_LINK_CREATE) attaches a program at many offsets of one
+ * file, and closing it removes them all behind one RCU grace period. libbpf
+ * 1.1.2 knows neither the attach type nor the section name, and the system's
+ * linux/bpf.h predates the attr fields, so both are spelled out here
+ * (vmlinux/x86/vmlinux.h has the kernel's union bpf_attr).
+ */
+#define UPROBE_MULTI_ATTACH 48 /* BPF_TRACE_UPROBE_MULTI */
+#define UPROBE_MULTI_RETURN 1u /* BPF_F_UPROBE_MULTI_RETURN */
+
+struct link_create_umulti {
+	uint32_t prog_fd, target_fd, attach_type, flags;
+	uint64_t path, offsets, ref_ctr_offsets, cookies;
+	uint32_t cnt, umulti_flags, pid;
+};
+_Static_assert(sizeof(struct link_create_umulti) <= sizeof(union bpf_attr), "bpf_attr");
+
+static int umulti__create(int prog_fd, const char *path, const uint64_t *offs, uint32_t n, bool ret,
+			  int pid)
+{
+	union bpf_attr attr;
+	struct link_create_umulti a = {
+		.prog_fd = prog_fd,
+		.attach_type = UPROBE_MULTI_ATTACH,
+		.path = (uintptr_t)path,
+		.offsets = (uintptr_t)offs,
+		.cnt = n,
+		.umulti_flags = ret ? UPROBE_MULTI_RETURN : 0,
+		.pid = pid > 0 ? pid : 0,
+	};
+	int fd;
+
+	memset(&attr, 0, sizeof(attr));
+	memcpy(&attr, &a, sizeof(a));
+	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * Whether the kernel has uprobe_multi links: a link on "/" fails with EBADF
+ * (not a regular file) where it does, EINVAL where the attach type is
+ * unknown. Asked once per run.
+ */
+static bool umulti__supported(void)
+{
+	static int have = -1;
+	struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = UPROBE_MULTI_ATTACH);
+	uint64_t off = 0;
+	int prog, fd;
+
+	if (have >= 0)
+		return have;
+	have = 0;
+	prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "umulti_probe", "GPL", insns, 2, &o);
+	if (prog < 0)
+		return false;
+	fd = umulti__create(prog, "/", &off, 1, false, 0);
+	if (fd >= 0)
+		close(fd);
+	else
+		have = fd == -EBADF;
+	close(prog);
+	pr_debug("uprobe_multi links: %s", have ? "yes" : "no");
+	return have;
+}
+
+void uprobes__prepare(struct bpf_object *obj)
+{
+	struct bpf_program *p;
+
+	if (getenv("BPFPROF_NO_UPROBE_MULTI") || !umulti__supported())
+		return;
+	bpf_object__for_each_program(p, obj) {
+		const char *sec = bpf_program__section_name(p);
+
+		if (!strcmp(sec, "uprobe") || !strcmp(sec, "uretprobe"))
+			bpf_program__set_expected_attach_type(p, UPROBE_MULTI_ATTACH);
+	}
+}
+
+/* Whether this run's programs were loaded for uprobe_multi (uprobes__prepare). */
+static bool use_multi(const struct uprobes *u)
+{
+	return u->nspecs &&
+	       bpf_program__expected_attach_type(u->specs[0].prog) == UPROBE_MULTI_ATTACH;
+}
+
+uint64_t uprobes__live(void)
+{
+	return __atomic_load_n(&live_probes, __ATOMIC_RELAXED);
+}
 
 int uprobes__func_offset(int fd, const char *func, uint64_t *off)
 {
@@ -135,9 +254,20 @@ int uprobes__new(struct uprobes **out, const char *name, struct objtab *objs, bo
 	u->nspecs = nspecs;
 	u->files = htab__new(256, HTAB_COPY_KEYS);
 	u->pids = htab__new(256, HTAB_COPY_KEYS);
-	if (!u->files || !u->pids) {
+	u->group = calloc(nspecs ? nspecs : 1, sizeof(*u->group));
+	u->scratch = calloc(nspecs ? nspecs : 1, sizeof(*u->scratch));
+	if (!u->files || !u->pids || !u->group || !u->scratch) {
 		uprobes__free(u);
 		return -ENOMEM;
+	}
+	for (size_t i = 0; i < nspecs; i++) {
+		size_t j;
+
+		for (j = 0; j < i; j++)
+			if (specs[j].prog == specs[i].prog &&
+			    specs[j].retprobe == specs[i].retprobe)
+				break;
+		u->group[i] = j < i ? u->group[j] : u->ngroups++;
 	}
 	*out = u;
 	return 0;
@@ -147,26 +277,33 @@ int uprobes__new(struct uprobes **out, const char *name, struct objtab *objs, bo
  * Removing a uprobe makes the kernel wait for RCU grace periods (0.3-2 s per
  * probe measured on a VM: 22 probes took 9 s to detach one by one), so links
  * are destroyed by one thread each, all at once: concurrent waits share the
- * grace periods.
+ * grace periods. A uprobe_multi link waits once for all its offsets.
  */
+static void ulink__destroy(struct ulink *l)
+{
+	if (l->fd >= 0)
+		close(l->fd);
+	else
+		bpf_link__destroy(l->bl);
+	__atomic_sub_fetch(&live_probes, l->nprobes, __ATOMIC_RELAXED);
+}
+
 static void *destroy_one(void *l)
 {
-	bpf_link__destroy(l);
+	ulink__destroy(l);
 	return NULL;
 }
 
-static void destroy_links(struct bpf_link **links, size_t n)
+static void destroy_links(struct ulink *links, size_t n)
 {
-	pthread_t *t = calloc(n, sizeof(*t));
-	bool *started = calloc(n, sizeof(*started));
+	pthread_t *t = n > 1 ? calloc(n, sizeof(*t)) : NULL;
+	bool *started = n > 1 ? calloc(n, sizeof(*started)) : NULL;
 
 	for (size_t i = 0; i < n; i++) {
-		if (!links[i])
-			continue;
-		if (t && started && !pthread_create(&t[i], NULL, destroy_one, links[i]))
+		if (t && started && !pthread_create(&t[i], NULL, destroy_one, &links[i]))
 			started[i] = true;
 		else
-			bpf_link__destroy(links[i]);
+			ulink__destroy(&links[i]);
 	}
 	for (size_t i = 0; t && started && i < n; i++)
 		if (started[i])
@@ -177,7 +314,7 @@ static void destroy_links(struct bpf_link **links, size_t n)
 
 struct reap {
 	struct uprobes *u;
-	struct bpf_link **links;
+	struct ulink *links;
 	size_t n;
 };
 
@@ -195,7 +332,7 @@ static void *reap(void *arg)
 /* A process is gone: its links go in the background, the run loop goes on. */
 static void free_upid(struct uprobes *u, struct upid *up, bool wait)
 {
-	struct reap *r = wait ? NULL : malloc(sizeof(*r));
+	struct reap *r = wait || !up->nlinks ? NULL : malloc(sizeof(*r));
 	pthread_t t;
 
 	if (r) {
@@ -204,47 +341,57 @@ static void free_upid(struct uprobes *u, struct upid *up, bool wait)
 		if (!pthread_create(&t, NULL, reap, r)) {
 			pthread_detach(t);
 			up->links = NULL;
+			up->nlinks = 0;
 		} else {
 			__atomic_sub_fetch(&u->reapers, 1, __ATOMIC_RELEASE);
 			free(r);
 		}
 	}
-	if (up->links)
-		destroy_links(up->links, up->nlinks);
+	destroy_links(up->links, up->nlinks);
 	free(up->links);
 	free(up->objs);
 	free(up);
 }
 
+/* Append src[0..n) to *all (grown); links that do not fit are destroyed here. */
+static void gather(struct ulink **all, size_t *n, size_t *cap, const struct ulink *src, size_t k)
+{
+	if (*n + k > *cap) {
+		size_t c = *cap ? *cap : 64;
+		struct ulink *a;
+
+		while (c < *n + k)
+			c *= 2;
+		a = realloc(*all, c * sizeof(*a));
+		if (!a) {
+			for (size_t i = 0; i < k; i++)
+				ulink__destroy((struct ulink *)&src[i]);
+			return;
+		}
+		*all = a;
+		*cap = c;
+	}
+	memcpy(*all + *n, src, k * sizeof(*src));
+	*n += k;
+}
+
 void uprobes__free(struct uprobes *u)
 {
 	struct htab_entry *e;
-	size_t it = 0;
+	struct ulink *all = NULL;
+	size_t n = 0, cap = 0, it = 0;
 
 	if (!u)
 		return;
-	struct bpf_link **all = NULL;
-	size_t n = 0, cap = 0;
-
+	if (u->st.probes)
+		pr_verbose("%s: %llu probes attached in %llu links (%s)", u->name,
+			   (unsigned long long)u->st.probes, (unsigned long long)u->st.links,
+			   use_multi(u) ? "uprobe_multi" : "one perf event each");
 	/* every link at once (see destroy_links) */
 	while (u->files && (e = htab__next(u->files, &it))) {
 		struct ufile *f = (struct ufile *)(uintptr_t)e->val;
 
-		for (size_t i = 0; f->links && i < u->nspecs; i++) {
-			if (!f->links[i])
-				continue;
-			if (n == cap) {
-				struct bpf_link **a =
-					realloc(all, (cap = cap ? 2 * cap : 64) * sizeof(*a));
-
-				if (!a) {
-					bpf_link__destroy(f->links[i]);
-					continue;
-				}
-				all = a;
-			}
-			all[n++] = f->links[i];
-		}
+		gather(&all, &n, &cap, f->links, f->nlinks);
 		free(f->links);
 		free(f->offs);
 		free(f);
@@ -252,14 +399,9 @@ void uprobes__free(struct uprobes *u)
 	it = 0;
 	while (u->pids && (e = htab__next(u->pids, &it))) {
 		struct upid *up = (struct upid *)(uintptr_t)e->val;
-		struct bpf_link **a = realloc(all, (n + up->nlinks) * sizeof(*a));
 
-		if (a) {
-			all = a;
-			memcpy(all + n, up->links, up->nlinks * sizeof(*a));
-			n += up->nlinks;
-			up->nlinks = 0;
-		}
+		gather(&all, &n, &cap, up->links, up->nlinks);
+		up->nlinks = 0;
 		free_upid(u, up, true);
 	}
 	destroy_links(all, n);
@@ -269,6 +411,8 @@ void uprobes__free(struct uprobes *u)
 		usleep(1000);
 	htab__free(u->files);
 	htab__free(u->pids);
+	free(u->group);
+	free(u->scratch);
 	free(u);
 }
 
@@ -327,7 +471,9 @@ static struct ufile *get_file(struct uprobes *u, struct objfile *o, const char *
 	return f;
 }
 
-static struct bpf_link *attach(struct uprobes *u, const struct ufile *f, size_t i, int pid)
+/* Fallback: one perf-event uprobe per (spec, file). */
+static int attach_one(struct uprobes *u, const struct ufile *f, size_t i, int pid,
+		      struct ulink *out)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = u->specs[i].retprobe);
 	struct bpf_link *l;
@@ -337,18 +483,76 @@ static struct bpf_link *attach(struct uprobes *u, const struct ufile *f, size_t 
 		u->st.attach_failed++;
 		pr_debug("%s: cannot attach %s in %s (pid %d): %s", u->name, u->specs[i].func,
 			 f->path, pid, strerror(errno));
-		return NULL;
+		return -errno;
 	}
-	u->st.probes++;
-	return l;
+	*out = (struct ulink){ .bl = l, .fd = -1, .nprobes = 1 };
+	return 0;
+}
+
+/* One uprobe_multi link: every offset of group g in the file. */
+static int attach_group(struct uprobes *u, const struct ufile *f, uint32_t g, int pid,
+			struct ulink *out)
+{
+	const struct uprobe_spec *spec = NULL;
+	uint32_t n = 0;
+	int fd;
+
+	for (size_t i = 0; i < u->nspecs; i++) {
+		bool dup = false;
+
+		if (u->group[i] != g || f->offs[i] == NO_OFFSET)
+			continue;
+		spec = &u->specs[i];
+		/* aliases (memalign = aligned_alloc): the program runs once per call */
+		for (uint32_t k = 0; k < n && !dup; k++)
+			dup = u->scratch[k] == f->offs[i];
+		if (!dup)
+			u->scratch[n++] = f->offs[i];
+	}
+	if (!n)
+		return -ENOENT;
+	fd = umulti__create(bpf_program__fd(spec->prog), f->path, u->scratch, n, spec->retprobe,
+			    pid);
+	if (fd < 0) {
+		u->st.attach_failed += n;
+		pr_debug("%s: cannot attach %u offsets of %s in %s (pid %d): %s", u->name, n,
+			 bpf_program__name(spec->prog), f->path, pid, strerror(-fd));
+		return fd;
+	}
+	*out = (struct ulink){ .fd = fd, .nprobes = n };
+	return 0;
+}
+
+/* Every probe of the file, for pid (-1: everyone); links go to out (room for nspecs). */
+static uint32_t attach_file(struct uprobes *u, const struct ufile *f, int pid, struct ulink *out)
+{
+	uint32_t n = 0;
+
+	if (use_multi(u)) {
+		for (uint32_t g = 0; g < u->ngroups; g++)
+			if (!attach_group(u, f, g, pid, &out[n]))
+				n++;
+	} else {
+		for (size_t i = 0; i < u->nspecs; i++)
+			if (f->offs[i] != NO_OFFSET && !attach_one(u, f, i, pid, &out[n]))
+				n++;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		u->st.probes += out[i].nprobes;
+		__atomic_add_fetch(&live_probes, out[i].nprobes, __ATOMIC_RELAXED);
+	}
+	u->st.links += n;
+	pr_debug("%s: %u links in %s for pid %d", u->name, n, f->path, pid);
+	return n;
 }
 
 /* Whole-machine mode: probe the file for everyone, once. */
 static void attach_all(struct uprobes *u, struct ufile *f)
 {
-	for (size_t i = 0; i < u->nspecs; i++)
-		if (f->offs[i] != NO_OFFSET && !f->links[i])
-			f->links[i] = attach(u, f, i, -1);
+	if (f->attached)
+		return;
+	f->attached = true;
+	f->nlinks = attach_file(u, f, -1, f->links);
 }
 
 static struct upid *get_pid(struct uprobes *u, uint32_t pid)
@@ -384,27 +588,16 @@ static void attach_pid(struct uprobes *u, struct ufile *f, uint32_t obj, uint32_
 		return;
 	up->objs = objs;
 	up->objs[up->nobjs++] = obj;
-	for (size_t i = 0; i < u->nspecs; i++) {
-		struct bpf_link *l;
+	if (up->nlinks + u->nspecs > up->cap) {
+		uint32_t cap = up->nlinks + u->nspecs + up->cap;
+		struct ulink *ls = realloc(up->links, cap * sizeof(*ls));
 
-		if (f->offs[i] == NO_OFFSET)
-			continue;
-		l = attach(u, f, i, pid);
-		if (!l)
-			continue;
-		if (up->nlinks == up->cap) {
-			uint32_t cap = up->cap ? up->cap * 2 : 16;
-			struct bpf_link **ls = realloc(up->links, cap * sizeof(*ls));
-
-			if (!ls) {
-				bpf_link__destroy(l);
-				continue;
-			}
-			up->links = ls;
-			up->cap = cap;
-		}
-		up->links[up->nlinks++] = l;
+		if (!ls)
+			return;
+		up->links = ls;
+		up->cap = cap;
 	}
+	up->nlinks += attach_file(u, f, pid, up->links + up->nlinks);
 }
 
 void uprobes__scan(struct uprobes *u, const struct proc *p)
@@ -437,9 +630,7 @@ int uprobes__add_path(struct uprobes *u, const char *path)
 
 	if (!f)
 		return -ENOENT;
-	for (size_t i = 0; i < u->nspecs; i++)
-		if (f->offs[i] != NO_OFFSET && !f->links[i])
-			f->links[i] = attach(u, f, i, -1);
+	attach_all(u, f);
 	return 0;
 }
 

@@ -11,6 +11,10 @@
  * installed only in the targets' address spaces and other processes calling
  * malloc pay nothing. Offsets are resolved once per file from its own ELF
  * symbols (.dynsym, then .symtab), not once per attach.
+ *
+ * Where the kernel has uprobe_multi links (6.6+), all the offsets one program
+ * takes in one file are one link, attached and detached in one step; else
+ * (or with BPFPROF_NO_UPROBE_MULTI set) one perf-event uprobe per probe.
  */
 #ifndef BPFPROF_UPROBES_H
 #define BPFPROF_UPROBES_H
@@ -20,6 +24,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+struct bpf_object;
 struct bpf_program;
 struct objfile;
 struct objtab;
@@ -41,6 +46,7 @@ struct uprobe_spec {
 struct uprobes_stats {
 	uint64_t files;		/* files probed */
 	uint64_t probes;	/* probes attached (live and gone) */
+	uint64_t links;		/* links they took: one per (file, program) with uprobe_multi */
 	uint64_t attach_failed; /* attach calls that failed (process exited, no permission) */
 	uint64_t missing;	/* non-optional functions a matched file lacks */
 };
@@ -63,6 +69,14 @@ void uprobes__forget(struct uprobes *u, uint32_t pid);
 int uprobes__add_path(struct uprobes *u, const char *path);
 
 const struct uprobes_stats *uprobes__stats(const struct uprobes *u);
+
+/*
+ * Before a BPF object holding SEC("uprobe")/SEC("uretprobe") programs is
+ * loaded: mark them for uprobe_multi links if the kernel has them.
+ */
+void uprobes__prepare(struct bpf_object *obj);
+/* Probes attached now, by every struct uprobes of the run. */
+uint64_t uprobes__live(void);
 
 /*
  * File offset of a function symbol in the ELF file at fd: .dynsym first,
