@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """Names a process chooses (comm, OS thread name, threading name, a code
 object's qualname) carrying terminal escape sequences never reach a terminal
-or a text output raw: folded on stdout, -vv logs and the summary, dump (text
+or a text output raw: folded on stdout, -vvv logs and the summary, dump (text
 and --json), top in a terminal and as plain text. Each is escaped visibly
 (\\x1b), so the admin sees that the name is odd."""
 import fcntl
@@ -56,7 +56,7 @@ def stop(p):
 
 
 def test_folded_stdout_and_logs_escape_names():
-    r = bpfprof(["--per-thread", "-F", "199", "-vv", "--", python(), SCRIPT, "2"])
+    r = bpfprof(["--per-thread", "-F", "199", "-vvv", "--", python(), SCRIPT, "2"])
     assert r.returncode == 0, r.stderr
     assert b"\x1b" not in r.stdout and b"\x07" not in r.stdout
     assert b"\x1b" not in r.stderr and b"\x07" not in r.stderr
@@ -67,6 +67,8 @@ def test_folded_stdout_and_logs_escape_names():
     # the worker thread shows under its (escaped or replaced) threading name
     assert "py\\x1b[5mthread [" in out or "py?[5mthread [" in out, out[:2000]
     assert b" samples, " in r.stderr
+    # -vvv's debug lines name the code objects read: escaped there too
+    assert b"hot\\x1b[2Jspin" in r.stderr, r.stderr[-3000:]
 
 
 def test_dump_text_and_json_escape_names():

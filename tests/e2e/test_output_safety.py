@@ -97,7 +97,8 @@ def test_keep_deletes_only_files_it_wrote(tmp_path):
         (d / f).write_bytes(b"not yours\n")
     # one of them owned by another user, one listed in a manifest nobody may trust
     os.chown(d / planted[1], 65534, 65534)
-    (d / MANIFEST).write_text(f"{planted[2]} {os.stat(d / planted[2]).st_ino}\n")
+    st = os.stat(d / planted[2])
+    (d / MANIFEST).write_text(f"{planted[2]} {st.st_ino} {st.st_ctime_ns}\n")
     os.chmod(d / MANIFEST, 0o666)
     err = continuous(d, 6, "--keep", "2")
     assert "ignoring" in err and MANIFEST in err, err

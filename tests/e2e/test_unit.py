@@ -96,7 +96,7 @@ def test_unit_capabilities_are_enough(tmp_path):
     stacks = parse_folded(out.read_text())
     n = sum(c for _, c in stacks)
     py = sum(c for f, c in stacks if any(x.startswith("work_a (") for x in f))
-    assert n > 100 and py >= 0.8 * n, (py, n, r.stderr)  # memory of another user (SYS_PTRACE)
+    assert n > 30 and py >= 0.8 * n, (py, n, r.stderr)  # memory of another user (SYS_PTRACE)
     # cgroup names by handle (CAP_DAC_READ_SEARCH), not "[cgroup ID]"
     assert all(not f[0].startswith("[cgroup") for f, _ in stacks), {f[0] for f, _ in stacks}
     # kernel frames named (pvm/irq/syscall entry), when any were sampled

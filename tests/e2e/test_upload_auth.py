@@ -36,8 +36,9 @@ def serve():
     return srv
 
 
-def upload_run(tmp_path, url, extra=(), env=None, seconds=1.2, check_cmdline=False):
-    """--continuous at 0.3 s intervals pushing to url; returns (stderr, cmdline seen)."""
+def upload_run(tmp_path, url, extra=(), env=None, seconds=0.5):
+    """--continuous at 0.3 s intervals pushing to url, from its first file on for a
+    while; returns (stderr, its /proc/PID/cmdline then)."""
     d = tmp_path / "out"
     d.mkdir(exist_ok=True)
     p = subprocess.Popen([BPFPROF, "--continuous", str(d), "--interval", "0.3", "-F", "19",
@@ -45,6 +46,10 @@ def upload_run(tmp_path, url, extra=(), env=None, seconds=1.2, check_cmdline=Fal
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env=env)
     try:
+        # running: a first interval written (however long start-up took here)
+        end = time.monotonic() + 30
+        while not any(f.endswith(".pb.gz") for f in os.listdir(d)) and time.monotonic() < end:
+            time.sleep(0.05)
         time.sleep(seconds)
         with open(f"/proc/{p.pid}/cmdline", "rb") as f:
             cmdline = f.read()

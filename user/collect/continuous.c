@@ -25,9 +25,10 @@
 /* bpfprof-YYYYmmddTHHMMSS.mmmZ.pb.gz */
 #define FILE_NAME_LEN (sizeof(FILE_PREFIX) - 1 + 15 + 5 + sizeof(FILE_SUFFIX) - 1)
 /*
- * The files this agent wrote into DIR, one "NAME INODE" a line: --keep
- * deletes only those, and only while each is still the regular file of that
- * inode, owned by us. A file planted under one of our names is left alone.
+ * The files this agent wrote into DIR, one "NAME INODE CTIME_NS" a line:
+ * --keep deletes only those, and only while each is still that regular file
+ * (inode and change time: a freed inode number is soon reused), owned by us.
+ * A file planted under one of our names is left alone.
  */
 #define MANIFEST     ".bpfprof-written"
 #define MANIFEST_MAX (4 << 20)
@@ -53,7 +54,7 @@ struct continuous {
 	int dirfd;
 	struct written {
 		char name[FILE_NAME_LEN + 1];
-		uint64_t ino;
+		uint64_t ino, ctime_ns;
 	} * own; /* oldest first; with --keep 0, not kept (appended to MANIFEST only) */
 	size_t nown, cap_own;
 };
@@ -196,12 +197,17 @@ static bool ours(const char *name)
 	return true;
 }
 
+static uint64_t ctime_ns(const struct stat *st)
+{
+	return (uint64_t)st->st_ctim.tv_sec * 1000000000ULL + (uint64_t)st->st_ctim.tv_nsec;
+}
+
 static int cmp_written(const void *a, const void *b)
 {
 	return strcmp(((const struct written *)a)->name, ((const struct written *)b)->name);
 }
 
-static int own__add(struct continuous *c, const char *name, uint64_t ino)
+static int own__add(struct continuous *c, const char *name, uint64_t ino, uint64_t ctime_ns)
 {
 	if (c->nown == c->cap_own) {
 		size_t cap = c->cap_own ? c->cap_own * 2 : 64;
@@ -213,7 +219,8 @@ static int own__add(struct continuous *c, const char *name, uint64_t ino)
 		c->cap_own = cap;
 	}
 	snprintf(c->own[c->nown].name, sizeof(c->own[c->nown].name), "%s", name);
-	c->own[c->nown++].ino = ino;
+	c->own[c->nown].ino = ino;
+	c->own[c->nown++].ctime_ns = ctime_ns;
 	return 0;
 }
 
@@ -225,7 +232,7 @@ static void manifest__load(struct continuous *c)
 {
 	int fd = openat(c->dirfd, MANIFEST, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	char line[128], name[FILE_NAME_LEN + 2];
-	unsigned long long ino;
+	unsigned long long ino, ct;
 	struct stat st;
 	FILE *f;
 
@@ -248,8 +255,8 @@ static void manifest__load(struct continuous *c)
 		return;
 	}
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%35s %llu", name, &ino) == 2 && ours(name) &&
-		    own__add(c, name, ino))
+		if (sscanf(line, "%35s %llu %llu", name, &ino, &ct) == 3 && ours(name) &&
+		    own__add(c, name, ino, ct))
 			break;
 	fclose(f);
 	qsort(c->own, c->nown, sizeof(*c->own), cmp_written);
@@ -279,7 +286,8 @@ static int manifest__save(struct continuous *c)
 		return err;
 	}
 	for (size_t i = 0; i < c->nown; i++)
-		fprintf(f, "%s %llu\n", c->own[i].name, (unsigned long long)c->own[i].ino);
+		fprintf(f, "%s %llu %llu\n", c->own[i].name, (unsigned long long)c->own[i].ino,
+			(unsigned long long)c->own[i].ctime_ns);
 	if (fflush(f) || ferror(f))
 		err = -(errno ? errno : EIO);
 	if (fclose(f) && !err)
@@ -292,7 +300,7 @@ static int manifest__save(struct continuous *c)
 }
 
 /* With --keep 0 nothing is deleted: the line is appended, nothing kept in memory. */
-static int manifest__append(struct continuous *c, const char *name, uint64_t ino)
+static int manifest__append(struct continuous *c, const char *name, uint64_t ino, uint64_t ctime_ns)
 {
 	int fd = openat(c->dirfd, MANIFEST,
 			O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
@@ -306,7 +314,8 @@ static int manifest__append(struct continuous *c, const char *name, uint64_t ino
 		close(fd);
 		return -EPERM;
 	}
-	n = snprintf(line, sizeof(line), "%s %llu\n", name, (unsigned long long)ino);
+	n = snprintf(line, sizeof(line), "%s %llu %llu\n", name, (unsigned long long)ino,
+		     (unsigned long long)ctime_ns);
 	if (write(fd, line, (size_t)n) != n)
 		err = -EIO;
 	close(fd);
@@ -322,9 +331,9 @@ static void remember(struct continuous *c, const char *name)
 	if (fstatat(c->dirfd, name, &st, AT_SYMLINK_NOFOLLOW))
 		return;
 	if (!c->keep)
-		err = manifest__append(c, name, st.st_ino);
+		err = manifest__append(c, name, st.st_ino, ctime_ns(&st));
 	else
-		err = own__add(c, name, st.st_ino);
+		err = own__add(c, name, st.st_ino, ctime_ns(&st));
 	if (err)
 		pr_warn("--keep: cannot record %s as written: %s; it will not be deleted", name,
 			strerror(-err));
@@ -349,7 +358,8 @@ static void rotate(struct continuous *c)
 
 		if (fstatat(c->dirfd, w->name, &st, AT_SYMLINK_NOFOLLOW))
 			continue; /* gone already */
-		if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_ino != w->ino) {
+		if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_ino != w->ino ||
+		    ctime_ns(&st) != w->ctime_ns) {
 			c->spared++;
 			pr_verbose("--keep: %s/%s is not the file bpfprof wrote: left alone",
 				   c->dir, w->name);
