@@ -202,9 +202,10 @@ fuzz-seeds: $(addprefix $(FUZZ_BUILD)/mkseed_,$(FUZZ_MKSEED))
 define fuzz_run
 	$(Q)set -e; for n in $(FUZZ_NAMES); do \
 		mkdir -p $(FUZZ_BUILD)/corpus/$$n $(FUZZ_BUILD)/crashes; \
-		echo "  FUZZ     $$n: checked-in inputs"; \
-		$(FUZZ_BUILD)/fuzz_$$n $(FUZZ_ARGS) $$(find tests/fuzz/corpus/$$n tests/fuzz/regress/$$n \
-			-type f 2>/dev/null) >$(FUZZ_BUILD)/$$n.replay.log 2>&1 || \
+		inputs=$$(find tests/fuzz/corpus/$$n tests/fuzz/regress/$$n -type f 2>/dev/null || true); \
+		echo "  FUZZ     $$n: $$(echo "$$inputs" | grep -c .) checked-in inputs"; \
+		[ -z "$$inputs" ] || $(FUZZ_BUILD)/fuzz_$$n $(FUZZ_ARGS) $$inputs \
+			>$(FUZZ_BUILD)/$$n.replay.log 2>&1 || \
 			{ tail -40 $(FUZZ_BUILD)/$$n.replay.log; exit 1; }; \
 		echo "  FUZZ     $$n: $(1) s"; \
 		$(FUZZ_BUILD)/fuzz_$$n $(FUZZ_ARGS) -max_total_time=$(1) \
