@@ -11,8 +11,6 @@
 #include <time.h>
 #include <cmocka.h>
 
-#include "sanitized.h"
-
 #include "aggregate/profile.h"
 #include "write/writers.h"
 
@@ -268,7 +266,9 @@ static void test_100k_stacks_fast(void **state)
 	out = fold_timed(p, 0, &ret, &t);
 	assert_int_equal(ret, 0);
 	print_message("folded: 100000 stacks in %.3f s\n", t);
-	assert_true(SANITIZED || t < 1.0);
+	print_message(
+		"folded: 100,000 stacks in %.2f s (reported, not asserted: speed is for make bench)\n",
+		t);
 
 	/* every line "stack value", strictly increasing by stack: merged and sorted */
 	for (line = out; *line; line = eol + 1) {

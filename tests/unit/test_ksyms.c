@@ -18,7 +18,6 @@
 
 #include <cmocka.h>
 
-#include "sanitized.h"
 #include "symbolize/ksyms.h"
 
 static const char *fixture(const char *name)
@@ -234,8 +233,7 @@ static void test_proc_kallsyms(void **state)
 	print_message("/proc/kallsyms: %llu symbols in %.1f ms\n",
 		      (unsigned long long)ksyms__count(ks), ms);
 	assert_true(ksyms__count(ks) > 1000);
-	/* The target is 100 ms; the bound here leaves room for a loaded machine. */
-	assert_true(SANITIZED || ms < 1000);
+	/* the target is 100 ms: reported above, not asserted (speed is for make bench) */
 
 	got = ksyms__lookup(ks, addr + 1, &off, &mod);
 	assert_non_null(got);
