@@ -105,10 +105,21 @@ def test_option_given_a_value_it_does_not_take():
     assert r.returncode == 2 and r.stderr == "bpfprof: unknown option '--bogus' (see bpfprof --help)\n"
 
 
+def wait_recording(p):
+    """Read p's stderr up to its ready line ('bpfprof: recording ...'); returns what was read."""
+    seen = []
+    for line in p.stderr:
+        seen.append(line)
+        if line.startswith("bpfprof: recording "):
+            return "".join(seen)
+    raise AssertionError(f"bpfprof ended before recording: {''.join(seen)!r}")
+
+
 def test_sigint_writes_complete_output(tmp_path):
     out = tmp_path / "run.folded"
     p = subprocess.Popen([BPFPROF, "-a", "-F", "499", "-o", str(out)],
                          stderr=subprocess.PIPE, text=True)
+    wait_recording(p)  # a signal before the events are on would leave nothing to write
     w = subprocess.Popen([workload("cpu_split"), "3"], stdout=subprocess.DEVNULL)
     try:
         w.wait(timeout=30)
@@ -131,7 +142,8 @@ def test_sigterm_with_command_stops_and_writes(tmp_path):
     p = subprocess.Popen([BPFPROF, "-o", str(out), "--", workload("cpu_split"), "60"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     import time
-    time.sleep(2)
+    wait_recording(p)
+    time.sleep(2)  # the command runs: work_a gets samples
     p.terminate()
     _, err = p.communicate(timeout=60)
     assert p.returncode == 0, err
