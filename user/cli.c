@@ -26,7 +26,7 @@ struct env env = {
 	.freq = 99,
 	.ringbuf_bytes = 8 << 20,
 	.max_targets = 8192,
-	.unwind_rows = 4 << 20,
+	.unwind_rows = UNWIND_MEM_DEFAULT / sizeof(struct bpf_urow),
 	.unwind_procs = 4096,
 	.interval = 60,
 	.keep = 1440,
@@ -92,6 +92,10 @@ static const char usage_text[] =
 	"      --unwind MODE         native user stacks: auto (default: .eh_frame tables,\n"
 	"                            frame pointers until a process's tables are ready),\n"
 	"                            dwarf (tables only), fp (frame pointers only)\n"
+	"      --unwind-mem SIZE     memory for unwind tables (BPF map, 8 bytes a row;\n"
+	"                            k, m, g suffixes; default 32m): tables go to the\n"
+	"                            files samples land in, least recently sampled\n"
+	"                            evicted; a warning at the end says when it was short\n"
 	"  -o, --output PATH         where to write ('-' = stdout, the default)\n"
 	"  -f, --format FMT          folded | pprof | chrome | svg; default from the\n"
 	"                            extension of -o: .pb.gz/.pprof -> pprof, .json ->\n"
@@ -210,6 +214,7 @@ enum {
 	OPT_INVERTED,
 	OPT_TITLE,
 	OPT_THREAD,
+	OPT_UNWIND_MEM,
 };
 
 static const struct option long_opts[] = {
@@ -224,6 +229,7 @@ static const struct option long_opts[] = {
 	{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
 	{ "no-user", no_argument, NULL, OPT_NO_USER },
 	{ "unwind", required_argument, NULL, OPT_UNWIND },
+	{ "unwind-mem", required_argument, NULL, OPT_UNWIND_MEM },
 	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 	{ "gil", no_argument, NULL, OPT_GIL },
 	{ "cpu", no_argument, NULL, OPT_CPU },
@@ -501,6 +507,44 @@ static int parse_alloc_rate(const char *s)
 	return 0;
 }
 
+/* SIZE with an optional k/m/g suffix: the unwind row array's bytes */
+static int parse_unwind_mem(const char *s)
+{
+	unsigned long long v, mult = 1;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (!errno && end != s && *s != '-' && end[0] && !end[1]) {
+		switch (*end) {
+		case 'k':
+		case 'K':
+			mult = 1ULL << 10;
+			end++;
+			break;
+		case 'm':
+		case 'M':
+			mult = 1ULL << 20;
+			end++;
+			break;
+		case 'g':
+		case 'G':
+			mult = 1ULL << 30;
+			end++;
+			break;
+		}
+	}
+	if (errno || end == s || *end || *s == '-' || v > (16ULL << 30) / mult ||
+	    v * mult < (64ULL << 10)) {
+		pr_err("invalid size '%s' for --unwind-mem: expected bytes from 64k to 16g "
+		       "(suffixes k, m, g)",
+		       s);
+		return -EINVAL;
+	}
+	env.unwind_rows = v * mult / sizeof(struct bpf_urow);
+	return 0;
+}
+
 static int parse_alloc_metric(const char *s)
 {
 	static const char *const names[] = {
@@ -749,6 +793,9 @@ int cli__parse(int argc, char **argv)
 			break;
 		case OPT_TITLE:
 			env.title = optarg;
+			break;
+		case OPT_UNWIND_MEM:
+			err = parse_unwind_mem(optarg);
 			break;
 		case OPT_UNWIND:
 			if (!strcmp(optarg, "auto")) {

@@ -50,7 +50,9 @@
 
 /* Re-read a process's maps after an address missed at most this often. */
 #define RELOAD_INTERVAL_NS (200 * 1000000ULL)
-#define SIDEBAND_PAGES	   64
+/* CFI compiling per loop turn: the rest of the wanted tables waits a turn */
+#define BALANCE_NS     (20 * 1000000ULL)
+#define SIDEBAND_PAGES 64
 /*
  * The ring buffer wakes us only when a quarter full; otherwise it is drained
  * this often. Latency here only delays building a new process's unwind
@@ -237,6 +239,25 @@ static void python_frames(struct recorder *r, const struct prof_sample_hdr *h,
 	}
 }
 
+/*
+ * The files a sample's user frames are in want unwind tables (and those that
+ * have one stay warm); a frame in a file refused for lack of room means the
+ * walk went on by frame pointers there: counted for the end-of-run warning.
+ */
+static void want_tables(struct recorder *r, const struct sframe *f, uint32_t n, uint64_t time_ns)
+{
+	uint32_t last = 0;
+	bool no_room = false;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (f[i].obj == last)
+			continue;
+		last = f[i].obj;
+		no_room |= unwinder__hit(r->unw, last, time_ns);
+	}
+	r->st.unwind_no_room += no_room;
+}
+
 struct stack_key *rec__key(struct recorder *r, const struct prof_sample *s, size_t size)
 {
 	const struct prof_sample_hdr *h = &s->hdr;
@@ -303,6 +324,8 @@ struct stack_key *rec__key(struct recorder *r, const struct prof_sample *s, size
 		for (i = 0; i < nu; i++)
 			resolve_user(r, h->pid, h->time_ns, &p, s->frames[h->kstack_len + i],
 				     &k->frames[nk + i]);
+		if (r->unw)
+			want_tables(r, k->frames + nk, nu, h->time_ns);
 	}
 	if (r->py && !env.no_python)
 		python_frames(r, h, s, k);
@@ -572,13 +595,15 @@ static int setup_bpf(struct recorder *r)
 		return err;
 	}
 	if (env.unwind != UNWIND_FP && !env.no_user) {
-		err = unwinder__new(&r->unw, bpf_map__fd(r->skel->maps.unwind_rows),
-				    env.unwind_rows, bpf_map__fd(r->skel->maps.proc_unwind),
-				    bpf_map__fd(r->skel->maps.unwind_gen), r->objs);
+		err = unwinder__new_bpf(&r->unw, bpf_map__fd(r->skel->maps.unwind_rows),
+					env.unwind_rows, bpf_map__fd(r->skel->maps.proc_unwind),
+					bpf_map__fd(r->skel->maps.unwind_gen), r->objs);
 		if (err) {
 			pr_err("cannot map the unwind tables: %s", strerror(-err));
 			return err;
 		}
+		/* a few named targets: all their tables; the machine: what samples want */
+		unwinder__set_eager(r->unw, !env.all);
 	}
 	if (!env.no_python && !env.no_user) {
 		err = pytrack__new(&r->py, bpf_map__fd(r->skel->maps.py_procs),
@@ -759,6 +784,8 @@ static int run_loop(struct recorder *r)
 			return err;
 		}
 		sync_dirty(r);
+		if (r->unw)
+			unwinder__balance(r->unw, mono_ns(), BALANCE_NS);
 		for (uint32_t i = 0; i < r->nfeat; i++)
 			if (r->feat[i]->poll)
 				r->feat[i]->poll(r, r->feat_priv[i]);
@@ -809,6 +836,21 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			(unsigned long long)rec__counter(r, CNT_UNW_READ_FAILED),
 			(unsigned long long)rec__counter(r, CNT_UNW_ANON),
 			(unsigned long long)rec__counter(r, CNT_UNW_NO_MAPPING));
+	if (r->unw && r->st.unwind_no_room) {
+		uint64_t want = unwinder__rows_wanted(r->unw) * UNWIND_ROW_BYTES;
+		uint64_t have = (uint64_t)env.unwind_rows * UNWIND_ROW_BYTES, mib = 1 << 20;
+		uint64_t raise = (want > have ? want : have) + 16 * mib;
+
+		raise = (raise + 16 * mib - 1) / (16 * mib) * 16;
+		pr_warn("%llu of %llu samples (%.1f%%) were unwound with frame pointers in files "
+			"the unwind tables had no room for; the files sampled need %llu MiB of "
+			"rows, --unwind-mem is %llu MiB: raise it to --unwind-mem %lluM",
+			(unsigned long long)r->st.unwind_no_room,
+			(unsigned long long)r->st.received,
+			r->st.received ? 100.0 * r->st.unwind_no_room / r->st.received : 0.0,
+			(unsigned long long)((want + mib - 1) / mib),
+			(unsigned long long)(have / mib), (unsigned long long)raise);
+	}
 	if (r->py && pytrack__stats(r->py)->interpreters) {
 		const struct pytrack_stats *ps = pytrack__stats(r->py);
 
@@ -884,8 +926,8 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 
 			pr_verbose(
 				"unwind tables: %llu files (%llu without, %llu shared by build id), "
-				"%llu rows in use, peak "
-				"%llu of %llu (%.1f MiB), %llu evicted, %.1f ms compiling CFI, "
+				"%llu rows in use, peak %llu of %llu (%.1f MiB), %llu evicted, "
+				"%llu refused for room (%llu built later), %.1f ms compiling CFI, "
 				"%llu processes",
 				(unsigned long long)us->tables,
 				(unsigned long long)us->tables_failed,
@@ -893,7 +935,9 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 				(unsigned long long)us->rows_used,
 				(unsigned long long)us->rows_peak, (unsigned long long)us->rows_cap,
 				us->rows_peak * sizeof(struct bpf_urow) / 1048576.0,
-				(unsigned long long)us->tables_evicted, us->build_ns / 1e6,
+				(unsigned long long)us->tables_evicted,
+				(unsigned long long)us->tables_refused,
+				(unsigned long long)us->tables_retried, us->build_ns / 1e6,
 				(unsigned long long)us->procs);
 		}
 		if (r->stats_fd >= 0) {

@@ -45,6 +45,7 @@ struct rec_stats {
 	uint64_t no_unwind_info; /* samples taken before the process's tables were ready */
 	uint64_t unwind_fp;	 /* of which were walked with frame pointers */
 	uint64_t unwind_stopped; /* table unwinding gave up before the outermost frame */
+	uint64_t unwind_no_room; /* samples with a frame in a file --unwind-mem had no room for */
 	uint64_t py_samples;	 /* samples with Python frames */
 	uint64_t py_no_thread;	 /* Python process, thread state not known yet */
 	uint64_t py_err, py_trunc;
