@@ -29,7 +29,7 @@
 #include "unwind/cfi.h"
 #include "unwind/tables.h"
 
-#define SEC 1000000000ULL
+#define SEC  1000000000ULL
 #define MAXP 8
 
 /* What BPF would see. */
@@ -93,7 +93,16 @@ static int mem_write_gen(void *ctx, uint32_t gen)
 }
 
 /* Files with CFI: distinct inodes, and two with the same build id. */
-enum { F_LIBC, F_STDCXX, F_LIBFX, F_LIBCXX, F_NOPIE, F_PROG, F_PROG_STRIPPED, NFILES };
+enum {
+	F_LIBC,
+	F_STDCXX,
+	F_LIBFX,
+	F_LIBCXX,
+	F_NOPIE,
+	F_PROG,
+	F_PROG_STRIPPED,
+	NFILES
+};
 
 static const char *names[NFILES] = {
 	[F_LIBC] = "/usr/lib/x86_64-linux-gnu/libc.so.6",

@@ -4,6 +4,7 @@
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,6 +49,7 @@ struct otable {
 	bool sampled;	  /* a sample ever landed in the file */
 	bool refused;	  /* refused at least once (for tables_retried) */
 	uint64_t last_ns; /* last sample in the file, or when the table was built */
+	uint64_t size;	  /* the file's size: what compiling it costs, roughly */
 	uint64_t base;	  /* vaddr of row pc 0 */
 	uint32_t nsegs;
 	struct {
@@ -691,6 +693,11 @@ bool unwinder__hit(struct unwinder *u, uint32_t obj, uint64_t now_ns)
 	t->last_ns = now_ns;
 	t->demand++;
 	if (!t->queued) {
+		struct objfile *o = objtab__by_id(u->objs, obj);
+		struct stat st;
+
+		if (!t->size && o && o->fd >= 0 && !fstat(o->fd, &st))
+			t->size = st.st_size;
 		if (u->nwanted == u->capwanted) {
 			uint32_t cap = u->capwanted ? u->capwanted * 2 : 64;
 			uint32_t *v = realloc(u->wanted, cap * sizeof(*v));
@@ -706,13 +713,16 @@ bool unwinder__hit(struct unwinder *u, uint32_t obj, uint64_t now_ns)
 	return t->state == OT_REFUSED;
 }
 
+/* Most sampled first; of files sampled as often, the smaller first (cheaper to compile). */
 static int by_demand(const void *a, const void *b, void *ctx)
 {
 	const struct unwinder *u = ctx;
 	const struct otable *x = &u->tables[*(const uint32_t *)a];
 	const struct otable *y = &u->tables[*(const uint32_t *)b];
 
-	return x->demand < y->demand ? 1 : x->demand > y->demand ? -1 : 0;
+	if (x->demand != y->demand)
+		return x->demand < y->demand ? 1 : -1;
+	return x->size < y->size ? -1 : x->size > y->size;
 }
 
 void unwinder__balance(struct unwinder *u, uint64_t now_ns, uint64_t budget_ns)
