@@ -15,6 +15,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +42,7 @@
 #include "proc/objfile.h"
 #include "proc/proc.h"
 #include "symbolize/ksyms.h"
+#include "unwind/needed.h"
 #include "unwind/tables.h"
 #include "util/bpfmap.h"
 #include "util/htab.h"
@@ -144,6 +147,22 @@ bool rec__is_target(struct recorder *r, uint32_t pid)
 	return env.all || !bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.targets), &pid, &v);
 }
 
+/*
+ * Whole machine: a process whose executable (its first file mapping) has a
+ * table already, as the next process of a binary that ran before does, is
+ * described at exec, not at its first sample (which would be walked by
+ * frame pointers).
+ */
+static bool exe_has_table(struct recorder *r, uint32_t pid)
+{
+	struct proc *p = proctab__lookup(r->procs, pid, 0);
+
+	for (uint32_t i = 0; p && i < p->nmaps; i++)
+		if (p->maps[i].obj >= OBJ_FIRST)
+			return unwinder__ready(r->unw, p->maps[i].obj);
+	return false;
+}
+
 /* The process table changed: keep the BPF unwinder's view of the process in step. */
 static void on_proc_change(void *ctx, uint32_t pid, int change)
 {
@@ -168,7 +187,8 @@ static void on_proc_change(void *ctx, uint32_t pid, int change)
 		htab__delete(r->dirty, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
 	} else if ((r->unw && unwinder__has(r->unw, pid)) ||
 		   (r->py && pytrack__seen(r->py, pid) && !pytrack__is_python(r->py, pid)) ||
-		   (change == PROC_EXECED && !env.all && rec__is_target(r, pid))) {
+		   (change == PROC_EXECED && !env.all && rec__is_target(r, pid)) ||
+		   (env.all && r->unw && exe_has_table(r, pid))) {
 		/* targets get tables at exec, before their first sample */
 		mark_dirty(r, pid);
 	}
@@ -499,6 +519,36 @@ static int spawn_held(struct recorder *r)
 	r->go_fd = go[1];
 	r->err_fd = err[0];
 	return 0;
+}
+
+/*
+ * -- CMD: the tables of the executable, its interpreter and its libraries,
+ * built before it runs, so that its first milliseconds unwind like the rest.
+ */
+static void prepare_command_tables(struct recorder *r)
+{
+	uint64_t t0 = mono_ns();
+	uint32_t ready = 0;
+	char **files;
+	size_t n;
+
+	if (!r->unw || needed__files(env.cmd_argv[0], &files, &n))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct objfile *o;
+		struct stat st;
+
+		if (stat(files[i], &st))
+			continue;
+		o = objtab__get(r->objs, major(st.st_dev), minor(st.st_dev), st.st_ino, files[i],
+				getpid(), 0, 0);
+		if (o && !unwinder__prepare(r->unw, o->id, mono_ns()))
+			ready++;
+	}
+	pr_verbose("unwind tables of '%s' and its libraries before it starts: %u of %zu files in "
+		   "%.1f ms",
+		   env.cmd_argv[0], ready, n, (mono_ns() - t0) / 1e6);
+	needed__free(files, n);
 }
 
 /* Let CMD exec; returns 0 or -errno of a failed exec (printed). */
@@ -1108,6 +1158,7 @@ int record__run(void)
 		goto cleanup;
 	}
 	if (r.child > 0) {
+		prepare_command_tables(&r);
 		err = release_child(&r);
 		if (err) {
 			status = (err == -ENOENT || err == -EACCES) ? EXIT_USAGE : EXIT_RUNTIME;
