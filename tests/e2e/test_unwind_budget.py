@@ -155,13 +155,12 @@ def test_next_process_of_a_binary_covered_at_exec(tmp_path):
     (tables were freed with the last process using them and rebuilt after the
     next one's first samples: about a third reached main)."""
     out = tmp_path / "runs.folded"
-    b = subprocess.Popen([BPFPROF, "-a", "-F", "999", "-d", "30", "-o", str(out)],
+    b = subprocess.Popen([BPFPROF, "-a", "-F", "999", "-d", "12", "-o", str(out)],
                          stderr=subprocess.PIPE, text=True)
-    time.sleep(2)
+    time.sleep(4)  # loaded and attached (a few seconds on a busy machine)
     for _ in range(40):
         subprocess.run([workload("cpu_split_nofp"), "0.05"], capture_output=True, check=True)
-    b.send_signal(2)
-    _, err = b.communicate(timeout=60)
+    _, err = b.communicate(timeout=120)
     assert b.returncode == 0, err
     work = [(f, c) for f, c in parse_folded(out.read_text())
             if f[0] == "cpu_split_nofp" and any(x in f for x in SPLIT)]

@@ -219,15 +219,18 @@ static void balance(struct fixture *f, uint64_t t)
 	unwinder__balance(f->u, t, 10 * SEC);
 }
 
-/* Only files samples land in get rows; processes are rewritten when they do. */
+/*
+ * Only files samples land in get rows, and the executable (first file) of a
+ * process described; processes are rewritten when a table they use appears.
+ */
 static void test_demand_only(void **state)
 {
 	struct fixture *f = fixture_new(1 << 20);
-	int files[] = { F_LIBC, F_STDCXX, F_LIBFX };
+	int files[] = { F_NOPIE, F_STDCXX, F_LIBFX, F_LIBC };
 
 	(void)state;
-	proc_sync(f, 100, files, 3);
-	for (int i = 0; i < 3; i++)
+	proc_sync(f, 100, files, 4);
+	for (int i = 0; i < 4; i++)
 		assert_int_equal(umap(f, 100, i)->kind, UMAP_FP);
 	assert_int_equal(unwinder__stats(f->u)->tables, 0);
 
@@ -235,11 +238,15 @@ static void test_demand_only(void **state)
 	hit(f, F_LIBFX, 1 * SEC);
 	balance(f, 1 * SEC);
 	assert_true(unwinder__ready(f->u, f->id[F_LIBFX]));
+	assert_true(unwinder__ready(f->u, f->id[F_NOPIE]));
 	assert_false(unwinder__ready(f->u, f->id[F_LIBC]));
+	assert_false(unwinder__ready(f->u, f->id[F_STDCXX]));
 	assert_int_equal(umap(f, 100, 2)->kind, UMAP_TABLE);
 	assert_int_equal(umap(f, 100, 2)->count, f->rows[F_LIBFX]);
-	assert_int_equal(umap(f, 100, 0)->kind, UMAP_FP);
-	assert_int_equal(unwinder__stats(f->u)->rows_used, f->rows[F_LIBFX]);
+	assert_int_equal(umap(f, 100, 0)->kind, UMAP_TABLE);
+	assert_int_equal(umap(f, 100, 1)->kind, UMAP_FP);
+	assert_int_equal(umap(f, 100, 3)->kind, UMAP_FP);
+	assert_int_equal(unwinder__stats(f->u)->rows_used, f->rows[F_LIBFX] + f->rows[F_NOPIE]);
 	/* the rows BPF reads are the file's, sorted */
 	for (uint32_t i = 1; i < f->rows[F_LIBFX]; i++)
 		assert_true(f->m.rows[umap(f, 100, 2)->first + i - 1].pc <

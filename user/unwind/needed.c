@@ -80,7 +80,8 @@ static int search(const char *dirs, const char *origin, const char *name, char *
 			} else {
 				snprintf(buf, sizeof(buf), "%s", dir);
 			}
-			if ((size_t)snprintf(out, len, "%s/%s", buf, name) < len && is_x86_64_elf(out))
+			if ((size_t)snprintf(out, len, "%s/%s", buf, name) < len &&
+			    is_x86_64_elf(out))
 				return 1;
 		}
 		p = end ? end + 1 : NULL;
@@ -175,7 +176,8 @@ static int scan(struct list *l, const char *path, const char *conf)
 
 			if (!gelf_getdyn(d, i, &dyn))
 				break;
-			if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RPATH && dyn.d_tag != DT_RUNPATH)
+			if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RPATH &&
+			    dyn.d_tag != DT_RUNPATH)
 				continue;
 			s = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
 			if (!s)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdlib.h>
@@ -41,16 +42,18 @@ enum otable_state {
 struct otable {
 	uint32_t state;
 	uint32_t first, count;
-	uint32_t want;	  /* rows the file needs, once compiled (0: not known yet) */
-	uint32_t owner;	  /* objfile id whose table serves this file (same build id), 0: own */
-	uint32_t demand;  /* samples since the last balance */
-	uint32_t users;	  /* mappings in process descriptions that use these rows */
-	bool queued;	  /* in wanted[] */
-	bool sampled;	  /* a sample ever landed in the file */
-	bool refused;	  /* refused at least once (for tables_retried) */
-	uint64_t last_ns; /* last sample in the file, or when the table was built */
-	uint64_t size;	  /* the file's size: what compiling it costs, roughly */
-	uint64_t base;	  /* vaddr of row pc 0 */
+	uint32_t want;	    /* rows the file needs, once compiled (0: not known yet) */
+	uint32_t owner;	    /* objfile id whose table serves this file (same build id), 0: own */
+	uint32_t demand;    /* samples since it was queued */
+	uint64_t wanted_ns; /* when it was queued */
+	uint32_t users;	    /* mappings in process descriptions that use these rows */
+	bool queued;	    /* in wanted[] */
+	bool sampled;	    /* a sample ever landed in the file */
+	bool refused;	    /* refused at least once (for tables_retried) */
+	uint64_t last_ns;   /* last sample in the file, or when the table was built */
+	uint64_t size;	    /* the file's size: what compiling it costs, roughly */
+	int fd;		    /* opened here when the objfile has none (0: not tried, -1: failed) */
+	uint64_t base;	    /* vaddr of row pc 0 */
 	uint32_t nsegs;
 	struct {
 		uint64_t off, filesz, vaddr;
@@ -240,6 +243,9 @@ void unwinder__free(struct unwinder *u)
 		htab__free(u->procs);
 	}
 	htab__free(u->by_bid);
+	for (uint32_t i = 0; u->tables && i < u->ntables; i++)
+		if (u->tables[i].fd > 0)
+			close(u->tables[i].fd);
 	free(u->tables);
 	free(u->wanted);
 	free(u->free);
@@ -325,6 +331,41 @@ static struct otable *otable_of(struct unwinder *u, uint32_t id)
 		u->ntables = n;
 	}
 	return &u->tables[id];
+}
+
+/* The fd to compile file id from: the objfile's, else one opened here (or -1). */
+static int table_fd(const struct unwinder *u, const struct objfile *o)
+{
+	const struct otable *t = &u->tables[o->id];
+
+	if (o->fd >= 0)
+		return o->fd;
+	return t->fd > 0 ? t->fd : -1;
+}
+
+/*
+ * The objfile could not be opened (its first process had exited when it was
+ * looked at): open it through a live process that maps it, checking it is
+ * the same inode, so that every later process of it still gets a table.
+ */
+static void open_through(struct unwinder *u, const struct objfile *o, uint32_t pid,
+			 const struct mapping *m)
+{
+	struct otable *t = &u->tables[o->id];
+	char path[96];
+	struct stat st;
+	int fd;
+
+	if (o->fd >= 0 || t->fd)
+		return;
+	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != o->ino)) {
+		close(fd);
+		fd = -1;
+	}
+	t->fd = fd >= 0 ? fd : 0; /* 0: tried again through the next process */
 }
 
 /* The id of the table that serves file id now (its own, or a same-build-id owner's). */
@@ -551,14 +592,14 @@ static int64_t make_room(struct unwinder *u, uint32_t n, uint64_t now_ns, bool e
  * Whether another file with o's build id has a table: then o uses it (the
  * same library in two container layers, or replaced and mapped again).
  */
-static bool share_by_build_id(struct unwinder *u, struct objfile *o, struct otable *t, char *bid,
-			      size_t len)
+static bool share_by_build_id(struct unwinder *u, struct objfile *o, int fd, struct otable *t,
+			      char *bid, size_t len)
 {
 	struct htab_entry *e;
 	int n;
 
 	bid[0] = 0;
-	n = o->fd >= 0 ? elf_read_build_id(o->fd, bid, len) : 0;
+	n = elf_read_build_id(fd, bid, len);
 	if (n <= 0) {
 		bid[0] = 0;
 		return false;
@@ -588,22 +629,23 @@ static int build(struct unwinder *u, uint32_t id, uint64_t now_ns, bool evict_us
 	size_t n = 0;
 	int64_t first;
 	uint32_t w;
-	int err;
+	int err, fd;
 
-	if (!o || o->fd < 0)
+	if (!o || table_fd(u, o) < 0)
 		return -EBADF; /* not opened (yet): tried again when wanted again */
-	if (read_segments(o->fd, t)) {
+	fd = table_fd(u, o);
+	if (read_segments(fd, t)) {
 		err = -ENOEXEC;
 		goto fail;
 	}
-	if (share_by_build_id(u, o, t, bid, sizeof(bid))) {
+	if (share_by_build_id(u, o, fd, t, bid, sizeof(bid))) {
 		procs_update(u, t->owner, true);
 		return 0;
 	}
 	/* known too big for what could be freed: do not compile it again */
 	if (t->want && rows_available(u, now_ns, !evict_used) < t->want)
 		return -ENOSPC;
-	err = cfi__build(o->fd, &rows, &n, &cs);
+	err = cfi__build(fd, &rows, &n, &cs);
 	u->st.build_ns += mono_ns() - t0;
 	if (err || !n) {
 		pr_debug("%s: no unwind table (%s)", o->path, err ? strerror(-err) : "no CFI");
@@ -696,7 +738,7 @@ bool unwinder__hit(struct unwinder *u, uint32_t obj, uint64_t now_ns)
 		struct objfile *o = objtab__by_id(u->objs, obj);
 		struct stat st;
 
-		if (!t->size && o && o->fd >= 0 && !fstat(o->fd, &st))
+		if (!t->size && o && table_fd(u, o) >= 0 && !fstat(table_fd(u, o), &st))
 			t->size = st.st_size;
 		if (u->nwanted == u->capwanted) {
 			uint32_t cap = u->capwanted ? u->capwanted * 2 : 64;
@@ -709,19 +751,38 @@ bool unwinder__hit(struct unwinder *u, uint32_t obj, uint64_t now_ns)
 		}
 		u->wanted[u->nwanted++] = obj;
 		t->queued = true;
+		t->wanted_ns = now_ns;
 	}
 	return t->state == OT_REFUSED;
 }
 
+/*
+ * Samples per second since the file was first wanted: a backlog's files,
+ * each sampled now and then while they waited, do not outrank a program
+ * sampled all the time since a moment ago.
+ */
+static double demand_rate(const struct otable *t, uint64_t now_ns)
+{
+	uint64_t waited = now_ns > t->wanted_ns ? now_ns - t->wanted_ns : 0;
+
+	return t->demand / ((waited > 10000000 ? waited : 10000000) / 1e9);
+}
+
+struct rank_ctx {
+	const struct unwinder *u;
+	uint64_t now_ns;
+};
+
 /* Most sampled first; of files sampled as often, the smaller first (cheaper to compile). */
 static int by_demand(const void *a, const void *b, void *ctx)
 {
-	const struct unwinder *u = ctx;
-	const struct otable *x = &u->tables[*(const uint32_t *)a];
-	const struct otable *y = &u->tables[*(const uint32_t *)b];
+	const struct rank_ctx *c = ctx;
+	const struct otable *x = &c->u->tables[*(const uint32_t *)a];
+	const struct otable *y = &c->u->tables[*(const uint32_t *)b];
+	double rx = demand_rate(x, c->now_ns), ry = demand_rate(y, c->now_ns);
 
-	if (x->demand != y->demand)
-		return x->demand < y->demand ? 1 : -1;
+	if (rx != ry)
+		return rx < ry ? 1 : -1;
 	return x->size < y->size ? -1 : x->size > y->size;
 }
 
@@ -729,10 +790,13 @@ void unwinder__balance(struct unwinder *u, uint64_t now_ns, uint64_t budget_ns)
 {
 	uint64_t t0 = mono_ns();
 	uint32_t i, keep = 0;
+	struct rank_ctx rc;
 
 	if (!u->nwanted)
 		return;
-	qsort_r(u->wanted, u->nwanted, sizeof(*u->wanted), by_demand, u);
+	rc.u = u;
+	rc.now_ns = now_ns;
+	qsort_r(u->wanted, u->nwanted, sizeof(*u->wanted), by_demand, &rc);
 	for (i = 0; i < u->nwanted; i++) {
 		uint32_t id = u->wanted[i];
 		struct otable *t = &u->tables[id];
@@ -832,15 +896,32 @@ int unwinder__sync(struct unwinder *u, const struct proc *p)
 		struct objfile *o = objtab__by_id(u->objs, m->obj);
 
 		maps[i] = (struct pmap){ m->start, m->end, m->pgoff, o ? o->id : 0, 0 };
-		if (o && !otable_of(u, o->id))
+		if (o && !otable_of(u, o->id)) {
 			maps[i].obj = 0;
+			continue;
+		}
+		if (o)
+			open_through(u, o, p->pid, m);
 		/* named targets: their files' tables now, where they fit next to used ones */
-		else if (o && u->eager && u->tables[o->id].state == OT_NONE && !serving(u, o->id))
+		if (o && u->eager && u->tables[o->id].state == OT_NONE && !serving(u, o->id))
 			build(u, o->id, now, false);
 	}
 	pentry_release(u, pe);
 	pe->maps = maps;
 	pe->nmaps = n;
+	/*
+	 * A process is described when it runs, and its executable (the first
+	 * file mapped) is on nearly every stack it has: wanted now, not once a
+	 * sample could be resolved to it (its first samples may come before
+	 * its mappings are known).
+	 */
+	for (uint32_t i = 0; i < n; i++) {
+		if (maps[i].obj) {
+			if (!serving(u, maps[i].obj))
+				unwinder__hit(u, maps[i].obj, now);
+			break;
+		}
+	}
 	return proc_write(u, p->pid, pe);
 }
 
