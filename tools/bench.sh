@@ -9,6 +9,7 @@
 # 2. Agent cost: with every CPU busy, `bpfprof -a -F 999 -d 10` runs under
 #    /usr/bin/time: CPU per sample, peak RSS, lost samples. perf record is
 #    measured the same way, with and without `perf script` (its symbolization).
+# ... and a "real host" section (tools/bench_realhost.sh): PyTorch + pgbench.
 #
 # 0. Cost (tools/cost.sh, skipped with COST=0): CPU time per sample -- BPF
 #    run time, agent rusage, the sampling interrupt against an empty BPF
@@ -570,6 +571,13 @@ if ((have_bpfprof)) && [[ -x $WORKLOADS/pingpong ]]; then
 	printf '%-34s %12s %12s\n' "switches/s (machine, last run)" "" "$off_sw"
 	printf '%-34s %12s %12s\n' "BPF ns per switch (last run)" "" "$off_ns"
 	printf '%-34s %12s %12s\n' "stacks walked (last run)" "" "$off_walks"
+fi
+
+# 7. Real host: the whole machine while a PyTorch training loop and pgbench
+#    run (tools/bench_realhost.sh; skipped without python3-torch/postgresql).
+if ((have_bpfprof)); then
+	echo
+	BPFPROF=$BPFPROF "$root/tools/bench_realhost.sh" || die "real host section failed"
 fi
 
 # record_row HEADING: the row on stdin goes at the end of the table under

@@ -30,6 +30,9 @@ PACKAGES=(
 	# benchmark: bcc's memleak for --alloc, and the headers bcc compiles with
 	# (tools/bench.sh merges the common and amd64 dirs for kernels without them)
 	bpfcc-tools linux-headers-amd64
+	# benchmark, "real host" section: a PyTorch training loop (~315 mapped
+	# libraries) next to pgbench against a scratch PostgreSQL cluster
+	python3-torch python3-numpy postgresql postgresql-contrib
 )
 
 missing=()

@@ -27,7 +27,7 @@ struct env env = {
 	.freq = 99,
 	.ringbuf_bytes = 8 << 20,
 	.max_targets = 8192,
-	.unwind_rows = 4 << 20,
+	.unwind_rows = UNWIND_MEM_DEFAULT / sizeof(struct bpf_urow),
 	.unwind_procs = 4096,
 	.interval = 60,
 	.keep = 1440,
@@ -388,6 +388,44 @@ static int parse_alloc_rate(const char *s)
 		return -EINVAL;
 	}
 	env.alloc_rate = v * mult;
+	return 0;
+}
+
+/* SIZE with an optional k/m/g suffix: the unwind row array's bytes */
+static int parse_unwind_mem(const char *s)
+{
+	unsigned long long v, mult = 1;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (!errno && end != s && *s != '-' && end[0] && !end[1]) {
+		switch (*end) {
+		case 'k':
+		case 'K':
+			mult = 1ULL << 10;
+			end++;
+			break;
+		case 'm':
+		case 'M':
+			mult = 1ULL << 20;
+			end++;
+			break;
+		case 'g':
+		case 'G':
+			mult = 1ULL << 30;
+			end++;
+			break;
+		}
+	}
+	if (errno || end == s || *end || *s == '-' || v > (16ULL << 30) / mult ||
+	    v * mult < (64ULL << 10)) {
+		pr_err("invalid size '%s' for --unwind-mem: expected bytes from 64k to 16g "
+		       "(suffixes k, m, g)",
+		       s);
+		return -EINVAL;
+	}
+	env.unwind_rows = v * mult / sizeof(struct bpf_urow);
 	return 0;
 }
 
@@ -757,6 +795,10 @@ static const struct cli_opt opts[] = {
 	{ "unwind", 0, "MODE", S_OPTIONS, NULL, set_unwind,
 	  "native user stacks: auto (default: .eh_frame tables, frame pointers until a "
 	  "process's tables are ready), dwarf (tables only), fp (frame pointers only)" },
+	{ "unwind-mem", 0, "SIZE", S_OPTIONS, NULL, parse_unwind_mem,
+	  "memory for unwind tables (BPF map, 8 bytes a row; k, m, g suffixes; default 32m): "
+	  "tables go to the files samples land in, least recently sampled evicted; a warning "
+	  "at the end says when it was short" },
 	{ "output", 'o', "PATH", S_OPTIONS, NULL, set_output,
 	  "where to write ('-' = stdout, the default)" },
 	{ "format", 'f', "FMT", S_OPTIONS, NULL, parse_format,

@@ -86,7 +86,7 @@ struct env {
 	/* sizing (not on the CLI yet: sane defaults, see record.c) */
 	uint32_t ringbuf_bytes;
 	uint32_t max_targets;
-	uint32_t unwind_rows;	 /* capacity of the BPF unwind row array */
+	uint32_t unwind_rows;	 /* capacity of the BPF unwind row array (--unwind-mem) */
 	uint32_t unwind_procs;	 /* processes with unwind info at once */
 	uint32_t alloc_max_live; /* sampled heap blocks tracked at once */
 };
@@ -94,6 +94,12 @@ struct env {
 extern struct env env;
 
 /* Exit statuses (DESIGN.md): */
+/*
+ * --unwind-mem: 4M rows. Debian's libtorch_cpu has 1.4M rows (11 MiB); a PyTorch
+ * training loop and pgbench on one host wanted 2.2M (17 MiB) in all.
+ */
+#define UNWIND_MEM_DEFAULT (32u << 20)
+
 #define EXIT_OK	     0
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE   2

@@ -142,6 +142,8 @@ int decode__sample(const struct decode_cfg *cfg, const struct decode_ops *ops,
 			if (!ops->user_resolve(ops->ctx, s->frames[h->kstack_len + i], f))
 				st->user_unmapped++;
 		}
+		if (ops->user_end)
+			ops->user_end(ops->ctx, &k->frames[nk], nu, h->time_ns);
 	}
 	if (cfg->python)
 		python_frames(ops, st, s, k);

@@ -39,6 +39,8 @@ struct decode_ops {
 	 */
 	void (*user_begin)(void *ctx, uint32_t pid, uint64_t time_ns);
 	bool (*user_resolve)(void *ctx, uint64_t ip, struct sframe *f);
+	/* after the last user frame: the n resolved frames (e.g. their files want tables); may be NULL */
+	void (*user_end)(void *ctx, const struct sframe *f, uint32_t n, uint64_t time_ns);
 	/* the process needs its unwind tables / Python state (re)written; may be NULL */
 	void (*want_sync)(void *ctx, uint32_t pid);
 	/*

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,6 +43,7 @@
 #include "proc/objfile.h"
 #include "proc/proc.h"
 #include "symbolize/ksyms.h"
+#include "unwind/needed.h"
 #include "unwind/tables.h"
 #include "util/bpfmap.h"
 #include "util/htab.h"
@@ -52,7 +55,9 @@
 
 /* Re-read a process's maps after an address missed at most this often. */
 #define RELOAD_INTERVAL_NS (200 * 1000000ULL)
-#define SIDEBAND_PAGES	   64
+/* CFI compiling per loop turn: the rest of the wanted tables waits a turn */
+#define BALANCE_NS     (20 * 1000000ULL)
+#define SIDEBAND_PAGES 64
 /*
  * The ring buffer wakes us only when a quarter full; otherwise it is drained
  * this often. Latency here only delays building a new process's unwind
@@ -105,6 +110,22 @@ bool rec__is_target(struct recorder *r, uint32_t pid)
 	return env.all || !bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.targets), &pid, &v);
 }
 
+/*
+ * Whole machine: a process whose executable (its first file mapping) has a
+ * table already, as the next process of a binary that ran before does, is
+ * described at exec, not at its first sample (which would be walked by
+ * frame pointers).
+ */
+static bool exe_has_table(struct recorder *r, uint32_t pid)
+{
+	struct proc *p = proctab__lookup(r->procs, pid, 0);
+
+	for (uint32_t i = 0; p && i < p->nmaps; i++)
+		if (p->maps[i].obj >= OBJ_FIRST)
+			return unwinder__ready(r->unw, p->maps[i].obj);
+	return false;
+}
+
 /* The process table changed: keep the BPF unwinder's view of the process in step. */
 static void on_proc_change(void *ctx, uint32_t pid, int change)
 {
@@ -127,7 +148,8 @@ static void on_proc_change(void *ctx, uint32_t pid, int change)
 		htab__delete(r->dirty, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
 	} else if ((r->unw && unwinder__has(r->unw, pid)) ||
 		   (r->py && pytrack__seen(r->py, pid) && !pytrack__is_python(r->py, pid)) ||
-		   (change == PROC_EXECED && !env.all && rec__is_target(r, pid))) {
+		   (change == PROC_EXECED && !env.all && rec__is_target(r, pid)) ||
+		   (env.all && r->unw && exe_has_table(r, pid))) {
 		/* targets get tables at exec, before their first sample */
 		mark_dirty(r, pid);
 	}
@@ -205,6 +227,26 @@ static bool dec_user_resolve(void *ctx, uint64_t ip, struct sframe *f)
 	return true;
 }
 
+/*
+ * The files a sample's user frames are in want unwind tables (and those that
+ * have one stay warm); a frame in a file refused for lack of room means the
+ * walk went on by frame pointers there: counted for the end-of-run warning.
+ */
+static void dec_user_end(void *ctx, const struct sframe *f, uint32_t n, uint64_t time_ns)
+{
+	struct recorder *r = ctx;
+	uint32_t last = 0;
+	bool no_room = false;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (f[i].obj == last)
+			continue;
+		last = f[i].obj;
+		no_room |= unwinder__hit(r->unw, last, time_ns);
+	}
+	r->st.unwind_no_room += no_room;
+}
+
 static void dec_want_sync(void *ctx, uint32_t pid)
 {
 	mark_dirty(ctx, pid);
@@ -250,6 +292,7 @@ static void decode_init(struct recorder *r)
 		.ctx = r,
 		.user_begin = dec_user_begin,
 		.user_resolve = dec_user_resolve,
+		.user_end = r->unw ? dec_user_end : NULL,
 		.want_sync = dec_want_sync,
 		.py_code = r->py ? dec_py_code : NULL,
 		.py_seen = r->py ? dec_py_seen : NULL,
@@ -407,6 +450,36 @@ static int spawn_held(struct recorder *r)
 	r->go_fd = go[1];
 	r->err_fd = err[0];
 	return 0;
+}
+
+/*
+ * -- CMD: the tables of the executable, its interpreter and its libraries,
+ * built before it runs, so that its first milliseconds unwind like the rest.
+ */
+static void prepare_command_tables(struct recorder *r)
+{
+	uint64_t t0 = mono_ns();
+	uint32_t ready = 0;
+	char **files;
+	size_t n;
+
+	if (!r->unw || needed__files(env.cmd_argv[0], &files, &n))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct objfile *o;
+		struct stat st;
+
+		if (stat(files[i], &st))
+			continue;
+		o = objtab__get(r->objs, major(st.st_dev), minor(st.st_dev), st.st_ino, files[i],
+				getpid(), 0, 0);
+		if (o && !unwinder__prepare(r->unw, o->id, mono_ns()))
+			ready++;
+	}
+	pr_verbose("unwind tables of '%s' and its libraries before it starts: %u of %zu files in "
+		   "%.1f ms",
+		   env.cmd_argv[0], ready, n, (mono_ns() - t0) / 1e6);
+	needed__free(files, n);
 }
 
 /* Let CMD exec; returns 0 or -errno of a failed exec (printed). */
@@ -606,13 +679,15 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 		return err;
 	}
 	if (env.unwind != UNWIND_FP && !env.no_user) {
-		err = unwinder__new(&r->unw, bpf_map__fd(r->skel->maps.unwind_rows),
-				    env.unwind_rows, bpf_map__fd(r->skel->maps.proc_unwind),
-				    bpf_map__fd(r->skel->maps.unwind_gen), r->objs);
+		err = unwinder__new_bpf(&r->unw, bpf_map__fd(r->skel->maps.unwind_rows),
+					env.unwind_rows, bpf_map__fd(r->skel->maps.proc_unwind),
+					bpf_map__fd(r->skel->maps.unwind_gen), r->objs);
 		if (err) {
 			pr_err("cannot map the unwind tables: %s", strerror(-err));
 			return err;
 		}
+		/* a few named targets: all their tables; the machine: what samples want */
+		unwinder__set_eager(r->unw, !env.all);
 	}
 	if (env.ev_cpu) { /* CPU values first: pprof's first sample types, as always */
 		r->cpu_samples = rec__value(r, "samples", "count");
@@ -810,6 +885,8 @@ static int run_loop(struct recorder *r)
 			return err;
 		}
 		sync_dirty(r);
+		if (r->unw)
+			unwinder__balance(r->unw, mono_ns(), BALANCE_NS);
 		for (uint32_t i = 0; i < r->nfeat; i++)
 			if (r->feat[i]->poll)
 				r->feat[i]->poll(r, r->feat_priv[i]);
@@ -861,6 +938,21 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			(unsigned long long)rec__counter(r, CNT_UNW_READ_FAILED),
 			(unsigned long long)rec__counter(r, CNT_UNW_ANON),
 			(unsigned long long)rec__counter(r, CNT_UNW_NO_MAPPING));
+	if (r->unw && r->st.unwind_no_room) {
+		uint64_t want = unwinder__rows_wanted(r->unw) * UNWIND_ROW_BYTES;
+		uint64_t have = (uint64_t)env.unwind_rows * UNWIND_ROW_BYTES, mib = 1 << 20;
+		uint64_t raise = (want > have ? want : have) + 16 * mib;
+
+		raise = (raise + 16 * mib - 1) / (16 * mib) * 16;
+		pr_warn("%llu of %llu samples (%.1f%%) were unwound with frame pointers in files "
+			"the unwind tables had no room for; the files sampled need %llu MiB of "
+			"rows, --unwind-mem is %llu MiB: raise it to --unwind-mem %lluM",
+			(unsigned long long)r->st.unwind_no_room,
+			(unsigned long long)r->st.received,
+			r->st.received ? 100.0 * r->st.unwind_no_room / r->st.received : 0.0,
+			(unsigned long long)((want + mib - 1) / mib),
+			(unsigned long long)(have / mib), (unsigned long long)raise);
+	}
 	for (uint32_t i = 0; i < r->nfeat; i++)
 		if (r->feat[i]->summary)
 			r->feat[i]->summary(r, r->feat_priv[i], stderr);
@@ -902,8 +994,8 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 
 			pr_verbose(
 				"unwind tables: %llu files (%llu without, %llu shared by build id), "
-				"%llu rows in use, peak "
-				"%llu of %llu (%.1f MiB), %llu evicted, %.1f ms compiling CFI, "
+				"%llu rows in use, peak %llu of %llu (%.1f MiB), %llu evicted, "
+				"%llu refused for room (%llu built later), %.1f ms compiling CFI, "
 				"%llu processes",
 				(unsigned long long)us->tables,
 				(unsigned long long)us->tables_failed,
@@ -911,7 +1003,9 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 				(unsigned long long)us->rows_used,
 				(unsigned long long)us->rows_peak, (unsigned long long)us->rows_cap,
 				us->rows_peak * sizeof(struct bpf_urow) / 1048576.0,
-				(unsigned long long)us->tables_evicted, us->build_ns / 1e6,
+				(unsigned long long)us->tables_evicted,
+				(unsigned long long)us->tables_refused,
+				(unsigned long long)us->tables_retried, us->build_ns / 1e6,
 				(unsigned long long)us->procs);
 		}
 		if (r->stats_fd >= 0) {
@@ -1127,6 +1221,7 @@ int record__run(const struct rec_mode *mode)
 	if (!mode->view)
 		print_ready(&r);
 	if (r.child > 0) {
+		prepare_command_tables(&r);
 		err = release_child(&r);
 		if (err) {
 			status = (err == -ENOENT || err == -EACCES) ? EXIT_USAGE : EXIT_RUNTIME;

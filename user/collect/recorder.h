@@ -41,6 +41,7 @@ struct rec_stats {
 	uint64_t unknown_kind;	 /* records of a kind no enabled feature handles */
 	uint64_t before_exec;	 /* -- CMD: the child's records before its exec (our code) */
 	uint64_t agg_failed;	 /* could not be added to the stack table */
+	uint64_t unwind_no_room; /* samples with a frame in a file --unwind-mem had no room for */
 	struct decode_stats dec; /* stack records decoded (collect/decode.h) */
 };
 

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,18 +24,36 @@
 
 #define MAX_SEGS 16
 
+/*
+ * A table no sample has touched for this long may be evicted for a file that
+ * samples want now. Shorter, and two working sets that alternate faster than
+ * this would rebuild each other's tables all the time; longer, and a process
+ * that moved on keeps rows it no longer needs.
+ */
+#define COLD_NS 2000000000ULL
+
 enum otable_state {
-	OT_NONE = 0, /* not tried */
+	OT_NONE = 0, /* no table: not wanted yet, or evicted */
 	OT_READY,    /* rows [first, first + count) */
-	OT_NO_TABLE, /* no CFI, unreadable or no room: frame pointers */
+	OT_NO_TABLE, /* no usable CFI or unreadable: frame pointers, for good */
+	OT_REFUSED,  /* wanted, no room: frame pointers until room appears */
 };
 
 struct otable {
 	uint32_t state;
 	uint32_t first, count;
-	uint32_t refs;
-	uint32_t owner; /* objfile id whose rows this file shares (same build id) */
-	uint64_t base;	/* vaddr of row pc 0 */
+	uint32_t want;	    /* rows the file needs, once compiled (0: not known yet) */
+	uint32_t owner;	    /* objfile id whose table serves this file (same build id), 0: own */
+	uint32_t demand;    /* samples since it was queued */
+	uint64_t wanted_ns; /* when it was queued */
+	uint32_t users;	    /* mappings in process descriptions that use these rows */
+	bool queued;	    /* in wanted[] */
+	bool sampled;	    /* a sample ever landed in the file */
+	bool refused;	    /* refused at least once (for tables_retried) */
+	uint64_t last_ns;   /* last sample in the file, or when the table was built */
+	uint64_t size;	    /* the file's size: what compiling it costs, roughly */
+	int fd;		    /* opened here when the objfile has none (0: not tried, -1: failed) */
+	uint64_t base;	    /* vaddr of row pc 0 */
 	uint32_t nsegs;
 	struct {
 		uint64_t off, filesz, vaddr;
@@ -44,20 +64,34 @@ struct extent {
 	uint32_t first, count;
 };
 
+/* A process's executable mapping as described to BPF. */
+struct pmap {
+	uint64_t start, end, pgoff;
+	uint32_t obj; /* objfile id, 0: anonymous */
+	uint32_t tab; /* table id its description uses, 0: none */
+};
+
 struct pentry {
-	uint32_t *objs; /* objfile ids whose tables this process holds */
-	uint32_t nobjs;
+	struct pmap *maps;
+	uint32_t nmaps;
+};
+
+struct bpf_store {
+	int rows_fd, procs_fd, gen_fd;
 };
 
 struct unwinder {
-	int rows_fd, procs_fd, gen_fd;
+	struct unwind_store store;
+	struct bpf_store bpf; /* the store's ctx when the BPF maps are the store */
+	bool eager;
 	uint32_t gen; /* unwind_gen: bumped when rows are freed (BPF's row cache) */
 	uint32_t cap;
-	uint32_t bump;	     /* rows below are allocated or on the free list */
-	struct extent *free; /* freed extents, first fit */
+	struct extent *free; /* free rows, sorted by first, never adjacent */
 	uint32_t nfree, capfree;
 	struct otable *tables; /* by objfile id */
 	uint32_t ntables;
+	uint32_t *wanted; /* table ids hit with no table since the last balance */
+	uint32_t nwanted, capwanted;
 	struct objtab *objs;
 	struct htab *procs;  /* pid -> struct pentry * */
 	struct htab *by_bid; /* build id -> objfile id owning its rows */
@@ -65,45 +99,129 @@ struct unwinder {
 	struct unwinder_stats st;
 };
 
+static int bpf_write_rows(void *ctx, uint32_t first, const struct bpf_urow *rows, uint32_t n)
+{
+	enum {
+		CHUNK = 65536
+	};
+	struct bpf_store *s = ctx;
+	uint32_t *keys = malloc(CHUNK * sizeof(*keys));
+	uint32_t done = 0;
+	int err = 0;
+
+	if (!keys)
+		return -ENOMEM;
+	/* one syscall per 64k rows */
+	while (done < n) {
+		uint32_t cnt = n - done < CHUNK ? n - done : CHUNK;
+
+		for (uint32_t i = 0; i < cnt; i++)
+			keys[i] = first + done + i;
+		if (bpf_map_update_batch(s->rows_fd, keys, rows + done, &cnt, NULL)) {
+			err = -errno;
+			break;
+		}
+		done += cnt;
+	}
+	free(keys);
+	return err;
+}
+
+static int bpf_write_proc(void *ctx, uint32_t pid, const struct bpf_proc_unwind *b)
+{
+	struct bpf_store *s = ctx;
+
+	/* only the used part of maps[] matters to BPF, but the value is fixed-size */
+	return bpf_map_update_elem(s->procs_fd, &pid, b, BPF_ANY) ? -errno : 0;
+}
+
+static void bpf_delete_proc(void *ctx, uint32_t pid)
+{
+	struct bpf_store *s = ctx;
+
+	bpf_map_delete_elem(s->procs_fd, &pid);
+}
+
+static int bpf_write_gen(void *ctx, uint32_t gen)
+{
+	struct bpf_store *s = ctx;
+	uint32_t zero = 0;
+
+	if (s->gen_fd < 0)
+		return -ENOENT;
+	return bpf_map_update_elem(s->gen_fd, &zero, &gen, BPF_ANY) ? -errno : 0;
+}
+
 /* A new generation of rows: BPF's cached row lookups made before are void. */
 static void bump_gen(struct unwinder *u)
 {
-	uint32_t zero = 0;
-
-	if (u->gen_fd < 0)
+	if (!u->store.write_gen)
 		return;
 	if (++u->gen == 0)
 		u->gen = 1;
-	if (bpf_map_update_elem(u->gen_fd, &zero, &u->gen, BPF_ANY)) {
+	if (u->store.write_gen(u->store.ctx, u->gen)) {
 		/* cannot tell BPF: turn its cache off (gen 0) rather than trust it */
 		u->gen = 0;
-		bpf_map_update_elem(u->gen_fd, &zero, &u->gen, BPF_ANY);
-		u->gen_fd = -1;
+		u->store.write_gen(u->store.ctx, 0);
+		u->store.write_gen = NULL;
 	}
 }
 
-int unwinder__new(struct unwinder **out, int rows_map_fd, uint32_t rows_cap, int procs_map_fd,
-		  int gen_map_fd, struct objtab *objs)
+static int unwinder_alloc(struct unwinder **out, const struct unwind_store *store,
+			  uint32_t rows_cap, struct objtab *objs)
 {
 	struct unwinder *u = calloc(1, sizeof(*u));
 
 	if (!u)
 		return -ENOMEM;
-	u->rows_fd = rows_map_fd;
-	u->procs_fd = procs_map_fd;
-	u->gen_fd = gen_map_fd;
-	bump_gen(u);
+	u->store = *store;
 	u->cap = rows_cap;
 	u->objs = objs;
 	u->st.rows_cap = rows_cap;
 	u->procs = htab__new(256, HTAB_COPY_KEYS);
 	u->by_bid = htab__new(256, HTAB_COPY_KEYS);
 	u->buf = calloc(1, sizeof(*u->buf));
-	if (!u->procs || !u->by_bid || !u->buf) {
+	u->capfree = 64;
+	u->free = malloc(u->capfree * sizeof(*u->free));
+	if (!u->procs || !u->by_bid || !u->buf || !u->free) {
 		unwinder__free(u);
 		return -ENOMEM;
 	}
+	if (rows_cap)
+		u->free[u->nfree++] = (struct extent){ 0, rows_cap };
 	elf_version(EV_CURRENT);
+	*out = u;
+	return 0;
+}
+
+int unwinder__new(struct unwinder **out, const struct unwind_store *store, uint32_t rows_cap,
+		  struct objtab *objs)
+{
+	int err = unwinder_alloc(out, store, rows_cap, objs);
+
+	if (!err)
+		bump_gen(*out);
+	return err;
+}
+
+int unwinder__new_bpf(struct unwinder **out, int rows_map_fd, uint32_t rows_cap, int procs_map_fd,
+		      int gen_map_fd, struct objtab *objs)
+{
+	struct unwind_store s = {
+		.write_rows = bpf_write_rows,
+		.write_proc = bpf_write_proc,
+		.delete_proc = bpf_delete_proc,
+		.write_gen = gen_map_fd >= 0 ? bpf_write_gen : NULL,
+	};
+	struct unwinder *u;
+	int err;
+
+	err = unwinder_alloc(&u, &s, rows_cap, objs);
+	if (err)
+		return err;
+	u->bpf = (struct bpf_store){ rows_map_fd, procs_map_fd, gen_map_fd };
+	u->store.ctx = &u->bpf;
+	bump_gen(u);
 	*out = u;
 	return 0;
 }
@@ -119,16 +237,25 @@ void unwinder__free(struct unwinder *u)
 		while ((e = htab__next(u->procs, &it))) {
 			struct pentry *pe = (struct pentry *)(uintptr_t)e->val;
 
-			free(pe->objs);
+			free(pe->maps);
 			free(pe);
 		}
 		htab__free(u->procs);
 	}
 	htab__free(u->by_bid);
+	for (uint32_t i = 0; u->tables && i < u->ntables; i++)
+		if (u->tables[i].fd > 0)
+			close(u->tables[i].fd);
 	free(u->tables);
+	free(u->wanted);
 	free(u->free);
 	free(u->buf);
 	free(u);
+}
+
+void unwinder__set_eager(struct unwinder *u, bool eager)
+{
+	u->eager = eager;
 }
 
 /* First-fit allocation of n rows; returns the first index or -ENOSPC. */
@@ -142,28 +269,43 @@ static int64_t rows_alloc(struct unwinder *u, uint32_t n)
 
 			x->first += n;
 			x->count -= n;
-			if (!x->count)
-				u->free[i] = u->free[--u->nfree];
+			if (!x->count) {
+				memmove(x, x + 1, (u->nfree - i - 1) * sizeof(*x));
+				u->nfree--;
+			}
 			return first;
 		}
 	}
-	if (u->cap - u->bump < n)
-		return -ENOSPC;
-	u->bump += n;
-	return u->bump - n;
+	return -ENOSPC;
 }
 
+/* Give rows back, merged with free neighbours so that large tables fit again. */
 static void rows_free(struct unwinder *u, uint32_t first, uint32_t n)
 {
+	uint32_t i = 0;
+
 	if (!n)
 		return;
 	bump_gen(u);
-	if (first + n == u->bump) {
-		u->bump = first;
+	while (i < u->nfree && u->free[i].first < first)
+		i++;
+	if (i > 0 && u->free[i - 1].first + u->free[i - 1].count == first) {
+		u->free[i - 1].count += n;
+		if (i < u->nfree && first + n == u->free[i].first) {
+			u->free[i - 1].count += u->free[i].count;
+			memmove(&u->free[i], &u->free[i + 1],
+				(u->nfree - i - 1) * sizeof(*u->free));
+			u->nfree--;
+		}
+		return;
+	}
+	if (i < u->nfree && first + n == u->free[i].first) {
+		u->free[i].first = first;
+		u->free[i].count += n;
 		return;
 	}
 	if (u->nfree == u->capfree) {
-		uint32_t cap = u->capfree ? u->capfree * 2 : 64;
+		uint32_t cap = u->capfree * 2;
 		struct extent *v = realloc(u->free, cap * sizeof(*v));
 
 		if (!v)
@@ -171,7 +313,9 @@ static void rows_free(struct unwinder *u, uint32_t first, uint32_t n)
 		u->free = v;
 		u->capfree = cap;
 	}
-	u->free[u->nfree++] = (struct extent){ first, n };
+	memmove(&u->free[i + 1], &u->free[i], (u->nfree - i) * sizeof(*u->free));
+	u->free[i] = (struct extent){ first, n };
+	u->nfree++;
 }
 
 static struct otable *otable_of(struct unwinder *u, uint32_t id)
@@ -187,6 +331,54 @@ static struct otable *otable_of(struct unwinder *u, uint32_t id)
 		u->ntables = n;
 	}
 	return &u->tables[id];
+}
+
+/* The fd to compile file id from: the objfile's, else one opened here (or -1). */
+static int table_fd(const struct unwinder *u, const struct objfile *o)
+{
+	const struct otable *t = &u->tables[o->id];
+
+	if (o->fd >= 0)
+		return o->fd;
+	return t->fd > 0 ? t->fd : -1;
+}
+
+/*
+ * The objfile could not be opened (its first process had exited when it was
+ * looked at): open it through a live process that maps it, checking it is
+ * the same inode, so that every later process of it still gets a table.
+ */
+static void open_through(struct unwinder *u, const struct objfile *o, uint32_t pid,
+			 const struct mapping *m)
+{
+	struct otable *t = &u->tables[o->id];
+	char path[96];
+	struct stat st;
+	int fd;
+
+	if (o->fd >= 0 || t->fd)
+		return;
+	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != o->ino)) {
+		close(fd);
+		fd = -1;
+	}
+	t->fd = fd >= 0 ? fd : 0; /* 0: tried again through the next process */
+}
+
+/* The id of the table that serves file id now (its own, or a same-build-id owner's). */
+static uint32_t serving(const struct unwinder *u, uint32_t id)
+{
+	const struct otable *t;
+
+	if (id >= u->ntables)
+		return 0;
+	t = &u->tables[id];
+	if (t->owner && t->owner < u->ntables && u->tables[t->owner].state == OT_READY)
+		return t->owner;
+	return t->state == OT_READY ? id : 0;
 }
 
 static int read_segments(int fd, struct otable *t)
@@ -257,124 +449,396 @@ static uint32_t convert(struct unwinder *u, const struct unwind_row *in, size_t 
 	return w;
 }
 
-/*
- * Convert and write rows into unwind_rows at [first, ...) with batched updates:
- * one syscall per 64k rows. (An mmap'd array would save the copy but counts
- * its whole capacity in our RSS from the first byte.)
- */
-static int upload(struct unwinder *u, const struct unwind_row *rows, size_t n, uint32_t first,
-		  uint64_t base, uint32_t *written)
+/* Rewrite pid's description from pe and the tables as they are now. */
+static int proc_write(struct unwinder *u, uint32_t pid, struct pentry *pe)
 {
-	enum {
-		CHUNK = 65536
-	};
-	struct bpf_urow *vals = malloc(CHUNK * sizeof(*vals));
-	uint32_t *keys = malloc(CHUNK * sizeof(*keys));
-	size_t done = 0;
-	int err = 0;
+	struct bpf_proc_unwind *b = u->buf;
+	int err;
 
-	*written = 0;
-	if (!vals || !keys) {
-		err = -ENOMEM;
-		goto out;
-	}
-	while (done < n) {
-		size_t want = n - done < CHUNK ? n - done : CHUNK;
-		uint32_t got = convert(u, rows + done, want, vals, base), cnt = got;
+	for (uint32_t i = 0; i < pe->nmaps; i++) {
+		struct pmap *pm = &pe->maps[i];
+		struct bpf_umap *um = &b->maps[i];
+		uint32_t id = pm->obj ? serving(u, pm->obj) : 0;
+		struct otable *t = id ? &u->tables[id] : NULL;
 
-		for (uint32_t i = 0; i < got; i++)
-			keys[i] = first + done + i;
-		if (got && bpf_map_update_batch(u->rows_fd, keys, vals, &cnt, NULL)) {
-			err = -errno;
-			break;
+		memset(um, 0, sizeof(*um));
+		um->start = pm->start;
+		um->end = pm->end;
+		um->kind = pm->obj ? UMAP_FP : UMAP_ANON;
+		if (pm->tab)
+			u->tables[pm->tab].users--;
+		pm->tab = 0;
+		if (!t)
+			continue;
+		/* bias such that row pc = ip - bias; vaddr = ip - start + pgoff + (vaddr - off) */
+		for (uint32_t s = 0; s < t->nsegs; s++) {
+			if (pm->pgoff >= t->segs[s].off &&
+			    pm->pgoff <
+				    t->segs[s].off + (t->segs[s].filesz ? t->segs[s].filesz : 1)) {
+				um->bias = pm->start - pm->pgoff -
+					   (t->segs[s].vaddr - t->segs[s].off) + t->base;
+				um->kind = UMAP_TABLE;
+				um->first = t->first;
+				um->count = t->count;
+				pm->tab = id;
+				t->users++;
+				break;
+			}
 		}
-		*written += got;
-		if (got < want)
-			break; /* the rest is beyond 4 GiB of text */
-		done += want;
 	}
-out:
-	free(vals);
-	free(keys);
+	b->nmaps = pe->nmaps;
+	u->st.procs_synced++;
+	err = u->store.write_proc(u->store.ctx, pid, b);
+	if (err) {
+		/* BPF keeps what it had: say nothing uses the rows rather than lie */
+		for (uint32_t i = 0; i < pe->nmaps; i++)
+			if (pe->maps[i].tab)
+				u->tables[pe->maps[i].tab].users--, pe->maps[i].tab = 0;
+		u->store.delete_proc(u->store.ctx, pid);
+	}
 	return err;
 }
 
-static void build_table(struct unwinder *u, struct objfile *o, struct otable *t)
+/*
+ * Table id changed (built or evicted): rewrite the processes whose description
+ * used its rows, or maps a file it serves now. Before evicted rows are reused.
+ */
+static void procs_update(struct unwinder *u, uint32_t id, bool built)
 {
+	struct htab_entry *e;
+	size_t it = 0;
+
+	if (!built && !u->tables[id].users)
+		return;
+	while ((e = htab__next(u->procs, &it))) {
+		struct pentry *pe = (struct pentry *)(uintptr_t)e->val;
+		bool hit = false;
+
+		for (uint32_t i = 0; i < pe->nmaps && !hit; i++)
+			hit = built ? pe->maps[i].obj && !pe->maps[i].tab &&
+					      serving(u, pe->maps[i].obj) == id
+				    : pe->maps[i].tab == id;
+		if (hit)
+			proc_write(u, *(const uint32_t *)e->key, pe);
+	}
+}
+
+static void evict(struct unwinder *u, uint32_t id)
+{
+	struct otable *t = &u->tables[id];
+
+	t->state = OT_NONE;
+	procs_update(u, id, false); /* nobody points at the rows any more */
+	rows_free(u, t->first, t->count);
+	u->st.rows_used -= t->count;
+	u->st.tables_evicted++;
+	pr_debug("unwind table of file %u evicted (%u rows, last sampled %.1f s before)", id,
+		 t->count, (mono_ns() - t->last_ns) / 1e9);
+	t->count = 0;
+}
+
+/*
+ * The least recently sampled table that may go for a file wanted now: not
+ * sampled for COLD_NS (and, with unused_only, used by no process).
+ */
+static uint32_t coldest(const struct unwinder *u, uint64_t now_ns, bool unused_only, uint32_t not )
+{
+	uint32_t best = 0;
+
+	for (uint32_t i = OBJ_FIRST; i < u->ntables; i++) {
+		const struct otable *t = &u->tables[i];
+
+		if (t->state != OT_READY || i == not || t->last_ns + COLD_NS > now_ns ||
+		    (unused_only && t->users))
+			continue;
+		if (!best || t->last_ns < u->tables[best].last_ns)
+			best = i;
+	}
+	return best;
+}
+
+/* Rows that could be had now: free, plus what evicting every cold table would give. */
+static uint64_t rows_available(const struct unwinder *u, uint64_t now_ns, bool unused_only)
+{
+	uint64_t n = u->cap - u->st.rows_used;
+
+	for (uint32_t i = OBJ_FIRST; i < u->ntables; i++) {
+		const struct otable *t = &u->tables[i];
+
+		if (t->state == OT_READY && t->last_ns + COLD_NS <= now_ns &&
+		    (!unused_only || !t->users))
+			n += t->count;
+	}
+	return n;
+}
+
+/* Room for n rows, evicting cold tables (LRU) as needed; first row or -ENOSPC. */
+static int64_t make_room(struct unwinder *u, uint32_t n, uint64_t now_ns, bool evict_used,
+			 uint32_t self)
+{
+	int64_t first;
+	uint32_t victim;
+
+	while ((first = rows_alloc(u, n)) < 0) {
+		victim = coldest(u, now_ns, !evict_used, self);
+		if (!victim)
+			return -ENOSPC;
+		evict(u, victim);
+	}
+	return first;
+}
+
+/*
+ * Whether another file with o's build id has a table: then o uses it (the
+ * same library in two container layers, or replaced and mapped again).
+ */
+static bool share_by_build_id(struct unwinder *u, struct objfile *o, int fd, struct otable *t,
+			      char *bid, size_t len)
+{
+	struct htab_entry *e;
+	int n;
+
+	bid[0] = 0;
+	n = elf_read_build_id(fd, bid, len);
+	if (n <= 0) {
+		bid[0] = 0;
+		return false;
+	}
+	e = htab__find(u->by_bid, bid, strlen(bid), htab__hash(bid, strlen(bid)));
+	if (!e || e->val == o->id || e->val >= u->ntables || u->tables[e->val].state != OT_READY)
+		return false;
+	t->owner = e->val;
+	u->st.tables_shared++;
+	return true;
+}
+
+/*
+ * Build file id's table: compile, find room (evicting cold tables when
+ * evict_used, else only cold ones nobody uses), upload. Returns 0, -ENOSPC
+ * (refused: no room), or another -errno (no usable CFI: for good).
+ */
+static int build(struct unwinder *u, uint32_t id, uint64_t now_ns, bool evict_used)
+{
+	struct objfile *o = objtab__by_id(u->objs, id);
+	struct otable *t = &u->tables[id];
 	struct unwind_row *rows = NULL;
+	struct bpf_urow *out = NULL;
 	struct cfi_stats cs = { 0 };
 	uint64_t t0 = mono_ns();
+	char bid[128];
 	size_t n = 0;
 	int64_t first;
-	int err;
+	uint32_t w;
+	int err, fd;
 
-	t->state = OT_NO_TABLE;
-	if (o->fd < 0 || read_segments(o->fd, t))
+	if (!o || table_fd(u, o) < 0)
+		return -EBADF; /* not opened (yet): tried again when wanted again */
+	fd = table_fd(u, o);
+	if (read_segments(fd, t)) {
+		err = -ENOEXEC;
 		goto fail;
-	err = cfi__build(o->fd, &rows, &n, &cs);
+	}
+	if (share_by_build_id(u, o, fd, t, bid, sizeof(bid))) {
+		procs_update(u, t->owner, true);
+		return 0;
+	}
+	/* known too big for what could be freed: do not compile it again */
+	if (t->want && rows_available(u, now_ns, !evict_used) < t->want)
+		return -ENOSPC;
+	err = cfi__build(fd, &rows, &n, &cs);
 	u->st.build_ns += mono_ns() - t0;
 	if (err || !n) {
 		pr_debug("%s: no unwind table (%s)", o->path, err ? strerror(-err) : "no CFI");
+		err = err ?: -ENODATA;
 		goto fail;
 	}
-	first = rows_alloc(u, n);
-	if (first < 0) {
-		pr_verbose("unwind table memory full (%u rows): %s unwinds with frame pointers",
-			   u->cap, o->path);
+	out = malloc(n * sizeof(*out));
+	if (!out) {
+		err = -ENOMEM;
 		goto fail;
 	}
 	t->base = rows[0].pc;
-	t->first = first;
-	t->count = 0;
-	err = upload(u, rows, n, first, t->base, &t->count);
-	if (t->count < n)
-		rows_free(u, first + t->count, n - t->count);
+	w = convert(u, rows, n, out, t->base);
+	free(rows);
+	rows = NULL;
+	t->want = w;
+	if (w > u->cap || rows_available(u, now_ns, !evict_used) < w) {
+		free(out);
+		return -ENOSPC;
+	}
+	first = make_room(u, w, now_ns, evict_used, id);
+	if (first < 0) {
+		free(out);
+		return -ENOSPC; /* room enough, but not in one piece */
+	}
+	err = u->store.write_rows(u->store.ctx, first, out, w);
+	free(out);
 	if (err) {
 		pr_verbose("%s: cannot load its unwind table: %s", o->path, strerror(-err));
-		rows_free(u, first, t->count);
+		rows_free(u, first, w);
 		goto fail;
 	}
+	t->first = first;
+	t->count = w;
 	t->state = OT_READY;
+	t->owner = 0;
+	if (t->last_ns < now_ns)
+		t->last_ns = now_ns; /* a new table is not the first to go */
 	u->st.tables++;
-	u->st.rows_used += t->count;
+	if (t->refused) {
+		t->refused = false;
+		u->st.tables_retried++;
+	}
+	u->st.rows_used += w;
 	if (u->st.rows_used > u->st.rows_peak)
 		u->st.rows_peak = u->st.rows_used;
-	pr_debug("%s: %u unwind rows from %s (%u FDEs)", o->path, t->count,
-		 cs.source ? cs.source : "?", cs.fdes);
-	free(rows);
-	return;
-fail:
-	u->st.tables_failed++;
-	free(rows);
-}
+	if (bid[0]) {
+		struct htab_entry *e;
 
-static void release(struct unwinder *u, uint32_t id)
-{
-	struct otable *t = id < u->ntables ? &u->tables[id] : NULL;
-
-	if (!t || !t->refs || --t->refs)
-		return;
-	if (t->state == OT_READY) {
-		rows_free(u, t->first, t->count);
-		u->st.rows_used -= t->count;
-		u->st.tables_evicted++;
+		if (htab__upsert(u->by_bid, bid, strlen(bid), htab__hash(bid, strlen(bid)), &e) >=
+		    0)
+			e->val = id;
 	}
-	t->state = OT_NONE; /* rebuilt if the file is mapped again */
-	t->owner = 0;
+	pr_debug("%s: %u unwind rows from %s (%u FDEs)", o->path, w, cs.source ? cs.source : "?",
+		 cs.fdes);
+	procs_update(u, id, true);
+	return 0;
+fail:
+	free(rows);
+	t->state = OT_NO_TABLE;
+	u->st.tables_failed++;
+	return err;
 }
 
-/* bias such that row pc = ip - bias, for a mapping of t's file */
-static bool mapping_bias(const struct otable *t, const struct mapping *m, uint64_t *bias)
+bool unwinder__ready(const struct unwinder *u, uint32_t obj)
 {
-	for (uint32_t i = 0; i < t->nsegs; i++) {
-		if (m->pgoff >= t->segs[i].off &&
-		    m->pgoff < t->segs[i].off + (t->segs[i].filesz ? t->segs[i].filesz : 1)) {
-			/* vaddr = ip - start + pgoff + (seg.vaddr - seg.off) */
-			*bias = m->start - m->pgoff - (t->segs[i].vaddr - t->segs[i].off) + t->base;
-			return true;
+	return serving(u, obj) != 0;
+}
+
+bool unwinder__hit(struct unwinder *u, uint32_t obj, uint64_t now_ns)
+{
+	struct otable *t;
+	uint32_t id;
+
+	if (obj < OBJ_FIRST || !(t = otable_of(u, obj)))
+		return false;
+	t->sampled = true;
+	id = serving(u, obj);
+	if (id) {
+		u->tables[id].sampled = true;
+		if (u->tables[id].last_ns < now_ns)
+			u->tables[id].last_ns = now_ns;
+		return false;
+	}
+	if (t->state == OT_NO_TABLE)
+		return false;
+	t->last_ns = now_ns;
+	t->demand++;
+	if (!t->queued) {
+		struct objfile *o = objtab__by_id(u->objs, obj);
+		struct stat st;
+
+		if (!t->size && o && table_fd(u, o) >= 0 && !fstat(table_fd(u, o), &st))
+			t->size = st.st_size;
+		if (u->nwanted == u->capwanted) {
+			uint32_t cap = u->capwanted ? u->capwanted * 2 : 64;
+			uint32_t *v = realloc(u->wanted, cap * sizeof(*v));
+
+			if (!v)
+				return t->state == OT_REFUSED;
+			u->wanted = v;
+			u->capwanted = cap;
+		}
+		u->wanted[u->nwanted++] = obj;
+		t->queued = true;
+		t->wanted_ns = now_ns;
+	}
+	return t->state == OT_REFUSED;
+}
+
+/*
+ * Samples per second since the file was first wanted: a backlog's files,
+ * each sampled now and then while they waited, do not outrank a program
+ * sampled all the time since a moment ago.
+ */
+static double demand_rate(const struct otable *t, uint64_t now_ns)
+{
+	uint64_t waited = now_ns > t->wanted_ns ? now_ns - t->wanted_ns : 0;
+
+	return t->demand / ((waited > 10000000 ? waited : 10000000) / 1e9);
+}
+
+struct rank_ctx {
+	const struct unwinder *u;
+	uint64_t now_ns;
+};
+
+/* Most sampled first; of files sampled as often, the smaller first (cheaper to compile). */
+static int by_demand(const void *a, const void *b, void *ctx)
+{
+	const struct rank_ctx *c = ctx;
+	const struct otable *x = &c->u->tables[*(const uint32_t *)a];
+	const struct otable *y = &c->u->tables[*(const uint32_t *)b];
+	double rx = demand_rate(x, c->now_ns), ry = demand_rate(y, c->now_ns);
+
+	if (rx != ry)
+		return rx < ry ? 1 : -1;
+	return x->size < y->size ? -1 : x->size > y->size;
+}
+
+void unwinder__balance(struct unwinder *u, uint64_t now_ns, uint64_t budget_ns)
+{
+	uint64_t t0 = mono_ns();
+	uint32_t i, keep = 0;
+	struct rank_ctx rc;
+
+	if (!u->nwanted)
+		return;
+	rc.u = u;
+	rc.now_ns = now_ns;
+	qsort_r(u->wanted, u->nwanted, sizeof(*u->wanted), by_demand, &rc);
+	for (i = 0; i < u->nwanted; i++) {
+		uint32_t id = u->wanted[i];
+		struct otable *t = &u->tables[id];
+		int err;
+
+		if (mono_ns() - t0 > budget_ns) {
+			u->wanted[keep++] = id; /* next time */
+			continue;
+		}
+		t->queued = false;
+		t->demand = 0;
+		if (serving(u, id) || t->state == OT_NO_TABLE)
+			continue;
+		err = build(u, id, now_ns, true);
+		if (err == -ENOSPC) {
+			if (t->state != OT_REFUSED) {
+				struct objfile *o = objtab__by_id(u->objs, id);
+
+				pr_verbose(
+					"unwind table memory full (%u rows): %s (%u rows) unwinds "
+					"with frame pointers until room appears",
+					u->cap, o ? o->path : "?", t->want);
+			}
+			t->state = OT_REFUSED;
+			t->refused = true;
+			u->st.tables_refused++;
 		}
 	}
-	return false;
+	u->nwanted = keep;
+}
+
+int unwinder__prepare(struct unwinder *u, uint32_t obj, uint64_t now_ns)
+{
+	struct otable *t = otable_of(u, obj);
+
+	if (!t)
+		return -ENOMEM;
+	if (serving(u, obj))
+		return 0;
+	if (t->state == OT_NO_TABLE)
+		return -ENODATA;
+	return build(u, obj, now_ns, false);
 }
 
 static struct pentry *pentry_of(struct unwinder *u, uint32_t pid, bool create)
@@ -402,124 +866,63 @@ static struct pentry *pentry_of(struct unwinder *u, uint32_t pid, bool create)
 	return (struct pentry *)(uintptr_t)e->val;
 }
 
-/*
- * The table that serves objfile o: its own, or that of another file with the
- * same build id (the same library in two container layers is one table).
- * Builds it on first use. Returns the id whose otable holds the rows.
- */
-static uint32_t table_for(struct unwinder *u, struct objfile *o)
+static void pentry_release(struct unwinder *u, struct pentry *pe)
 {
-	struct otable *t = &u->tables[o->id], *ot;
-	struct htab_entry *e;
-	char bid[128];
-	int n;
-
-	if (t->owner && t->owner != o->id) {
-		ot = &u->tables[t->owner];
-		if (ot->state == OT_NONE)
-			build_table(u, objtab__by_id(u->objs, t->owner), ot);
-		if (ot->state == OT_READY)
-			return t->owner;
-		t->owner = 0;
-	}
-	if (t->state != OT_NONE)
-		return o->id;
-	n = o->fd >= 0 ? elf_read_build_id(o->fd, bid, sizeof(bid)) : 0;
-	if (n > 0) {
-		e = htab__find(u->by_bid, bid, strlen(bid), htab__hash(bid, strlen(bid)));
-		if (e && e->val != o->id && e->val < u->ntables &&
-		    u->tables[e->val].state == OT_READY) {
-			t->owner = e->val;
-			u->st.tables_shared++;
-			/* same build id, same segments: only the bias differs per mapping */
-			return t->owner;
-		}
-	}
-	build_table(u, o, t);
-	if (n > 0 && t->state == OT_READY &&
-	    htab__upsert(u->by_bid, bid, strlen(bid), htab__hash(bid, strlen(bid)), &e) >= 0)
-		e->val = o->id;
-	return o->id;
+	for (uint32_t i = 0; i < pe->nmaps; i++)
+		if (pe->maps[i].tab)
+			u->tables[pe->maps[i].tab].users--;
+	free(pe->maps);
+	pe->maps = NULL;
+	pe->nmaps = 0;
 }
 
 int unwinder__sync(struct unwinder *u, const struct proc *p)
 {
-	struct bpf_proc_unwind *b = u->buf;
-	uint32_t *held, nheld = 0, n = 0;
+	uint32_t n = p->nmaps < MAX_UMAPS ? p->nmaps : MAX_UMAPS;
+	uint64_t now = mono_ns();
 	struct pentry *pe;
+	struct pmap *maps;
 
+	if (p->nmaps > MAX_UMAPS)
+		u->st.maps_dropped += p->nmaps - MAX_UMAPS;
 	pe = pentry_of(u, p->pid, true);
-	held = malloc((p->nmaps + 1) * sizeof(*held));
-	if (!pe || !held) {
-		free(held);
+	maps = calloc(n ? n : 1, sizeof(*maps));
+	if (!pe || !maps) {
+		free(maps);
 		return -ENOMEM;
 	}
-	for (uint32_t i = 0; i < p->nmaps; i++) {
+	for (uint32_t i = 0; i < n; i++) {
 		const struct mapping *m = &p->maps[i];
-		struct bpf_umap *um;
-		struct otable *t;
-		uint64_t bias;
-		uint32_t id;
-		struct objfile *o;
+		struct objfile *o = objtab__by_id(u->objs, m->obj);
 
-		if (n == MAX_UMAPS) {
-			u->st.maps_dropped += p->nmaps - i;
+		maps[i] = (struct pmap){ m->start, m->end, m->pgoff, o ? o->id : 0, 0 };
+		if (o && !otable_of(u, o->id)) {
+			maps[i].obj = 0;
+			continue;
+		}
+		if (o)
+			open_through(u, o, p->pid, m);
+		/* named targets: their files' tables now, where they fit next to used ones */
+		if (o && u->eager && u->tables[o->id].state == OT_NONE && !serving(u, o->id))
+			build(u, o->id, now, false);
+	}
+	pentry_release(u, pe);
+	pe->maps = maps;
+	pe->nmaps = n;
+	/*
+	 * A process is described when it runs, and its executable (the first
+	 * file mapped) is on nearly every stack it has: wanted now, not once a
+	 * sample could be resolved to it (its first samples may come before
+	 * its mappings are known).
+	 */
+	for (uint32_t i = 0; i < n; i++) {
+		if (maps[i].obj) {
+			if (!serving(u, maps[i].obj))
+				unwinder__hit(u, maps[i].obj, now);
 			break;
 		}
-		um = &b->maps[n++];
-		memset(um, 0, sizeof(*um));
-		um->start = m->start;
-		um->end = m->end;
-		o = objtab__by_id(u->objs, m->obj);
-		if (!o) {
-			um->kind = UMAP_ANON;
-			continue;
-		}
-		t = otable_of(u, o->id);
-		if (!t) {
-			um->kind = UMAP_FP;
-			continue;
-		}
-		id = table_for(u, o);
-		t = &u->tables[id];
-		/* hold a reference once per table, even if mapped in several pieces */
-		{
-			bool dup = false;
-
-			for (uint32_t j = 0; j < nheld && !dup; j++)
-				dup = held[j] == id;
-			if (!dup) {
-				held[nheld++] = id;
-				t->refs++;
-			}
-		}
-		if (t->state == OT_READY && mapping_bias(t, m, &bias)) {
-			um->bias = bias;
-			um->kind = UMAP_TABLE;
-			um->first = t->first;
-			um->count = t->count;
-		} else {
-			um->kind = UMAP_FP;
-		}
 	}
-	b->nmaps = n;
-	u->st.procs_synced++;
-	/* only the used part of maps[] matters to BPF, but the value is fixed-size */
-	if (bpf_map_update_elem(u->procs_fd, &p->pid, b, BPF_ANY)) {
-		int err = -errno;
-
-		for (uint32_t j = 0; j < nheld; j++)
-			release(u, held[j]);
-		free(held);
-		return err;
-	}
-	/* drop what the previous description held (after: shared tables stay) */
-	for (uint32_t j = 0; j < pe->nobjs; j++)
-		release(u, pe->objs[j]);
-	free(pe->objs);
-	pe->objs = held;
-	pe->nobjs = nheld;
-	return 0;
+	return proc_write(u, p->pid, pe);
 }
 
 bool unwinder__has(const struct unwinder *u, uint32_t pid)
@@ -533,13 +936,24 @@ void unwinder__forget(struct unwinder *u, uint32_t pid)
 
 	if (!pe)
 		return;
-	bpf_map_delete_elem(u->procs_fd, &pid);
-	for (uint32_t j = 0; j < pe->nobjs; j++)
-		release(u, pe->objs[j]);
-	free(pe->objs);
+	u->store.delete_proc(u->store.ctx, pid);
+	pentry_release(u, pe);
 	free(pe);
 	htab__delete(u->procs, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
 	u->st.procs--;
+}
+
+uint64_t unwinder__rows_wanted(const struct unwinder *u)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = OBJ_FIRST; i < u->ntables; i++) {
+		const struct otable *t = &u->tables[i];
+
+		if (t->sampled && !t->owner && t->state != OT_NO_TABLE)
+			n += t->want;
+	}
+	return n;
 }
 
 const struct unwinder_stats *unwinder__stats(const struct unwinder *u)

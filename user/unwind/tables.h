@@ -1,11 +1,19 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * unwinder: the user-space half of table-driven unwinding. Compiles a file's
- * CFI once (cfi.c), copies the rows into the BPF `unwind_rows` array (mmap'd:
- * no syscall per row) where every process mapping the file shares them, and
- * describes each profiled process's executable mappings in `proc_unwind`.
- * Tables are reference counted by the processes that use them and their rows
- * are freed when none does; the row array is bounded (--unwind-rows).
+ * CFI (cfi.c) into rows in the BPF `unwind_rows` array, one table per file
+ * (objfile: device and inode; files with the same build id share one), used
+ * by every process that maps the file, and describes each process's
+ * executable mappings in `proc_unwind`.
+ *
+ * The row array is a budget (--unwind-mem), not a first-come pool: tables go
+ * to the files samples land in (unwinder__hit), hottest first, built in
+ * unwinder__balance(); when the array is full, tables no sample has touched
+ * for a while are evicted, least recently sampled first. A file that still
+ * does not fit is refused (its frames are walked with frame pointers) and
+ * tried again on a later sample once room appears. A table outlives the
+ * processes that used it until it is evicted, so the next process of the
+ * same binary is covered from its first description.
  */
 #ifndef BPFPROF_TABLES_H
 #define BPFPROF_TABLES_H
@@ -13,15 +21,33 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <linux/types.h>
+
+#include "bpfprof.h"
+
 struct objtab;
 struct proc;
 struct unwinder;
 
+/*
+ * Where rows, process descriptions and the row generation go: the BPF maps
+ * (unwinder__new_bpf), or memory in a unit test. Functions return 0 or -errno.
+ */
+struct unwind_store {
+	void *ctx;
+	int (*write_rows)(void *ctx, uint32_t first, const struct bpf_urow *rows, uint32_t n);
+	int (*write_proc)(void *ctx, uint32_t pid, const struct bpf_proc_unwind *b);
+	void (*delete_proc)(void *ctx, uint32_t pid);
+	int (*write_gen)(void *ctx, uint32_t gen);
+};
+
 struct unwinder_stats {
-	uint64_t tables;	/* files compiled */
-	uint64_t tables_failed; /* no CFI, unreadable, or no room: frame pointers instead */
+	uint64_t tables;	/* tables built */
+	uint64_t tables_failed; /* files without usable CFI (unreadable, none): frame pointers */
 	uint64_t tables_evicted;
-	uint64_t tables_shared; /* files served by another file's table (same build id) */
+	uint64_t tables_refused; /* times a wanted file found no room (tried again later) */
+	uint64_t tables_retried; /* refused files that got their table later */
+	uint64_t tables_shared;	 /* files served by another file's table (same build id) */
 	uint64_t rows_used, rows_cap, rows_peak;
 	uint64_t build_ns;	   /* time spent compiling CFI */
 	uint64_t procs;		   /* processes currently described */
@@ -30,17 +56,54 @@ struct unwinder_stats {
 	uint64_t rows_unsupported; /* rows compiled as "cannot unwind here" */
 };
 
-/* gen_map_fd: the unwind_gen map (BPF's row cache), -1: none */
-int unwinder__new(struct unwinder **out, int rows_map_fd, uint32_t rows_cap, int procs_map_fd,
-		  int gen_map_fd, struct objtab *objs);
+/* Rows held by each byte of --unwind-mem. */
+#define UNWIND_ROW_BYTES sizeof(struct bpf_urow)
+
+int unwinder__new(struct unwinder **out, const struct unwind_store *store, uint32_t rows_cap,
+		  struct objtab *objs);
+/* The BPF maps as the store; gen_map_fd: the unwind_gen map (BPF's row cache), -1: none. */
+int unwinder__new_bpf(struct unwinder **out, int rows_map_fd, uint32_t rows_cap, int procs_map_fd,
+		      int gen_map_fd, struct objtab *objs);
 void unwinder__free(struct unwinder *u);
 
-/* Build what p's mappings need and (re)write its proc_unwind entry. Returns 0 or -errno. */
+/*
+ * Eager (a few named targets, not the whole machine): describing a process
+ * also builds the tables of its files while they fit without evicting a
+ * table anyone still uses. Off: tables only for files samples land in.
+ */
+void unwinder__set_eager(struct unwinder *u, bool eager);
+
+/* (Re)write p's proc_unwind entry from its mappings and the tables built. 0 or -errno. */
 int unwinder__sync(struct unwinder *u, const struct proc *p);
 /* Whether pid has an entry. */
 bool unwinder__has(const struct unwinder *u, uint32_t pid);
-/* The process is gone: delete its entry, release its tables. */
+/* The process is gone: delete its entry (its tables stay until evicted). */
 void unwinder__forget(struct unwinder *u, uint32_t pid);
+/* Whether the file obj has a table ready now. */
+bool unwinder__ready(const struct unwinder *u, uint32_t obj);
+
+/*
+ * A sample has a frame in file obj (an objfile id; others are ignored) at
+ * now_ns (CLOCK_MONOTONIC): the file is wanted, and its table is kept warm.
+ * Returns true when the file has no table because the budget had no room
+ * for it (the frame was walked with frame pointers).
+ */
+bool unwinder__hit(struct unwinder *u, uint32_t obj, uint64_t now_ns);
+/*
+ * Build the tables of the files wanted since the last call, most sampled
+ * first, evicting tables not sampled for a while to make room, and rewrite
+ * the descriptions of the processes that use what changed. Spends at most
+ * about budget_ns compiling; the rest waits for the next call.
+ */
+void unwinder__balance(struct unwinder *u, uint64_t now_ns, uint64_t budget_ns);
+/* Build obj's table now if it fits without evicting a used table (-- CMD before exec). */
+int unwinder__prepare(struct unwinder *u, uint32_t obj, uint64_t now_ns);
+
+/*
+ * Rows every file sampled during the run needs at once (tables built, and
+ * files refused whose size is known): what --unwind-mem should hold.
+ */
+uint64_t unwinder__rows_wanted(const struct unwinder *u);
 
 const struct unwinder_stats *unwinder__stats(const struct unwinder *u);
 

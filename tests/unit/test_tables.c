@@ -1,0 +1,455 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * unwinder (tables.c) against an in-memory store standing in for the BPF
+ * maps: which files get rows (only those samples land in, or with eager
+ * targets all that fit), eviction of the least recently sampled table when
+ * the row budget is full, a refused file built once room appears, coalescing
+ * of freed rows, one table shared by every process mapping the file and by
+ * files with the same build id, and process descriptions rewritten whenever
+ * a table they use appears or goes. Real ELF files give the tables.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "proc/objfile.h"
+#include "proc/proc.h"
+#include "unwind/cfi.h"
+#include "unwind/tables.h"
+
+#define SEC  1000000000ULL
+#define MAXP 8
+
+/* What BPF would see. */
+struct mem_store {
+	struct bpf_urow *rows;
+	uint32_t cap;
+	uint32_t pids[MAXP];
+	struct bpf_proc_unwind procs[MAXP];
+	uint32_t gen;
+	uint32_t row_writes;
+};
+
+static int mem_write_rows(void *ctx, uint32_t first, const struct bpf_urow *rows, uint32_t n)
+{
+	struct mem_store *m = ctx;
+
+	assert_true((uint64_t)first + n <= m->cap);
+	memcpy(&m->rows[first], rows, n * sizeof(*rows));
+	m->row_writes++;
+	return 0;
+}
+
+static struct bpf_proc_unwind *mem_proc(struct mem_store *m, uint32_t pid, bool create)
+{
+	for (int i = 0; i < MAXP; i++)
+		if (m->pids[i] == pid)
+			return &m->procs[i];
+	if (!create)
+		return NULL;
+	for (int i = 0; i < MAXP; i++)
+		if (!m->pids[i]) {
+			m->pids[i] = pid;
+			return &m->procs[i];
+		}
+	return NULL;
+}
+
+static int mem_write_proc(void *ctx, uint32_t pid, const struct bpf_proc_unwind *b)
+{
+	struct bpf_proc_unwind *p = mem_proc(ctx, pid, true);
+
+	if (!p)
+		return -E2BIG;
+	*p = *b;
+	return 0;
+}
+
+static void mem_delete_proc(void *ctx, uint32_t pid)
+{
+	struct mem_store *m = ctx;
+
+	for (int i = 0; i < MAXP; i++)
+		if (m->pids[i] == pid)
+			m->pids[i] = 0;
+}
+
+static int mem_write_gen(void *ctx, uint32_t gen)
+{
+	((struct mem_store *)ctx)->gen = gen;
+	return 0;
+}
+
+/* Files with CFI: distinct inodes, and two with the same build id. */
+enum {
+	F_LIBC,
+	F_STDCXX,
+	F_LIBFX,
+	F_LIBCXX,
+	F_NOPIE,
+	F_PROG,
+	F_PROG_STRIPPED,
+	NFILES
+};
+
+static const char *names[NFILES] = {
+	[F_LIBC] = "/usr/lib/x86_64-linux-gnu/libc.so.6",
+	[F_STDCXX] = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+	[F_LIBFX] = "libfx.so",
+	[F_LIBCXX] = "libcxx.so",
+	[F_NOPIE] = "prog.nopie",
+	[F_PROG] = "prog",
+	[F_PROG_STRIPPED] = "prog.stripped",
+};
+
+struct fixture {
+	struct mem_store m;
+	struct objtab *objs;
+	uint32_t id[NFILES];
+	uint32_t rows[NFILES]; /* the table each file needs */
+	struct unwinder *u;
+};
+
+static uint32_t rows_of(const char *path)
+{
+	struct unwind_row *rows = NULL;
+	struct cfi_stats cs = { 0 };
+	size_t n = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	assert_int_equal(cfi__build(fd, &rows, &n, &cs), 0);
+	close(fd);
+	free(rows);
+	assert_true(n > 0);
+	return n;
+}
+
+static struct fixture *fixture_new(uint32_t cap)
+{
+	const char *dir = getenv("FIXTURES");
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct unwind_store s = {
+		.write_rows = mem_write_rows,
+		.write_proc = mem_write_proc,
+		.delete_proc = mem_delete_proc,
+		.write_gen = mem_write_gen,
+	};
+
+	assert_non_null(dir);
+	assert_non_null(f);
+	f->objs = objtab__new();
+	assert_non_null(f->objs);
+	for (int i = 0; i < NFILES; i++) {
+		char path[PATH_MAX];
+		struct objfile *o;
+		struct stat st;
+
+		if (names[i][0] == '/')
+			snprintf(path, sizeof(path), "%s", names[i]);
+		else
+			snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		assert_int_equal(stat(path, &st), 0);
+		o = objtab__get(f->objs, major(st.st_dev), minor(st.st_dev), st.st_ino, path,
+				getpid(), 0, 0);
+		assert_non_null(o);
+		assert_true(o->fd >= 0);
+		f->id[i] = o->id;
+		f->rows[i] = rows_of(path);
+	}
+	f->m.cap = cap;
+	f->m.rows = calloc(cap, sizeof(*f->m.rows));
+	assert_non_null(f->m.rows);
+	s.ctx = &f->m;
+	assert_int_equal(unwinder__new(&f->u, &s, cap, f->objs), 0);
+	return f;
+}
+
+static void fixture_free(struct fixture *f)
+{
+	unwinder__free(f->u);
+	objtab__free(f->objs);
+	free(f->m.rows);
+	free(f);
+}
+
+/* A process mapping files[0..n) at 1 GiB apart, each from file offset 0. */
+static void proc_sync(struct fixture *f, uint32_t pid, const int *files, uint32_t n)
+{
+	struct mapping maps[NFILES];
+	struct proc p = { .pid = pid, .maps = maps, .nmaps = n };
+
+	for (uint32_t i = 0; i < n; i++)
+		maps[i] = (struct mapping){ .start = (i + 1ULL) << 30,
+					    .end = ((i + 1ULL) << 30) + (1 << 20),
+					    .pgoff = 0,
+					    .obj = f->id[files[i]] };
+	assert_int_equal(unwinder__sync(f->u, &p), 0);
+}
+
+/* The description BPF has of pid's i-th mapping. */
+static const struct bpf_umap *umap(struct fixture *f, uint32_t pid, uint32_t i)
+{
+	struct bpf_proc_unwind *b = mem_proc(&f->m, pid, false);
+
+	assert_non_null(b);
+	assert_true(i < b->nmaps);
+	return &b->maps[i];
+}
+
+static void hit(struct fixture *f, int file, uint64_t t)
+{
+	unwinder__hit(f->u, f->id[file], t);
+}
+
+static void balance(struct fixture *f, uint64_t t)
+{
+	unwinder__balance(f->u, t, 10 * SEC);
+}
+
+/*
+ * Only files samples land in get rows, and the executable (first file) of a
+ * process described; processes are rewritten when a table they use appears.
+ */
+static void test_demand_only(void **state)
+{
+	struct fixture *f = fixture_new(1 << 20);
+	int files[] = { F_NOPIE, F_STDCXX, F_LIBFX, F_LIBC };
+
+	(void)state;
+	proc_sync(f, 100, files, 4);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(umap(f, 100, i)->kind, UMAP_FP);
+	assert_int_equal(unwinder__stats(f->u)->tables, 0);
+
+	hit(f, F_LIBFX, 1 * SEC);
+	hit(f, F_LIBFX, 1 * SEC);
+	balance(f, 1 * SEC);
+	assert_true(unwinder__ready(f->u, f->id[F_LIBFX]));
+	assert_true(unwinder__ready(f->u, f->id[F_NOPIE]));
+	assert_false(unwinder__ready(f->u, f->id[F_LIBC]));
+	assert_false(unwinder__ready(f->u, f->id[F_STDCXX]));
+	assert_int_equal(umap(f, 100, 2)->kind, UMAP_TABLE);
+	assert_int_equal(umap(f, 100, 2)->count, f->rows[F_LIBFX]);
+	assert_int_equal(umap(f, 100, 0)->kind, UMAP_TABLE);
+	assert_int_equal(umap(f, 100, 1)->kind, UMAP_FP);
+	assert_int_equal(umap(f, 100, 3)->kind, UMAP_FP);
+	assert_int_equal(unwinder__stats(f->u)->rows_used, f->rows[F_LIBFX] + f->rows[F_NOPIE]);
+	/* the rows BPF reads are the file's, sorted */
+	for (uint32_t i = 1; i < f->rows[F_LIBFX]; i++)
+		assert_true(f->m.rows[umap(f, 100, 2)->first + i - 1].pc <
+			    f->m.rows[umap(f, 100, 2)->first + i].pc);
+	fixture_free(f);
+}
+
+/* The 500th process of a binary: described with the table from the start. */
+static void test_shared_by_processes_and_build_id(void **state)
+{
+	struct fixture *f = fixture_new(1 << 20);
+	int a[] = { F_PROG }, b[] = { F_PROG_STRIPPED, F_PROG };
+
+	(void)state;
+	proc_sync(f, 1, a, 1);
+	hit(f, F_PROG, SEC);
+	balance(f, SEC);
+	assert_int_equal(umap(f, 1, 0)->kind, UMAP_TABLE);
+	for (uint32_t pid = 2; pid < 6; pid++) {
+		proc_sync(f, pid, a, 1);
+		assert_int_equal(umap(f, pid, 0)->kind, UMAP_TABLE);
+		assert_int_equal(umap(f, pid, 0)->first, umap(f, 1, 0)->first);
+	}
+	/* prog.stripped: another inode, same build id: the same rows once wanted */
+	proc_sync(f, 6, b, 2);
+	assert_int_equal(umap(f, 6, 0)->kind, UMAP_FP);
+	hit(f, F_PROG_STRIPPED, 2 * SEC);
+	balance(f, 2 * SEC);
+	assert_int_equal(umap(f, 6, 0)->kind, UMAP_TABLE);
+	assert_int_equal(umap(f, 6, 0)->first, umap(f, 1, 0)->first);
+	assert_int_equal(unwinder__stats(f->u)->tables, 1);
+	assert_int_equal(unwinder__stats(f->u)->tables_shared, 1);
+	assert_int_equal(unwinder__stats(f->u)->rows_used, f->rows[F_PROG]);
+	/* a process gone leaves the table for the next one */
+	for (uint32_t pid = 1; pid < 7; pid++)
+		unwinder__forget(f->u, pid);
+	assert_true(unwinder__ready(f->u, f->id[F_PROG]));
+	proc_sync(f, 7, a, 1);
+	assert_int_equal(umap(f, 7, 0)->kind, UMAP_TABLE);
+	fixture_free(f);
+}
+
+/* Full: the least recently sampled cold table goes, its users are rewritten first. */
+static void test_evicts_least_recently_sampled(void **state)
+{
+	struct fixture *tmp = fixture_new(1 << 20);
+	uint32_t cap, gen;
+	struct fixture *f;
+	int files[] = { F_LIBCXX, F_LIBFX, F_NOPIE };
+
+	(void)state;
+	/* libcxx's rows are enough for nopie's; room for two of the three */
+	assert_true(tmp->rows[F_LIBCXX] >= tmp->rows[F_NOPIE]);
+	cap = tmp->rows[F_LIBCXX] + tmp->rows[F_LIBFX];
+	fixture_free(tmp);
+	f = fixture_new(cap);
+	proc_sync(f, 1, files, 3);
+	hit(f, F_LIBCXX, 1 * SEC);
+	balance(f, 1 * SEC);
+	hit(f, F_LIBFX, 1 * SEC);
+	balance(f, 1 * SEC);
+	hit(f, F_LIBFX, 3 * SEC); /* libcxx: last sampled at 1 s, libfx at 3 s */
+	assert_int_equal(umap(f, 1, 0)->kind, UMAP_TABLE);
+	gen = f->m.gen;
+
+	hit(f, F_NOPIE, 10 * SEC);
+	balance(f, 10 * SEC);
+	assert_true(unwinder__ready(f->u, f->id[F_NOPIE]));
+	assert_false(unwinder__ready(f->u, f->id[F_LIBCXX]));
+	assert_true(unwinder__ready(f->u, f->id[F_LIBFX]));
+	assert_int_equal(unwinder__stats(f->u)->tables_evicted, 1);
+	assert_int_not_equal(f->m.gen, gen); /* BPF's row cache is void */
+	assert_int_equal(umap(f, 1, 0)->kind, UMAP_FP);
+	assert_int_equal(umap(f, 1, 1)->kind, UMAP_TABLE);
+	assert_int_equal(umap(f, 1, 2)->kind, UMAP_TABLE);
+	/* nopie took libcxx's rows; no two tables described share a row */
+	assert_int_equal(umap(f, 1, 2)->first, 0);
+	assert_true(umap(f, 1, 2)->count <= umap(f, 1, 1)->first);
+	fixture_free(f);
+}
+
+/* Hot tables are not evicted: the newcomer is refused, then built once room appears. */
+static void test_refused_then_built(void **state)
+{
+	struct fixture *tmp = fixture_new(1 << 20);
+	struct fixture *f;
+	uint32_t cap;
+	int files[] = { F_LIBFX, F_LIBCXX };
+
+	(void)state;
+	cap = tmp->rows[F_LIBFX] > tmp->rows[F_LIBCXX] ? tmp->rows[F_LIBFX] : tmp->rows[F_LIBCXX];
+	fixture_free(tmp);
+	f = fixture_new(cap); /* one of the two at a time */
+	proc_sync(f, 1, files, 2);
+	hit(f, F_LIBFX, 1 * SEC);
+	balance(f, 1 * SEC);
+	assert_true(unwinder__ready(f->u, f->id[F_LIBFX]));
+
+	/* libfx is hot (sampled 0.5 s ago): libcxx must wait */
+	assert_false(unwinder__hit(f->u, f->id[F_LIBCXX], 1 * SEC + SEC / 2));
+	balance(f, 1 * SEC + SEC / 2);
+	assert_false(unwinder__ready(f->u, f->id[F_LIBCXX]));
+	assert_true(unwinder__ready(f->u, f->id[F_LIBFX]));
+	assert_int_equal(unwinder__stats(f->u)->tables_refused, 1);
+	/* its frames now fall back for lack of room: counted by the caller */
+	assert_true(unwinder__hit(f->u, f->id[F_LIBCXX], 2 * SEC));
+	balance(f, 2 * SEC); /* libfx still hot: refused again, not compiled again */
+	assert_false(unwinder__ready(f->u, f->id[F_LIBCXX]));
+
+	/* libfx not sampled for a while: room appears */
+	hit(f, F_LIBCXX, 5 * SEC);
+	balance(f, 5 * SEC);
+	assert_true(unwinder__ready(f->u, f->id[F_LIBCXX]));
+	assert_false(unwinder__ready(f->u, f->id[F_LIBFX]));
+	assert_int_equal(umap(f, 1, 1)->kind, UMAP_TABLE);
+	assert_int_equal(umap(f, 1, 0)->kind, UMAP_FP);
+	assert_int_equal(unwinder__stats(f->u)->tables_retried, 1);
+	assert_int_equal(unwinder__stats(f->u)->tables_evicted, 1);
+	/* what the budget should have held: both */
+	assert_int_equal(unwinder__rows_wanted(f->u), f->rows[F_LIBCXX] + f->rows[F_LIBFX]);
+	fixture_free(f);
+}
+
+/* Freed neighbours merge: a table bigger than either evicted one fits in both. */
+static void test_freed_rows_coalesce(void **state)
+{
+	struct fixture *tmp = fixture_new(1 << 20);
+	struct fixture *f;
+	uint32_t a, b, c;
+	int files[] = { F_LIBFX, F_NOPIE, F_PROG, F_LIBCXX };
+
+	(void)state;
+	a = tmp->rows[F_LIBFX];
+	b = tmp->rows[F_NOPIE];
+	c = tmp->rows[F_PROG];
+	/* libcxx needs more than libfx or nopie alone, not more than both */
+	assert_true(tmp->rows[F_LIBCXX] > a && tmp->rows[F_LIBCXX] > b);
+	assert_true(tmp->rows[F_LIBCXX] <= a + b);
+	fixture_free(tmp);
+	f = fixture_new(a + b + c);
+	proc_sync(f, 1, files, 4);
+	hit(f, F_LIBFX, 1 * SEC);
+	balance(f, 1 * SEC);
+	hit(f, F_NOPIE, 2 * SEC);
+	balance(f, 2 * SEC);
+	hit(f, F_PROG, 3 * SEC);
+	balance(f, 3 * SEC);
+	assert_int_equal(umap(f, 1, 1)->first, umap(f, 1, 0)->first + a);
+
+	hit(f, F_PROG, 9 * SEC); /* hot; libfx and nopie cold */
+	hit(f, F_LIBCXX, 10 * SEC);
+	balance(f, 10 * SEC);
+	assert_true(unwinder__ready(f->u, f->id[F_LIBCXX]));
+	assert_true(unwinder__ready(f->u, f->id[F_PROG]));
+	assert_int_equal(unwinder__stats(f->u)->tables_evicted, 2);
+	assert_int_equal(umap(f, 1, 3)->first, 0);
+	fixture_free(f);
+}
+
+/* Named targets: their tables at description, but never by evicting a used one. */
+static void test_eager_targets(void **state)
+{
+	struct fixture *f = fixture_new(1 << 20);
+	int files[] = { F_LIBFX, F_LIBCXX, F_NOPIE };
+
+	(void)state;
+	unwinder__set_eager(f->u, true);
+	proc_sync(f, 1, files, 3);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(umap(f, 1, i)->kind, UMAP_TABLE);
+	assert_int_equal(unwinder__stats(f->u)->tables, 3);
+	fixture_free(f);
+}
+
+/* A file bigger than the whole budget: refused, counted, never uploaded. */
+static void test_too_big_for_budget(void **state)
+{
+	struct fixture *f = fixture_new(64);
+	int files[] = { F_STDCXX };
+
+	(void)state;
+	proc_sync(f, 1, files, 1);
+	hit(f, F_STDCXX, SEC);
+	balance(f, SEC);
+	assert_false(unwinder__ready(f->u, f->id[F_STDCXX]));
+	assert_true(unwinder__hit(f->u, f->id[F_STDCXX], 2 * SEC));
+	assert_int_equal(f->m.row_writes, 0);
+	assert_int_equal(unwinder__rows_wanted(f->u), f->rows[F_STDCXX]);
+	assert_int_equal(umap(f, 1, 0)->kind, UMAP_FP);
+	fixture_free(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_demand_only),
+		cmocka_unit_test(test_shared_by_processes_and_build_id),
+		cmocka_unit_test(test_evicts_least_recently_sampled),
+		cmocka_unit_test(test_refused_then_built),
+		cmocka_unit_test(test_freed_rows_coalesce),
+		cmocka_unit_test(test_eager_targets),
+		cmocka_unit_test(test_too_big_for_budget),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

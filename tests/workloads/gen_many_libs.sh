@@ -1,0 +1,54 @@
+#!/bin/sh
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# gen_many_libs.sh DIR COUNT ROWS
+#
+# Writes DIR/libmany_0.so ... libmany_{COUNT-1}.so: shared libraries that
+# each have a large .eh_frame (about ROWS unwind rows, from a padding
+# function whose every instruction moves the CFA) and one function,
+# many_spin(n), that spins n iterations with a frame pointer. Each library
+# carries its own symbol, so no two share a build id (each is its own
+# table). One object assembled, then linked COUNT times: seconds, not minutes.
+set -eu
+dir=$1
+count=$2
+rows=$3
+mkdir -p "$dir"
+cat >"$dir/many.s" <<ASM
+	.text
+	.globl many_spin
+	.type many_spin,@function
+many_spin:
+	.cfi_startproc
+	push %rbp
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset %rbp, -16
+	mov %rsp, %rbp
+	.cfi_def_cfa_register %rbp
+1:	dec %rdi
+	jnz 1b
+	pop %rbp
+	.cfi_def_cfa %rsp, 8
+	ret
+	.cfi_endproc
+	.size many_spin, .-many_spin
+
+	.type many_pad,@function
+many_pad:
+	.cfi_startproc
+	.rept $((rows / 2))
+	push %rax
+	.cfi_adjust_cfa_offset 8
+	pop %rax
+	.cfi_adjust_cfa_offset -8
+	.endr
+	ret
+	.cfi_endproc
+	.size many_pad, .-many_pad
+	.section .note.GNU-stack,"",@progbits
+ASM
+as -o "$dir/many.o" "$dir/many.s"
+# one link each; the symbol many_id_N makes each file (and build id) its own
+seq 0 $((count - 1)) | xargs -P "$(nproc)" -I{} ld -shared --build-id -soname libmany_{}.so \
+	--defsym=many_id_{}=0x{} -o "$dir/libmany_{}.so" "$dir/many.o"
+rm -f "$dir/many.o" "$dir/many.s"
