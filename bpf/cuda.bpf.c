@@ -177,35 +177,40 @@ static __always_inline int launch(struct pt_regs *ctx, __u16 op, __u64 handle, _
 	return enter(op, 0, handle, stream_arg ? stack_arg(ctx, stream_arg) : stream, 0, 0);
 }
 
-/* cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra) */
+/*
+ * Every launch function, told apart by the probe's cookie (enum
+ * cuda_launch_fn): one program instead of four, so the stack walk that
+ * launch() inlines is verified once at start-up, not four times.
+ */
 SEC("uprobe")
 int on_launch(struct pt_regs *ctx)
 {
-	return launch(ctx, CUDA_OP_LAUNCH, P1, 0, 9);
-}
+	__u64 handle = P1, stream = 0;
+	int stream_arg = 0;
+	__u16 op;
 
-/* cuLaunchCooperativeKernel: the same arguments up to the stream */
-SEC("uprobe")
-int on_launch_coop(struct pt_regs *ctx)
-{
-	return launch(ctx, CUDA_OP_LAUNCH_COOP, P1, 0, 9);
-}
-
-/* cuLaunchKernelEx(const CUlaunchConfig *config, f, params, extra) */
-SEC("uprobe")
-int on_launch_ex(struct pt_regs *ctx)
-{
-	__u64 stream = 0;
-
-	/* CUlaunchConfig: seven unsigned ints, then CUstream hStream at 32 */
-	bpf_probe_read_user(&stream, sizeof(stream), (void *)(P1 + 32));
-	return launch(ctx, CUDA_OP_LAUNCH_EX, P2, stream, 0);
-}
-
-SEC("uprobe")
-int on_graph_launch(struct pt_regs *ctx)
-{
-	return launch(ctx, CUDA_OP_GRAPH_LAUNCH, P1, P2, 0);
+	switch (bpf_get_attach_cookie(ctx)) {
+	case CUDA_LAUNCH_FN_EX:
+		/* cuLaunchKernelEx(const CUlaunchConfig *config, f, params, extra):
+		 * seven unsigned ints, then CUstream hStream at 32 */
+		bpf_probe_read_user(&stream, sizeof(stream), (void *)(P1 + 32));
+		handle = P2;
+		op = CUDA_OP_LAUNCH_EX;
+		break;
+	case CUDA_LAUNCH_FN_COOP: /* the same arguments as cuLaunchKernel up to the stream */
+		op = CUDA_OP_LAUNCH_COOP;
+		stream_arg = 9;
+		break;
+	case CUDA_LAUNCH_FN_GRAPH:
+		op = CUDA_OP_GRAPH_LAUNCH;
+		stream = P2;
+		break;
+	default: /* cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra) */
+		op = CUDA_OP_LAUNCH;
+		stream_arg = 9;
+		break;
+	}
+	return launch(ctx, op, handle, stream, stream_arg);
 }
 
 /* (dst, src, bytes[, stream]): the device side is the handle */

@@ -151,6 +151,14 @@ enum cuda_op {
 	CUDA_OP__MAX,
 };
 
+/* The cookie of a launch probe: which function the one launch program is in */
+enum cuda_launch_fn {
+	CUDA_LAUNCH_FN_KERNEL = 0, /* cuLaunchKernel[_ptsz] */
+	CUDA_LAUNCH_FN_EX = 1,	   /* cuLaunchKernelEx[_ptsz] */
+	CUDA_LAUNCH_FN_COOP = 2,   /* cuLaunchCooperativeKernel[_ptsz] */
+	CUDA_LAUNCH_FN_GRAPH = 3,  /* cuGraphLaunch[_ptsz] */
+};
+
 #define CUDA_CALL_F_ASYNC    1 /* the *Async variant (stream-ordered) */
 #define CUDA_CALL_F_AT_ENTRY 2 /* a launch sent from its entry probe: no end_ns, result, corr */
 

@@ -177,3 +177,19 @@ def test_cuda_weight_rejects_unknown():
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("bpfprof: ") and "bytes" in lines[0]
+
+
+def test_launch_functions_told_apart_by_cookie(tmp_path):
+    """cuLaunchKernel and cuGraphLaunch share one BPF program, the probe's
+    cookie saying which function fired: each launch keeps its own kind and
+    its own caller, with uprobe_multi links and with per-probe uprobes."""
+    for env in (None, dict(os.environ, BPFPROF_NO_UPROBE_MULTI="1")):
+        out, r = cuda_run(tmp_path, "graph.folded", env=env,
+                          app_args=["--launches", "5", "--scale-launches", "0",
+                                    "--graph-launches", "7", "--syncs", "0"])
+        stacks = parse_folded(out.read_text())
+        graph = [(f, c) for f, c in stacks if f[-1] == "[cuda] graph 0x6a11"]
+        assert sum(c for _, c in graph) == 7, stacks
+        assert all(f[-2] == "launch_graph" for f, _ in graph), graph
+        add = [(f, c) for f, c in stacks if f[-1] == ADD]
+        assert sum(c for _, c in add) == 5 and all(f[-2] == "launch_vector_add" for f, _ in add)

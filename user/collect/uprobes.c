@@ -60,9 +60,9 @@ struct uprobes {
 	/* uprobe_multi: specs with the same program and direction share a link */
 	uint32_t *group; /* spec -> group */
 	uint32_t ngroups;
-	uint64_t *scratch;  /* offsets of one group */
-	struct htab *files; /* objfile id -> struct ufile * */
-	struct htab *pids;  /* pid -> struct upid * */
+	uint64_t *scratch, *cookies; /* offsets of one group, their cookies */
+	struct htab *files;	     /* objfile id -> struct ufile * */
+	struct htab *pids;	     /* pid -> struct upid * */
 	struct uprobes_stats st;
 	int reapers; /* threads still destroying links of exited processes */
 };
@@ -88,8 +88,8 @@ struct link_create_umulti {
 };
 _Static_assert(sizeof(struct link_create_umulti) <= sizeof(union bpf_attr), "bpf_attr");
 
-static int umulti__create(int prog_fd, const char *path, const uint64_t *offs, uint32_t n, bool ret,
-			  int pid)
+static int umulti__create(int prog_fd, const char *path, const uint64_t *offs,
+			  const uint64_t *cookies, uint32_t n, bool ret, int pid)
 {
 	union bpf_attr attr;
 	struct link_create_umulti a = {
@@ -97,6 +97,7 @@ static int umulti__create(int prog_fd, const char *path, const uint64_t *offs, u
 		.attach_type = UPROBE_MULTI_ATTACH,
 		.path = (uintptr_t)path,
 		.offsets = (uintptr_t)offs,
+		.cookies = (uintptr_t)cookies,
 		.cnt = n,
 		.umulti_flags = ret ? UPROBE_MULTI_RETURN : 0,
 		.pid = pid > 0 ? pid : 0,
@@ -131,7 +132,7 @@ static bool umulti__supported(void)
 	prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "umulti_probe", "GPL", insns, 2, &o);
 	if (prog < 0)
 		return false;
-	fd = umulti__create(prog, "/", &off, 1, false, 0);
+	fd = umulti__create(prog, "/", &off, NULL, 1, false, 0);
 	if (fd >= 0)
 		close(fd);
 	else
@@ -256,7 +257,8 @@ int uprobes__new(struct uprobes **out, const char *name, struct objtab *objs, bo
 	u->pids = htab__new(256, HTAB_COPY_KEYS);
 	u->group = calloc(nspecs ? nspecs : 1, sizeof(*u->group));
 	u->scratch = calloc(nspecs ? nspecs : 1, sizeof(*u->scratch));
-	if (!u->files || !u->pids || !u->group || !u->scratch) {
+	u->cookies = calloc(nspecs ? nspecs : 1, sizeof(*u->cookies));
+	if (!u->files || !u->pids || !u->group || !u->scratch || !u->cookies) {
 		uprobes__free(u);
 		return -ENOMEM;
 	}
@@ -413,6 +415,7 @@ void uprobes__free(struct uprobes *u)
 	htab__free(u->pids);
 	free(u->group);
 	free(u->scratch);
+	free(u->cookies);
 	free(u);
 }
 
@@ -475,7 +478,8 @@ static struct ufile *get_file(struct uprobes *u, struct objfile *o, const char *
 static int attach_one(struct uprobes *u, const struct ufile *f, size_t i, int pid,
 		      struct ulink *out)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = u->specs[i].retprobe);
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = u->specs[i].retprobe,
+		    .bpf_cookie = u->specs[i].cookie);
 	struct bpf_link *l;
 
 	l = bpf_program__attach_uprobe_opts(u->specs[i].prog, pid, f->path, f->offs[i], &opts);
@@ -506,13 +510,15 @@ static int attach_group(struct uprobes *u, const struct ufile *f, uint32_t g, in
 		/* aliases (memalign = aligned_alloc): the program runs once per call */
 		for (uint32_t k = 0; k < n && !dup; k++)
 			dup = u->scratch[k] == f->offs[i];
-		if (!dup)
+		if (!dup) {
+			u->cookies[n] = spec->cookie;
 			u->scratch[n++] = f->offs[i];
+		}
 	}
 	if (!n)
 		return -ENOENT;
-	fd = umulti__create(bpf_program__fd(spec->prog), f->path, u->scratch, n, spec->retprobe,
-			    pid);
+	fd = umulti__create(bpf_program__fd(spec->prog), f->path, u->scratch, u->cookies, n,
+			    spec->retprobe, pid);
 	if (fd < 0) {
 		u->st.attach_failed += n;
 		pr_debug("%s: cannot attach %u offsets of %s in %s (pid %d): %s", u->name, n,

@@ -34,7 +34,8 @@ struct uprobe_spec {
 	const char *func; /* symbol name (versions such as @@GLIBC_2.2.5 ignored) */
 	struct bpf_program *prog;
 	bool retprobe;
-	bool optional; /* a file may lack it (e.g. pvalloc in musl): not an error */
+	bool optional;	 /* a file may lack it (e.g. pvalloc in musl): not an error */
+	uint64_t cookie; /* bpf_get_attach_cookie() in the program: which function fired */
 	/*
 	 * Optional: move the probe from the function's file offset *off (fd:
 	 * the file), e.g. past a first instruction the kernel would have to

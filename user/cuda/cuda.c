@@ -152,14 +152,15 @@ static const struct {
 	const char *func;
 	int prog; /* index into progs() */
 } probe_list[] = {
-	{ "cuLaunchKernel", 0 },
-	{ "cuLaunchKernel_ptsz", 0 },
-	{ "cuLaunchKernelEx", 1 },
-	{ "cuLaunchKernelEx_ptsz", 1 },
-	{ "cuLaunchCooperativeKernel", 2 },
-	{ "cuLaunchCooperativeKernel_ptsz", 2 },
-	{ "cuGraphLaunch", 3 },
-	{ "cuGraphLaunch_ptsz", 3 },
+	/* launches: one program, the index is the probe's cookie (enum cuda_launch_fn) */
+	{ "cuLaunchKernel", CUDA_LAUNCH_FN_KERNEL },
+	{ "cuLaunchKernel_ptsz", CUDA_LAUNCH_FN_KERNEL },
+	{ "cuLaunchKernelEx", CUDA_LAUNCH_FN_EX },
+	{ "cuLaunchKernelEx_ptsz", CUDA_LAUNCH_FN_EX },
+	{ "cuLaunchCooperativeKernel", CUDA_LAUNCH_FN_COOP },
+	{ "cuLaunchCooperativeKernel_ptsz", CUDA_LAUNCH_FN_COOP },
+	{ "cuGraphLaunch", CUDA_LAUNCH_FN_GRAPH },
+	{ "cuGraphLaunch_ptsz", CUDA_LAUNCH_FN_GRAPH },
 	{ "cuMemcpyHtoD_v2", 4 },
 	{ "cuMemcpyHtoD_v2_ptds", 4 },
 	{ "cuMemcpyHtoDAsync_v2", 5 },
@@ -198,8 +199,8 @@ static const struct {
 static struct bpf_program *entry_prog(struct cuda_bpf *s, int i)
 {
 	struct bpf_program *p[] = {
-		s->progs.on_launch,	 s->progs.on_launch_ex,
-		s->progs.on_launch_coop, s->progs.on_graph_launch,
+		s->progs.on_launch,	 s->progs.on_launch,
+		s->progs.on_launch,	 s->progs.on_launch,
 		s->progs.on_htod,	 s->progs.on_htod_async,
 		s->progs.on_dtoh,	 s->progs.on_dtoh_async,
 		s->progs.on_dtod,	 s->progs.on_dtod_async,
@@ -746,6 +747,7 @@ static int cuda_setup(struct recorder *r, void **priv)
 			.func = probe_list[i].func,
 			.prog = entry_prog(c->skel, probe_list[i].prog),
 			.optional = true,
+			.cookie = probe_list[i].prog <= LAST_LAUNCH_PROG ? probe_list[i].prog : 0,
 		};
 		if (c->at_entry && probe_list[i].prog <= LAST_LAUNCH_PROG)
 			continue;
