@@ -1,0 +1,189 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Running as root on a shared host: what an unprivileged target puts on its
+own file system must not hang, crash or bloat bpfprof, nor make it open the
+host's files. The hostile files are FIFOs (an open() for reading blocks until
+a writer comes) and symlinks that point out of the target's root; inotify
+shows whether bpfprof opened the host's FIFO at all."""
+import ctypes
+import os
+import re
+import shutil
+import struct
+import subprocess
+import time
+
+import pytest
+
+from conftest import parse_folded, run, summary_line, total
+
+NOBODY = 65534
+IN_OPEN, IN_ACCESS = 0x20, 0x01
+PROG = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+volatile unsigned long sink;
+__attribute__((noinline)) void spin_here(void) { for (int i = 0; i < 1000000; i++) sink += i; }
+int main(int argc, char **argv)
+{
+	struct timespec a, b;
+	double secs = argc > 1 ? atof(argv[1]) : 3;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	printf("pid %d\n", (int)getpid());
+	fflush(stdout);
+	do {
+		spin_here();
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	} while (b.tv_sec - a.tv_sec + (b.tv_nsec - a.tv_nsec) / 1e9 < secs);
+	return 0;
+}
+"""
+
+
+class Inotify:
+    """inotify through libc: which of the watched paths were opened or read."""
+
+    def __init__(self):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = self.libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        assert self.fd >= 0
+
+    def watch(self, path):
+        wd = self.libc.inotify_add_watch(self.fd, path.encode(), IN_OPEN | IN_ACCESS)
+        assert wd >= 0, os.strerror(ctypes.get_errno())
+        return wd
+
+    def events(self):
+        out = []
+        try:
+            buf = os.read(self.fd, 65536)
+        except BlockingIOError:
+            return out
+        off = 0
+        while off < len(buf):
+            wd, mask, _, ln = struct.unpack_from("iIII", buf, off)
+            out.append((wd, mask))
+            off += 16 + ln
+        return out
+
+    def close(self):
+        os.close(self.fd)
+
+
+def build_stripped(src_dir, out, static=False):
+    """A stripped copy of PROG; its symbols only in out.debug (build id, debuglink)."""
+    c = os.path.join(src_dir, "prog.c")
+    with open(c, "w") as f:
+        f.write(PROG)
+    full = out + ".full"
+    subprocess.run(["gcc", "-O1", "-g", "-Wl,--build-id"] + (["-static"] if static else [])
+                   + ["-o", full, c], check=True)
+    subprocess.run(["objcopy", "--only-keep-debug", full, out + ".debug"], check=True)
+    subprocess.run(["strip", "--strip-all", "-o", out, full], check=True)
+    subprocess.run(["objcopy", "--add-gnu-debuglink=" + out + ".debug", out], check=True)
+    build_id = subprocess.run(["readelf", "-n", out], capture_output=True, text=True,
+                              check=True).stdout
+    return re.search(r"Build ID: ([0-9a-f]+)", build_id).group(1)
+
+
+def start_as_nobody(argv):
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, user=NOBODY, group=NOBODY,
+                         extra_groups=[])
+    line = p.stdout.readline()
+    assert line.startswith("pid "), line
+    return p
+
+
+@pytest.fixture
+def pub_path():
+    """A directory an unprivileged target can reach (pytest's tmp_path is 0700)."""
+    import pathlib
+    import tempfile
+    d = tempfile.mkdtemp(prefix="bpfprof-sec-")
+    os.chmod(d, 0o755)
+    yield pathlib.Path(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def refused(stderr):
+    m = re.search(r"files: (\d+) refused \((\d+) not regular", stderr)
+    return int(m.group(2)) if m else 0
+
+
+def check_run(r, out, elapsed, secs):
+    assert r.returncode == 0, r.stderr
+    # on time: the duration, start-up and the write, never an open() that waits
+    assert elapsed < secs + 20, f"took {elapsed:.1f} s"
+    stacks = parse_folded(out.read_text())
+    assert total(stacks) > 0
+    summary_line(r.stderr)
+
+
+def test_debuglink_fifo_is_refused(pub_path):
+    tmp_path = pub_path
+    """A stripped binary whose .gnu_debuglink companion is a FIFO."""
+    d = tmp_path / "t"
+    d.mkdir()
+    os.chmod(d, 0o755)
+    prog = str(d / "prog")
+    build_stripped(str(d), prog)
+    os.unlink(prog + ".debug")
+    os.mkfifo(prog + ".debug", 0o644)
+    ino = Inotify()
+    ino.watch(prog + ".debug")
+    target = start_as_nobody([prog, "6"])
+    out = tmp_path / "out.folded"
+    try:
+        t0 = time.monotonic()
+        r = run(["-p", str(target.pid), "-d", "2", "-o", str(out)], timeout=60)
+        elapsed = time.monotonic() - t0
+    finally:
+        target.kill()
+        target.wait()
+    check_run(r, out, elapsed, 2)
+    assert refused(r.stderr) >= 1, r.stderr
+    assert ino.events() == [], "bpfprof opened the FIFO"
+    ino.close()
+
+
+def test_build_id_symlink_to_host_fifo(pub_path):
+    """In a chroot, the build-id debug path is a symlink to a FIFO by its host path.
+
+    Resolved inside the target's root the link leads to the chroot's own file
+    of that name (a FIFO too: refused, counted); the host's FIFO is never opened.
+    """
+    tmp_path = pub_path
+    host_fifo = str(tmp_path / "host.fifo")
+    os.mkfifo(host_fifo, 0o644)
+    root = tmp_path / "root"
+    root.mkdir()
+    os.chmod(root, 0o755)
+    bid = build_stripped(str(tmp_path), str(root / "prog"), static=True)
+    os.unlink(str(root / "prog") + ".debug")
+    os.unlink(str(root / "prog") + ".full")
+    dbg = root / "usr/lib/debug/.build-id" / bid[:2]
+    dbg.mkdir(parents=True)
+    os.symlink(host_fifo, str(dbg / (bid[2:] + ".debug")))
+    # the same path inside the chroot: a FIFO of the target's own
+    inside = root / host_fifo.lstrip("/")
+    inside.parent.mkdir(parents=True)
+    os.mkfifo(str(inside), 0o644)
+    ino = Inotify()
+    ino.watch(host_fifo)
+    target = subprocess.Popen(["chroot", "--userspec=%d:%d" % (NOBODY, NOBODY), str(root),
+                               "/prog", "6"], stdout=subprocess.PIPE, text=True)
+    line = target.stdout.readline()
+    assert line.startswith("pid "), line
+    out = tmp_path / "out.folded"
+    try:
+        t0 = time.monotonic()
+        r = run(["-p", str(target.pid), "-d", "2", "-o", str(out)], timeout=60)
+        elapsed = time.monotonic() - t0
+    finally:
+        target.kill()
+        target.wait()
+    check_run(r, out, elapsed, 2)
+    assert refused(r.stderr) >= 1, r.stderr
+    assert ino.events() == [], "bpfprof opened the host's FIFO"
+    ino.close()
