@@ -187,3 +187,78 @@ def test_build_id_symlink_to_host_fifo(pub_path):
     assert refused(r.stderr) >= 1, r.stderr
     assert ino.events() == [], "bpfprof opened the host's FIFO"
     ino.close()
+
+
+LIB = "int lib_func(int x) { return x * 3 + 1; }\n"
+DLOPENER = r"""
+import ctypes, os, sys, time
+d = sys.argv[1]
+libs = []
+for name in sorted(os.listdir(d)):
+    if name.endswith(".so"):
+        libs.append(ctypes.CDLL(os.path.join(d, name)))
+        os.unlink(os.path.join(d, name))
+print("loaded %d" % len(libs), flush=True)
+end = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:
+    for l in libs:
+        l.lib_func(3)
+"""
+
+
+def agent_fds(pid, under):
+    """The agent's fds, and those on deleted files under the directory `under`
+    (other processes on a shared host keep their own files legitimately open)."""
+    fds = os.listdir(f"/proc/{pid}/fd")
+    ours = 0
+    for fd in fds:
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith(str(under) + "/") and link.endswith(" (deleted)"):
+            ours += 1
+    return len(fds), ours
+
+
+def test_fds_of_exited_process_closed(pub_path):
+    """300 distinct libraries loaded and unlinked, then the process exits: the
+    agent's fds go back to where they were, and no deleted file stays open."""
+    src = pub_path / "lib.c"
+    src.write_text(LIB)
+    so = pub_path / "lib.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(so), str(src)], check=True)
+    libs = pub_path / "libs"
+    libs.mkdir()
+    for i in range(300):
+        shutil.copy(str(so), str(libs / f"lib{i:03d}.so"))
+    os.chmod(libs, 0o777)
+    script = pub_path / "dlopener.py"
+    script.write_text(DLOPENER)
+    out = pub_path / "out.folded"
+    import sys
+    agent = subprocess.Popen([os.environ.get("BPFPROF", "build/bpfprof"), "-a", "-d", "14",
+                              "-o", str(out)], stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(3)
+        base, _ = agent_fds(agent.pid, libs)
+        target = subprocess.Popen([sys.executable, str(script), str(libs), "3"],
+                                  stdout=subprocess.PIPE, text=True, user=NOBODY,
+                                  group=NOBODY, extra_groups=[])
+        assert target.stdout.readline().startswith("loaded 300")
+        time.sleep(1.5)
+        during, deleted_during = agent_fds(agent.pid, libs)
+        target.wait()
+        time.sleep(3)  # files are closed within a second or two of the exit
+        after, deleted_after = agent_fds(agent.pid, libs)
+        err = agent.communicate(timeout=60)[1]
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+    assert agent.returncode == 0, err
+    # the libraries were opened while the process lived (the test sees something)
+    assert deleted_during >= 290, (base, during, deleted_during)
+    assert deleted_after == 0, (base, after, deleted_after)
+    # the total too, give or take what other processes on the host start and end
+    assert after < base + 100, (base, during, after)
