@@ -114,6 +114,9 @@ static const char usage_text[] =
 	"      --alloc-metric M      --alloc: what folded shows: inuse_space (default: bytes\n"
 	"                            still allocated at the end), inuse_objects,\n"
 	"                            alloc_space, alloc_objects (everything allocated)\n"
+	"      --mem-budget SIZE     memory for the agent's caches of what targets control\n"
+	"                            (Python line tables), least recently used given back\n"
+	"                            first; suffixes k, m, g (default 128m, at least 1m)\n"
 	"      --gil                 keep only Python samples whose thread held the GIL\n"
 	"                            (CPython 3.8-3.13; pprof labels every Python sample\n"
 	"                            gil=held|released)\n"
@@ -206,6 +209,7 @@ enum {
 	OPT_MIN_BLOCK,
 	OPT_ALLOC,
 	OPT_ALLOC_RATE,
+	OPT_MEM_BUDGET,
 	OPT_ALLOC_METRIC,
 	OPT_INVERTED,
 	OPT_TITLE,
@@ -243,6 +247,7 @@ static const struct option long_opts[] = {
 	{ "min-block", required_argument, NULL, OPT_MIN_BLOCK },
 	{ "alloc", no_argument, NULL, OPT_ALLOC },
 	{ "alloc-rate", required_argument, NULL, OPT_ALLOC_RATE },
+	{ "mem-budget", required_argument, NULL, OPT_MEM_BUDGET },
 	{ "alloc-metric", required_argument, NULL, OPT_ALLOC_METRIC },
 	{ "inverted", no_argument, NULL, OPT_INVERTED },
 	{ "title", required_argument, NULL, OPT_TITLE },
@@ -464,8 +469,9 @@ static int parse_pids(const char *s)
 	}
 }
 
-/* BYTES with an optional k/m/g suffix (powers of 1024) */
-static int parse_alloc_rate(const char *s)
+/* BYTES with an optional k/m/g suffix (powers of 1024), from min to max; 0 or -EINVAL */
+static int parse_size(const char *s, unsigned long long min, unsigned long long max,
+		      unsigned long long *out)
 {
 	unsigned long long v, mult = 1;
 	char *end;
@@ -491,13 +497,37 @@ static int parse_alloc_rate(const char *s)
 			break;
 		}
 	}
-	if (errno || end == s || *end || *s == '-' || v == 0 || v > (1ULL << 40) / mult) {
+	if (errno || end == s || *end || *s == '-' || v > max / mult || v * mult < min)
+		return -EINVAL;
+	*out = v * mult;
+	return 0;
+}
+
+static int parse_alloc_rate(const char *s)
+{
+	unsigned long long v;
+
+	if (parse_size(s, 1, 1ULL << 40, &v)) {
 		pr_err("invalid rate '%s' for --alloc-rate: expected bytes from 1 to 1t "
 		       "(suffixes k, m, g)",
 		       s);
 		return -EINVAL;
 	}
-	env.alloc_rate = v * mult;
+	env.alloc_rate = v;
+	return 0;
+}
+
+static int parse_mem_budget(const char *s)
+{
+	unsigned long long v;
+
+	if (parse_size(s, 1ULL << 20, 1ULL << 40, &v)) {
+		pr_err("invalid size '%s' for --mem-budget: expected bytes from 1m to 1t "
+		       "(suffixes k, m, g)",
+		       s);
+		return -EINVAL;
+	}
+	env.mem_budget = v;
 	return 0;
 }
 
@@ -729,6 +759,9 @@ int cli__parse(int argc, char **argv)
 			break;
 		case OPT_ALLOC:
 			env.ev_alloc = true;
+			break;
+		case OPT_MEM_BUDGET:
+			err = parse_mem_budget(optarg);
 			break;
 		case OPT_ALLOC_RATE:
 			err = parse_alloc_rate(optarg);

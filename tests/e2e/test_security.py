@@ -262,3 +262,63 @@ def test_fds_of_exited_process_closed(pub_path):
     assert deleted_after == 0, (base, after, deleted_after)
     # the total too, give or take what other processes on the host start and end
     assert after < base + 100, (base, during, after)
+
+
+CODELOOP = r"""
+import sys, time
+def template(a):
+    s = 0
+    for i in range(2000):
+        s += i * a
+    return s
+end = time.monotonic() + float(sys.argv[1])
+# 1 MB of "no location" entries past the code's end: a legal, huge line table
+pad = bytes([0xF8]) * (1000 * 1000)
+print("pid %d" % __import__("os").getpid(), flush=True)
+n = 0
+while time.monotonic() < end:
+    c = template.__code__
+    code = c.replace(co_name="f%d" % n, co_qualname="f%d" % n,
+                     co_linetable=c.co_linetable + pad + bytes([n & 0x7F]))
+    f = type(template)(code, globals())
+    for _ in range(50):
+        f(n)
+    n += 1
+"""
+
+
+def test_new_code_objects_stay_in_budget(pub_path):
+    """A loop making new code objects with 1 MB line tables: each sampled one
+    used to be kept to the end (the agent grew ~10 MB a second); under
+    --mem-budget the least recently sampled tables are given back, the agent's
+    RSS stays bounded, and the frames still carry their lines."""
+    import sys
+    if sys.version_info[:2] != (3, 11):
+        pytest.skip("the line table format written here is CPython 3.11's")
+    script = pub_path / "codeloop.py"
+    script.write_text(CODELOOP)
+    target = start_as_nobody([sys.executable, str(script), "14"])
+    out = pub_path / "out.folded"
+    try:
+        r = run(["-p", str(target.pid), "-F", "499", "-d", "10", "--mem-budget", "16m", "-v",
+                 "-o", str(out)], timeout=90)
+    finally:
+        target.kill()
+        target.wait()
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"memory: budget 16 MiB for caches, ([\d.]+) MiB held at the end; (\d+) evicted",
+                  r.stderr)
+    assert m, r.stderr
+    assert float(m.group(1)) <= 16 and int(m.group(2)) >= 20, m.group(0)
+    rss = int(re.search(r"peak RSS (\d+) KiB", r.stderr).group(1))
+    # about 50 MiB of the agent's own plus at most the 16 MiB budget; unbounded it passed 120
+    assert rss < 100 * 1024, f"peak RSS {rss} KiB"
+    stacks = parse_folded(out.read_text())
+    gen = [(f, c) for f, c in stacks if any(re.fullmatch(r"f\d+ \(codeloop\.py:\d+\)", x)
+                                              for x in f)]
+    assert total(gen) > 0.5 * total(stacks)
+    # named at the end, after most line tables were evicted: the lines were kept
+    lines = [x for f, c in gen for x in f if re.fullmatch(r"f\d+ \(codeloop\.py:\d+\)", x)]
+    # (an evicted table that could not be read again would give line 1, the def)
+    body = [x for x in lines if int(x.rsplit(":", 1)[1][:-1]) in range(2, 7)]
+    assert len(body) > 0.95 * len(lines), lines

@@ -45,6 +45,7 @@
 #include "util/htab.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/membudget.h"
 #include "util/tfile.h"
 #include "write/output.h"
 #include "write/writers.h"
@@ -805,6 +806,16 @@ static void print_files_summary(struct recorder *r)
 			(unsigned long long)tf->refused_type, (unsigned long long)tf->refused_size,
 			(unsigned long long)tf->refused_fuse, (unsigned long long)tf->changed,
 			(unsigned long long)os->open_failed);
+	if (membudget__evicted() || log_level >= 2) {
+		const struct pytrack_stats *ps = r->py ? pytrack__stats(r->py) : NULL;
+
+		pr_info("memory: budget %.0f MiB for caches, %.1f MiB held at the end; %llu evicted "
+			"(least recently used; python line tables read again %llu, lost %llu)",
+			membudget__get() / 1048576.0, membudget__used() / 1048576.0,
+			(unsigned long long)membudget__evicted(),
+			(unsigned long long)(ps ? ps->lines_reread : 0),
+			(unsigned long long)(ps ? ps->lines_lost : 0));
+	}
 	pr_verbose("files: %llu opened (%llu by path: process gone), %llu closed after their "
 		   "processes exited",
 		   (unsigned long long)os->opened, (unsigned long long)os->by_path,
@@ -1049,6 +1060,7 @@ int record__run(void)
 	err = install_signals();
 	r.key = malloc(sizeof(*r.key) +
 		       (MAX_KSTACK + MAX_USTACK + MAX_PYSTACK) * sizeof(struct sframe));
+	membudget__set(env.mem_budget);
 	r.objs = objtab__new();
 	r.procs = r.objs ? proctab__new(r.objs) : NULL;
 	r.stacks = stacks__new();
