@@ -193,9 +193,12 @@ struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_m
 		 * Closed once no live process mapped it, or never opened (its
 		 * process was gone): this process maps it now, try again.
 		 */
-		if (o->fd < 0 && (!o->loaded || !o->syms) && o->open_tries < MAX_OPEN_TRIES) {
-			o->open_tries++;
+		if (o->fd < 0 && (o->closed || o->open_tries < MAX_OPEN_TRIES)) {
+			if (!o->closed)
+				o->open_tries++;
 			open_obj(t, o, pid, start, end);
+			if (o->fd >= 0)
+				o->closed = false;
 			if (o->fd >= 0 && !o->syms)
 				o->loaded = false;
 		}
@@ -355,6 +358,7 @@ size_t objtab__close_unused(struct objtab *t)
 			load_syms(o);
 		close(o->fd);
 		o->fd = -1;
+		o->closed = true;
 		if (o->root_fd >= 0)
 			close(o->root_fd);
 		o->root_fd = -1;

@@ -34,7 +34,8 @@ struct objfile {
 	int load_err;	  /* -errno when symbols could not be loaded */
 	bool loaded;
 	bool live;	    /* a live process maps it (objtab__mark_unused) */
-	uint8_t open_tries; /* reopens after a failure or a close */
+	bool closed;	    /* closed by objtab__close_unused: reopened when mapped again */
+	uint8_t open_tries; /* reopens after a failed open */
 	struct elfsym *syms;
 	uint64_t frames; /* distinct frames resolved in it (for -v) */
 };
