@@ -354,8 +354,9 @@ static int parse_pids(const char *s)
 	}
 }
 
-/* BYTES with an optional k/m/g suffix (powers of 1024) */
-static int parse_alloc_rate(const char *s)
+/* BYTES with an optional k/m/g suffix (powers of 1024), from min to max; 0 or -EINVAL */
+static int parse_size(const char *s, unsigned long long min, unsigned long long max,
+		      unsigned long long *out)
 {
 	unsigned long long v, mult = 1;
 	char *end;
@@ -381,13 +382,37 @@ static int parse_alloc_rate(const char *s)
 			break;
 		}
 	}
-	if (errno || end == s || *end || *s == '-' || v == 0 || v > (1ULL << 40) / mult) {
+	if (errno || end == s || *end || *s == '-' || v > max / mult || v * mult < min)
+		return -EINVAL;
+	*out = v * mult;
+	return 0;
+}
+
+static int parse_alloc_rate(const char *s)
+{
+	unsigned long long v;
+
+	if (parse_size(s, 1, 1ULL << 40, &v)) {
 		pr_err("invalid rate '%s' for --alloc-rate: expected bytes from 1 to 1t "
 		       "(suffixes k, m, g)",
 		       s);
 		return -EINVAL;
 	}
-	env.alloc_rate = v * mult;
+	env.alloc_rate = v;
+	return 0;
+}
+
+static int parse_mem_budget(const char *s)
+{
+	unsigned long long v;
+
+	if (parse_size(s, 1ULL << 20, 1ULL << 40, &v)) {
+		pr_err("invalid size '%s' for --mem-budget: expected bytes from 1m to 1t "
+		       "(suffixes k, m, g)",
+		       s);
+		return -EINVAL;
+	}
+	env.mem_budget = v;
 	return 0;
 }
 
@@ -799,6 +824,9 @@ static const struct cli_opt opts[] = {
 	  "memory for unwind tables (BPF map, 8 bytes a row; k, m, g suffixes; default 32m): "
 	  "tables go to the files samples land in, least recently sampled evicted; a warning "
 	  "at the end says when it was short" },
+	{ "mem-budget", 0, "SIZE", S_OPTIONS, NULL, parse_mem_budget,
+	  "memory for the agent's caches of what targets control (Python line tables), least "
+	  "recently used given back first; suffixes k, m, g (default 128m, at least 1m)" },
 	{ "output", 'o', "PATH", S_OPTIONS, NULL, set_output,
 	  "where to write ('-' = stdout, the default)" },
 	{ "format", 'f', "FMT", S_OPTIONS, NULL, parse_format,

@@ -79,6 +79,7 @@ struct env {
 	const char *thread_filter; /* top --thread: only threads whose "name [tid]" has it */
 	/* --alloc */
 	uint64_t alloc_rate; /* mean bytes between allocation samples; 1 = every call */
+	uint64_t mem_budget; /* bytes for the caches of target data (membudget); 0: default */
 	int alloc_metric;    /* enum alloc_metric: the value folded shows */
 	bool alloc_metric_set;
 	bool inverted;	   /* svg: icicle (callers) view */

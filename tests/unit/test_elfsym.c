@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <lzma.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,6 +24,7 @@
 #include <cmocka.h>
 
 #include "symbolize/elfsym.h"
+#include "util/tfile.h"
 
 /* A debug root that has nothing, for tests that must not find debug files. */
 #define NO_DEBUG "/nonexistent/bpfprof-debug"
@@ -544,7 +547,8 @@ static void poke(int mfd, const unsigned char *img, size_t len)
 	assert_int_equal(ftruncate(mfd, 0), 0);
 	assert_int_equal(pwrite(mfd, img, len, 0), (ssize_t)len);
 	elf_read_build_id(mfd, hex, sizeof(hex));
-	if (elfsym__open(&es, mfd, "/nonexistent/x", &(struct elfsym_opts){ NO_DEBUG, NULL }))
+	if (elfsym__open(&es, mfd, "/nonexistent/x",
+			 &(struct elfsym_opts){ .debug_root = NO_DEBUG }))
 		return;
 	for (a = 0; a < 0x6000; a += 3)
 		elfsym__lookup(es, a, &v);
@@ -559,6 +563,202 @@ static void poke(int mfd, const unsigned char *img, size_t len)
  * Corrupt bytes at random (fixed seed) and cut the file at many lengths,
  * in a plain copy and in one whose symbols are inside xz.
  */
+/* A directory standing for a target's root: T/prog.dl2 and what test puts next to it. */
+static void make_root(char *root, size_t len)
+{
+	char cmd[PATH_MAX * 2 + 64];
+
+	snprintf(root, len, "/tmp/bpfprof-elfsym-XXXXXX");
+	assert_non_null(mkdtemp(root));
+	snprintf(cmd, sizeof(cmd), "cp %s/prog.dl2 %s/prog.dl2", fixtures, root);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void rm_root(const char *root)
+{
+	char cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	assert_int_equal(system(cmd), 0);
+}
+
+/*
+ * A debuglink companion that is a FIFO: opening it for reading would block
+ * until a writer comes (forever); it is refused unopened, and counted.
+ */
+static void test_debuglink_fifo_refused(void **state)
+{
+	char root[PATH_MAX], fifo[PATH_MAX + 32];
+	uint64_t refused = tfile__stats()->refused_type;
+	struct elfsym *es;
+
+	(void)state;
+	make_root(root, sizeof(root));
+	snprintf(fifo, sizeof(fifo), "%s/prog.dl2.debug", root);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(open_fixture(&es, "prog.dl2", "/prog.dl2", NO_DEBUG, root), 0);
+	assert_string_equal(elfsym__source(es), "none");
+	assert_true(tfile__stats()->refused_type > refused);
+	elfsym__free(es);
+	rm_root(root);
+}
+
+/* An absolute symlink inside a target's root resolves in that root, not in ours. */
+static void test_symlink_stays_in_root(void **state)
+{
+	char root[PATH_MAX], link[PATH_MAX + 32];
+	struct elfsym *es;
+
+	(void)state;
+	make_root(root, sizeof(root));
+	snprintf(link, sizeof(link), "%s/prog.dl2.debug", root);
+	/* the real companion, by its path on the host */
+	assert_int_equal(symlink(fixture_path("prog.dl2.debug"), link), 0);
+	assert_int_equal(open_fixture(&es, "prog.dl2", "/prog.dl2", NO_DEBUG, root), 0);
+	assert_string_equal(elfsym__source(es), "none");
+	elfsym__free(es);
+	/* ../ cannot climb out either */
+	unlink(link);
+	snprintf(link, sizeof(link), "../../../../../../../../..%s",
+		 fixture_path("prog.dl2.debug"));
+	{
+		char at[PATH_MAX + 32];
+
+		snprintf(at, sizeof(at), "%s/prog.dl2.debug", root);
+		assert_int_equal(symlink(link, at), 0);
+	}
+	assert_int_equal(open_fixture(&es, "prog.dl2", "/prog.dl2", NO_DEBUG, root), 0);
+	assert_string_equal(elfsym__source(es), "none");
+	elfsym__free(es);
+	/* while the same link in our own root is followed (the fixture works) */
+	assert_int_equal(open_fixture(&es, "prog.dl2", fixture_path("prog.dl2"), NO_DEBUG, NULL),
+			 0);
+	assert_string_equal(elfsym__source(es), ".gnu_debuglink");
+	elfsym__free(es);
+	rm_root(root);
+}
+
+static uint8_t *xz_encode(const uint8_t *in, size_t len, size_t *out_len)
+{
+	size_t cap = len / 2 + 65536;
+	uint8_t *out = malloc(cap);
+
+	assert_non_null(out);
+	*out_len = 0;
+	assert_int_equal(
+		lzma_easy_buffer_encode(0, LZMA_CHECK_CRC32, NULL, in, len, out, out_len, cap),
+		LZMA_OK);
+	return out;
+}
+
+/* A small stream of zeros that inflates to 256 MiB: stopped at the cap, nothing kept. */
+static void test_xz_bomb(void **state)
+{
+	size_t big = 256UL << 20, zlen, out_len = 0;
+	uint8_t *zeros = calloc(1, big), *z;
+	void *out = NULL;
+
+	(void)state;
+	assert_non_null(zeros);
+	z = xz_encode(zeros, big, &zlen);
+	free(zeros);
+	assert_true(zlen < 64 * 1024);
+	assert_int_equal(elfsym__xz_decode(z, zlen, &out, &out_len), -EFBIG);
+	assert_null(out);
+	free(z);
+
+	/* what real MiniDebugInfo looks like (a few times smaller) decodes */
+	{
+		size_t n = 1 << 20;
+		uint8_t *text = malloc(n);
+
+		assert_non_null(text);
+		for (size_t i = 0; i < n; i++)
+			text[i] = "symbol_name_"[i % 12] + (i / 4096) % 7;
+		z = xz_encode(text, n, &zlen);
+		assert_int_equal(elfsym__xz_decode(z, zlen, &out, &out_len), 0);
+		assert_int_equal(out_len, n);
+		assert_memory_equal(out, text, n);
+		free(out);
+		free(z);
+		free(text);
+	}
+}
+
+struct truncator {
+	const char *path;
+	const void *data;
+	size_t len;
+	volatile int stop;
+};
+
+/* Cut the file short and put it back, over and over, while it is parsed. */
+static void *truncate_loop(void *arg)
+{
+	struct truncator *tr = arg;
+	int fd = open(tr->path, O_WRONLY | O_CLOEXEC);
+
+	while (fd >= 0 && !tr->stop) {
+		if (ftruncate(fd, 4096) || ftruncate(fd, 0) ||
+		    pwrite(fd, tr->data, tr->len, 0) != (ssize_t)tr->len)
+			break;
+	}
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+/*
+ * A file its owner truncates while it is parsed: with mmap that was SIGBUS;
+ * now every open either works or fails, and the process lives on.
+ */
+static void test_truncated_while_read(void **state)
+{
+	char path[] = "/tmp/bpfprof-trunc-XXXXXX";
+	struct truncator tr = { .path = path };
+	int fd, ok = 0, failed = 0;
+	struct stat st;
+	pthread_t th;
+	void *data;
+
+	(void)state;
+	fd = open(fixture_path("libcxx.so"), O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	data = malloc(st.st_size);
+	assert_non_null(data);
+	assert_int_equal(pread(fd, data, st.st_size, 0), st.st_size);
+	close(fd);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, st.st_size), st.st_size);
+	close(fd);
+	tr.data = data;
+	tr.len = st.st_size;
+	assert_int_equal(pthread_create(&th, NULL, truncate_loop, &tr), 0);
+	for (int i = 0; i < 2000; i++) {
+		struct elfsym *es;
+		int rfd = open(path, O_RDONLY | O_CLOEXEC);
+
+		assert_true(rfd >= 0);
+		if (elfsym__open(&es, rfd, NULL, &(struct elfsym_opts){ .debug_root = NO_DEBUG }))
+			failed++;
+		else
+			ok++;
+		elfsym__free(es);
+		close(rfd);
+	}
+	tr.stop = 1;
+	pthread_join(th, NULL);
+	print_message("truncated while read: %d opened, %d failed, %llu counted as changed\n", ok,
+		      failed, (unsigned long long)tfile__stats()->changed);
+	assert_int_equal(ok + failed, 2000);
+	/* a cut is seen: counted as a file that changed while read */
+	assert_true(tfile__stats()->changed > 0);
+	unlink(path);
+	free(data);
+}
+
 static void test_corrupt_images(void **state)
 {
 	static const char *const files[] = { "prog", "prog.mini", "libcxx.so" };
@@ -611,6 +811,10 @@ int main(void)
 		cmocka_unit_test(test_minidebuginfo),
 		cmocka_unit_test(test_not_elf),
 		cmocka_unit_test(test_corrupt_images),
+		cmocka_unit_test(test_debuglink_fifo_refused),
+		cmocka_unit_test(test_symlink_stays_in_root),
+		cmocka_unit_test(test_xz_bomb),
+		cmocka_unit_test(test_truncated_while_read),
 	};
 
 	return cmocka_run_group_tests_name("elfsym", tests, load_facts, free_facts);

@@ -17,6 +17,7 @@
 #include "symbolize/ksyms.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/membudget.h"
 #include "write/output.h"
 #include "write/writers.h"
 
@@ -49,6 +50,7 @@ struct continuous {
 	uint64_t ksyms_loaded_ns;
 	struct interval_totals last; /* totals at the previous interval's end */
 	struct rusage last_ru;
+	uint64_t last_evicted; /* membudget__evicted() at the last status line */
 	uint64_t intervals, written, failed, deleted, spared;
 	struct uploader *up;
 	int dirfd;
@@ -437,11 +439,15 @@ int continuous__write(struct continuous *c, const struct profile *p,
 			 (unsigned long long)us.sent, (unsigned long long)(us.failed + us.dropped),
 			 (unsigned long long)us.pending);
 	}
-	pr_info("%s: %llu samples, %llu lost, %zu processes, agent %.2f%% CPU, RSS %.1f MiB%s%s",
+	pr_info("%s: %llu samples, %llu lost, %zu processes, agent %.2f%% CPU, RSS %.1f MiB, "
+		"caches %.1f MiB (%llu evicted)%s%s",
 		err ? "(not written)" : name, (unsigned long long)(t->samples - c->last.samples),
 		(unsigned long long)(t->lost - c->last.lost), t->processes,
 		wall_s > 0 ? 100.0 * (cpu_s(&ru) - cpu_s(&c->last_ru)) / wall_s : 0.0,
-		rss_kib() / 1024.0, up, err ? "; interval lost" : "");
+		rss_kib() / 1024.0, membudget__used() / 1048576.0,
+		(unsigned long long)(membudget__evicted() - c->last_evicted), up,
+		err ? "; interval lost" : "");
+	c->last_evicted = membudget__evicted();
 	c->last = *t;
 	c->last_ru = ru;
 	/* the next interval starts where this one ended: no sample falls between two */

@@ -13,6 +13,7 @@
 #include "util/htab.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/membudget.h"
 
 #define MAX_THREADS 4096
 /*
@@ -95,6 +96,21 @@ struct code_entry {
 	 */
 	bool pending;
 	uint64_t pending_frames; /* frames that named it while pending */
+	/*
+	 * Line tables (up to 1 MiB each, and a target can make code objects
+	 * without end) live in the memory budget, least recently sampled given
+	 * back first; the line of every offset a sample named is kept in memo,
+	 * so what was aggregated is still named after an eviction.
+	 */
+	struct code_entry *lru_prev, *lru_next;
+	bool on_lru;
+	bool lines_evicted;
+	struct lmemo *memo; /* sorted by off */
+	uint32_t nmemo, capmemo;
+};
+
+struct lmemo {
+	uint32_t off, line;
 };
 
 struct pytrack {
@@ -113,7 +129,83 @@ struct pytrack {
 	struct pythread *scratch;
 	struct pyname *name_scratch; /* allocated at the first name read */
 	struct pytrack_stats st;
+	struct code_entry *lru_head, *lru_tail; /* entries holding a line table */
+	struct membudget_cache mb;
 };
+
+static void lru_unlink(struct pytrack *t, struct code_entry *ce)
+{
+	if (!ce->on_lru)
+		return;
+	if (ce->lru_prev)
+		ce->lru_prev->lru_next = ce->lru_next;
+	else
+		t->lru_head = ce->lru_next;
+	if (ce->lru_next)
+		ce->lru_next->lru_prev = ce->lru_prev;
+	else
+		t->lru_tail = ce->lru_prev;
+	ce->lru_prev = ce->lru_next = NULL;
+	ce->on_lru = false;
+}
+
+/* Most recently used first. */
+static void lru_touch(struct pytrack *t, struct code_entry *ce)
+{
+	if (ce->on_lru && t->lru_head == ce)
+		return;
+	lru_unlink(t, ce);
+	ce->lru_next = t->lru_head;
+	if (t->lru_head)
+		t->lru_head->lru_prev = ce;
+	t->lru_head = ce;
+	if (!t->lru_tail)
+		t->lru_tail = ce;
+	ce->on_lru = true;
+}
+
+/* ce's code just got a line table (read live or from a snapshot): into the budget. */
+static void lines_added(struct pytrack *t, struct code_entry *ce)
+{
+	if (!ce->code.linetable)
+		return;
+	lru_touch(t, ce);
+	membudget__charge(&t->mb, ce->code.linetable_len);
+}
+
+static void lines_drop(struct pytrack *t, struct code_entry *ce)
+{
+	lru_unlink(t, ce);
+	if (!ce->code.linetable)
+		return;
+	membudget__charge(&t->mb, -(long long)ce->code.linetable_len);
+	free(ce->code.linetable);
+	ce->code.linetable = NULL;
+}
+
+static size_t lines_evict(void *ctx, size_t want)
+{
+	struct pytrack *t = ctx;
+	size_t freed = 0;
+
+	while (freed < want && t->lru_tail) {
+		struct code_entry *ce = t->lru_tail;
+
+		freed += ce->code.linetable ? ce->code.linetable_len : 0;
+		lines_drop(t, ce);
+		ce->lines_evicted = true;
+		t->mb.evicted++;
+	}
+	return freed;
+}
+
+static void entry_free(struct pytrack *t, struct code_entry *ce)
+{
+	lines_drop(t, ce);
+	pycode__free(&ce->code);
+	free(ce->memo);
+	free(ce);
+}
 
 int pytrack__new(struct pytrack **out, int procs_fd, int threads_fd, struct objtab *objs)
 {
@@ -129,6 +221,10 @@ int pytrack__new(struct pytrack **out, int procs_fd, int threads_fd, struct objt
 	t->snaps = htab__new(256, 0);
 	t->seen_fd = -1;
 	t->scratch = calloc(MAX_THREADS, sizeof(*t->scratch));
+	t->mb = (struct membudget_cache){ .name = "python line tables",
+					  .evict = lines_evict,
+					  .ctx = t };
+	membudget__add(&t->mb);
 	if (!t->procs || !t->codes || !t->snaps || !t->scratch) {
 		pytrack__free(t);
 		return -ENOMEM;
@@ -182,9 +278,9 @@ void pytrack__free(struct pytrack *t)
 	for (size_t i = 0; i < t->nents; i++) {
 		if (!t->ents[i])
 			continue;
-		pycode__free(&t->ents[i]->code);
-		free(t->ents[i]);
+		entry_free(t, t->ents[i]);
 	}
+	membudget__remove(&t->mb);
 	free(t->ents);
 	free(t->free_ids);
 	htab__free(t->codes);
@@ -470,9 +566,13 @@ static int resolve(struct pytrack *t, struct pyp *pp, struct code_entry *ce, uin
 
 	if (err)
 		return err;
+	lines_drop(t, ce);
+	pycode__free(&ce->code);
 	ce->code = c;
 	ce->pending = false;
+	ce->lines_evicted = false;
 	ce->validated_ns = mono_ns();
+	lines_added(t, ce);
 	t->st.codes++;
 	return 0;
 }
@@ -495,8 +595,7 @@ static uint64_t decode(struct pytrack *t, struct pyp *pp, uint64_t addr)
 	}
 	id = add_entry(t, ce);
 	if (!id) {
-		pycode__free(&ce->code);
-		free(ce);
+		entry_free(t, ce);
 		return 0;
 	}
 	if (ce->pending)
@@ -559,6 +658,79 @@ void pytrack__snapshot(struct pytrack *t, uint32_t pid, const void *snap, size_t
 	}
 }
 
+static struct lmemo *memo_find(const struct code_entry *ce, uint32_t off, uint32_t *pos)
+{
+	uint32_t lo = 0, hi = ce->nmemo;
+
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+
+		if (ce->memo[mid].off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*pos = lo;
+	return lo < ce->nmemo && ce->memo[lo].off == off ? &ce->memo[lo] : NULL;
+}
+
+/* Its line table was evicted: read it again while the object is alive and the same. */
+static void lines_reread(struct pytrack *t, struct pyp *pp, struct code_entry *ce)
+{
+	struct pycode c;
+
+	if (pp->gone || pycode__read(pp->pid, &pp->info, ce->code.code_addr, &c)) {
+		t->st.lines_lost++;
+		return;
+	}
+	if (!memcmp(c.ident, ce->code.ident, sizeof(c.ident)) && c.linetable) {
+		ce->code.linetable = c.linetable;
+		ce->code.linetable_len = c.linetable_len;
+		ce->code.linetable_cut = c.linetable_cut;
+		ce->code.linetable_covers = c.linetable_covers;
+		c.linetable = NULL;
+		ce->lines_evicted = false;
+		t->st.lines_reread++;
+		lines_added(t, ce);
+	} else {
+		t->st.lines_lost++;
+	}
+	pycode__free(&c);
+}
+
+/*
+ * The line of off in ce, remembered for pytrack__describe: aggregated stacks
+ * keep (code id, off) and are named at the end, when the line table may have
+ * been given back to the memory budget.
+ */
+static void memo_line(struct pytrack *t, struct pyp *pp, struct code_entry *ce, uint32_t off)
+{
+	struct lmemo *m;
+	uint32_t pos, line;
+
+	if (ce->pending || off == UINT32_MAX)
+		return;
+	if (ce->code.linetable)
+		lru_touch(t, ce);
+	if (memo_find(ce, off, &pos))
+		return;
+	if (!ce->code.linetable && ce->lines_evicted)
+		lines_reread(t, pp, ce);
+	line = ce->code.linetable ? pycode__line(&ce->code, off) : 0;
+	if (ce->nmemo == ce->capmemo) {
+		uint32_t cap = ce->capmemo ? ce->capmemo * 2 : 4;
+
+		m = realloc(ce->memo, cap * sizeof(*m));
+		if (!m)
+			return;
+		ce->memo = m;
+		ce->capmemo = cap;
+	}
+	memmove(&ce->memo[pos + 1], &ce->memo[pos], (ce->nmemo - pos) * sizeof(*ce->memo));
+	ce->memo[pos] = (struct lmemo){ .off = off, .line = line };
+	ce->nmemo++;
+}
+
 uint64_t pytrack__code(struct pytrack *t, uint32_t pid, uint64_t addr, uint64_t raw, uint32_t *off)
 {
 	struct pyp *pp = pyp_of(t, pid, false);
@@ -606,6 +778,8 @@ uint64_t pytrack__code(struct pytrack *t, uint32_t pid, uint64_t addr, uint64_t 
 	if (!id)
 		return 0;
 	*off = pycode__instr_offset(&pp->info, addr, raw);
+	if (t->ents[id - 1])
+		memo_line(t, pp, t->ents[id - 1], *off);
 	return id;
 }
 
@@ -613,6 +787,8 @@ int pytrack__describe(const struct pytrack *t, uint64_t id, uint32_t off, const 
 		      const char **file, uint32_t *line)
 {
 	const struct code_entry *ce;
+	const struct lmemo *m;
+	uint32_t pos;
 
 	if (!id || id > t->nents || !t->ents[id - 1])
 		return -ENOENT;
@@ -621,7 +797,12 @@ int pytrack__describe(const struct pytrack *t, uint64_t id, uint32_t off, const 
 		return -ENOENT;
 	*qualname = ce->code.qualname;
 	*file = ce->code.filename;
-	*line = off == UINT32_MAX ? ce->code.firstlineno : pycode__line(&ce->code, off);
+	if (off == UINT32_MAX)
+		*line = ce->code.firstlineno;
+	else if ((m = memo_find(ce, off, &pos)))
+		*line = m->line;
+	else
+		*line = ce->code.linetable ? pycode__line(&ce->code, off) : 0;
 	if (!*line)
 		*line = ce->code.firstlineno;
 	return 0;
@@ -851,8 +1032,7 @@ static void free_code(struct pytrack *t, uint64_t id)
 		t->gc_unread_codes++;
 		t->gc_unread_frames += t->ents[id - 1]->pending_frames;
 	}
-	pycode__free(&t->ents[id - 1]->code);
-	free(t->ents[id - 1]);
+	entry_free(t, t->ents[id - 1]);
 	t->ents[id - 1] = NULL;
 	if (t->nfree == t->capfree) {
 		size_t cap = t->capfree ? t->capfree * 2 : 256;
@@ -950,4 +1130,11 @@ out:
 	free(dead);
 	free(gone);
 	return freed;
+}
+
+size_t pytrack__lines_held(const struct pytrack *t, uint64_t *evicted)
+{
+	if (evicted)
+		*evicted = t->mb.evicted;
+	return t->mb.used;
 }

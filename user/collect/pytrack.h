@@ -42,6 +42,9 @@ struct pytrack_stats {
 	uint64_t threads_unnamed;     /* not threading's (no Thread, no thread state): OS name */
 	uint64_t threads_name_failed; /* whose name could not be read: OS name */
 	uint64_t threads_name_late;   /* sampled too late to be read before their process ended */
+	/* line tables given back to the memory budget (counted in its cache) */
+	uint64_t lines_reread; /* read again for an offset not seen before the eviction */
+	uint64_t lines_lost;   /* could not be: the frame gets the function's first line */
 };
 
 int pytrack__new(struct pytrack **out, int procs_fd, int threads_fd, struct objtab *objs);
@@ -102,5 +105,7 @@ void pytrack__thread_names_final(struct pytrack *t);
 const char *pytrack__thread_name(const struct pytrack *t, uint32_t pid, uint32_t tid);
 
 struct pytrack_stats *pytrack__stats(struct pytrack *t);
+/* Bytes of line tables held, and how many were evicted (memory budget). */
+size_t pytrack__lines_held(const struct pytrack *t, uint64_t *evicted);
 
 #endif

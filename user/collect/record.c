@@ -50,6 +50,8 @@
 #include "util/clock.h"
 #include "util/counters.h"
 #include "util/log.h"
+#include "util/membudget.h"
+#include "util/tfile.h"
 #include "write/output.h"
 #include "write/writers.h"
 
@@ -63,7 +65,8 @@
  * this often. Latency here only delays building a new process's unwind
  * tables; nothing is lost to it.
  */
-#define POLL_MS 100
+#define POLL_MS		100
+#define HOUSEKEEPING_NS (1000 * 1000000ULL)
 
 static volatile sig_atomic_t exiting;
 static volatile sig_atomic_t got_signal;
@@ -844,9 +847,24 @@ static int end_interval(struct recorder *r)
 	return err;
 }
 
+/*
+ * Once a second: files that only exited processes mapped are closed (their
+ * fds would keep deleted files' disk space, and fds pile up on a busy host).
+ */
+static void housekeeping(struct recorder *r, uint64_t *last_ns)
+{
+	uint64_t now = mono_ns();
+
+	if (now - *last_ns < HOUSEKEEPING_NS)
+		return;
+	*last_ns = now;
+	proctab__close_unused_files(r->procs);
+}
+
 static int run_loop(struct recorder *r)
 {
 	uint64_t end_ns = env.duration > 0 ? mono_ns() + (uint64_t)(env.duration * 1e9) : 0;
+	uint64_t house_ns = mono_ns();
 	struct epoll_event evs[4];
 	int n, err;
 
@@ -887,6 +905,7 @@ static int run_loop(struct recorder *r)
 		sync_dirty(r);
 		if (r->unw)
 			unwinder__balance(r->unw, mono_ns(), BALANCE_NS);
+		housekeeping(r, &house_ns);
 		for (uint32_t i = 0; i < r->nfeat; i++)
 			if (r->feat[i]->poll)
 				r->feat[i]->poll(r, r->feat_priv[i]);
@@ -898,6 +917,37 @@ static int run_loop(struct recorder *r)
 			break;
 	}
 	return 0;
+}
+
+/* Files opened for targets: what was refused (never read) and what was given back. */
+static void print_files_summary(struct recorder *r)
+{
+	const struct tfile_stats *tf = tfile__stats();
+	const struct objtab_stats *os = objtab__stats(r->objs);
+
+	if (tf->refused_type || tf->refused_size || tf->refused_fuse || tf->changed ||
+	    os->open_failed)
+		pr_info("files: %llu refused (%llu not regular files, %llu of refused size, %llu on "
+			"FUSE), %llu changed while read, %llu mapped files not opened",
+			(unsigned long long)(tf->refused_type + tf->refused_size +
+					     tf->refused_fuse),
+			(unsigned long long)tf->refused_type, (unsigned long long)tf->refused_size,
+			(unsigned long long)tf->refused_fuse, (unsigned long long)tf->changed,
+			(unsigned long long)os->open_failed);
+	if (membudget__evicted() || log_level >= 2) {
+		const struct pytrack_stats *ps = r->py ? pytrack__stats(r->py) : NULL;
+
+		pr_info("memory: budget %.0f MiB for caches, %.1f MiB held at the end; %llu evicted "
+			"(least recently used; python line tables read again %llu, lost %llu)",
+			membudget__get() / 1048576.0, membudget__used() / 1048576.0,
+			(unsigned long long)membudget__evicted(),
+			(unsigned long long)(ps ? ps->lines_reread : 0),
+			(unsigned long long)(ps ? ps->lines_lost : 0));
+	}
+	pr_verbose("files: %llu opened (%llu by path: process gone), %llu closed after their "
+		   "processes exited",
+		   (unsigned long long)os->opened, (unsigned long long)os->by_path,
+		   (unsigned long long)os->closed);
 }
 
 static void print_summary(struct recorder *r, const struct build_stats *bs, size_t nprocs)
@@ -938,6 +988,7 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			(unsigned long long)rec__counter(r, CNT_UNW_READ_FAILED),
 			(unsigned long long)rec__counter(r, CNT_UNW_ANON),
 			(unsigned long long)rec__counter(r, CNT_UNW_NO_MAPPING));
+	print_files_summary(r);
 	if (r->unw && r->st.unwind_no_room) {
 		uint64_t want = unwinder__rows_wanted(r->unw) * UNWIND_ROW_BYTES;
 		uint64_t have = (uint64_t)env.unwind_rows * UNWIND_ROW_BYTES, mib = 1 << 20;
@@ -1155,6 +1206,7 @@ int record__run(const struct rec_mode *mode)
 	libbpf_set_print(log_level >= 3 ? libbpf_debug : NULL);
 	err = install_signals();
 	r.key = malloc(decode__key_size());
+	membudget__set(env.mem_budget);
 	r.objs = objtab__new();
 	r.procs = r.objs ? proctab__new(r.objs) : NULL;
 	r.stacks = stacks__new();

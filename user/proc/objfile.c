@@ -16,13 +16,18 @@
 #include "symbolize/elfsym.h"
 #include "util/htab.h"
 #include "util/log.h"
+#include "util/tfile.h"
 
 struct objtab {
 	struct objfile **objs; /* by id - OBJ_FIRST */
 	uint32_t n, cap;
 	struct htab *by_file; /* struct file_key -> id */
 	struct objfile *vdso;
+	struct objtab_stats st;
 };
+
+/* A file that keeps failing to open is not retried on every mapping of it. */
+#define MAX_OPEN_TRIES 16
 
 struct file_key {
 	uint32_t dev_major, dev_minor;
@@ -49,9 +54,10 @@ static void objfile__free(struct objfile *o)
 		return;
 	if (o->fd >= 0)
 		close(o->fd);
+	if (o->root_fd >= 0)
+		close(o->root_fd);
 	elfsym__free(o->syms);
 	free(o->path);
-	free(o->root);
 	free(o);
 }
 
@@ -91,6 +97,7 @@ static struct objfile *add_obj(struct objtab *t, const char *path)
 	slash = strrchr(o->path, '/');
 	o->name = slash ? slash + 1 : o->path;
 	o->fd = -1;
+	o->root_fd = -1;
 	o->id = OBJ_FIRST + t->n;
 	t->objs[t->n++] = o;
 	return o;
@@ -112,46 +119,61 @@ static bool same_file(int fd, uint32_t maj, uint32_t min, uint64_t ino)
 	return (major(st.st_dev) == maj && minor(st.st_dev) == min) || maj == 0;
 }
 
-static bool same_root(uint32_t pid)
+/* The root of pid as an O_PATH fd, or -1 when it is the host's own (or gone). */
+static int foreign_root(uint32_t pid)
 {
 	struct stat a, b;
-	char p[64];
+	int fd = tfile__root(pid);
 
-	snprintf(p, sizeof(p), "/proc/%u/root/", pid);
-	if (stat(p, &a) || stat("/", &b))
-		return true;
-	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &a) || stat("/", &b) || (a.st_dev == b.st_dev && a.st_ino == b.st_ino)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
-static void open_obj(struct objfile *o, uint32_t pid, uint64_t start, uint64_t end)
+/*
+ * Through map_files while the process lives (deleted files, other mount
+ * namespaces); else by path inside its root, or once it is gone in ours,
+ * taken only when device and inode are the ones it mapped. Every open goes
+ * through tfile: a regular file, never a FIFO or device, never blocking.
+ */
+static void open_obj(struct objtab *t, struct objfile *o, uint32_t pid, uint64_t start,
+		     uint64_t end)
 {
 	char p[PATH_MAX + 64];
-	int fd;
+	int fd, root;
 
 	snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
+	fd = tfile__open_link(p, NULL);
+	root = foreign_root(pid);
 	if (fd < 0 && o->path[0] == '/') {
-		snprintf(p, sizeof(p), "/proc/%u/root%s", pid, o->path);
-		fd = open(p, O_RDONLY | O_CLOEXEC);
+		fd = tfile__open(root, o->path, NULL);
 		if (fd >= 0 && !same_file(fd, o->dev_major, o->dev_minor, o->ino)) {
 			/* replaced on disk since it was mapped: its symbols would lie */
 			close(fd);
-			fd = -1;
-			errno = ESTALE;
+			fd = -ESTALE;
 		}
+		if (fd >= 0)
+			t->st.by_path++;
 	}
 	if (fd < 0) {
-		o->open_err = -errno;
-		pr_debug("cannot open %s of pid %u: %s", o->path, pid, strerror(errno));
+		if (root >= 0)
+			close(root);
+		o->open_err = fd;
+		t->st.open_failed++;
+		pr_debug("cannot open %s of pid %u: %s", o->path, pid, strerror(-fd));
 		return;
 	}
+	o->open_err = 0;
 	o->fd = fd;
-	/*
-	 * Debug files are looked up under the process's root only when that is
-	 * not ours: /proc/PID/root vanishes when the process exits.
-	 */
-	if (!same_root(pid) && asprintf(&o->root, "/proc/%u/root", pid) < 0)
-		o->root = NULL;
+	t->st.opened++;
+	/* Debug files are looked up in the same root; the fd outlives the process. */
+	if (o->root_fd >= 0)
+		close(o->root_fd);
+	o->root_fd = root;
 }
 
 struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_minor, uint64_t ino,
@@ -165,8 +187,24 @@ struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_m
 	ret = htab__upsert(t->by_file, &k, sizeof(k), htab__hash(&k, sizeof(k)), &e);
 	if (ret < 0)
 		return NULL;
-	if (ret == 0)
-		return t->objs[e->val - OBJ_FIRST];
+	if (ret == 0) {
+		o = t->objs[e->val - OBJ_FIRST];
+		/*
+		 * Closed once no live process mapped it, or never opened (its
+		 * process was gone): this process maps it now, try again.
+		 */
+		if (o->fd < 0 && (o->closed || o->open_tries < MAX_OPEN_TRIES)) {
+			if (!o->closed)
+				o->open_tries++;
+			open_obj(t, o, pid, start, end);
+			if (o->fd >= 0)
+				o->closed = false;
+			if (o->fd >= 0 && !o->syms)
+				o->loaded = false;
+		}
+		o->live = true;
+		return o;
+	}
 	o = add_obj(t, path);
 	if (!o) {
 		htab__delete(t->by_file, &k, sizeof(k), e->hash);
@@ -176,7 +214,8 @@ struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_m
 	o->dev_major = dev_major;
 	o->dev_minor = dev_minor;
 	o->ino = ino;
-	open_obj(o, pid, start, end);
+	o->live = true;
+	open_obj(t, o, pid, start, end);
 	return o;
 }
 
@@ -243,7 +282,7 @@ uint32_t objtab__count(const struct objtab *t)
 
 static void load_syms(struct objfile *o)
 {
-	struct elfsym_opts opts = { .root = o->root };
+	struct elfsym_opts opts = { .has_root_fd = true, .root_fd = o->root_fd };
 	int err;
 
 	o->loaded = true;
@@ -287,4 +326,49 @@ const char *objfile__build_id(struct objfile *obj)
 		return NULL;
 	b = elfsym__build_id(obj->syms);
 	return b && *b ? b : NULL;
+}
+
+void objtab__mark_unused(struct objtab *t)
+{
+	for (uint32_t i = 0; i < t->n; i++)
+		t->objs[i]->live = false;
+	if (t->vdso)
+		t->vdso->live = true;
+}
+
+void objfile__mark_used(struct objtab *t, uint32_t id)
+{
+	struct objfile *o = objtab__by_id(t, id);
+
+	if (o)
+		o->live = true;
+}
+
+size_t objtab__close_unused(struct objtab *t)
+{
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < t->n; i++) {
+		struct objfile *o = t->objs[i];
+
+		if (o->live || o->fd < 0)
+			continue;
+		/* what samples already named must still be named: symbols first */
+		if (!o->loaded)
+			load_syms(o);
+		close(o->fd);
+		o->fd = -1;
+		o->closed = true;
+		if (o->root_fd >= 0)
+			close(o->root_fd);
+		o->root_fd = -1;
+		n++;
+	}
+	t->st.closed += n;
+	return n;
+}
+
+const struct objtab_stats *objtab__stats(const struct objtab *t)
+{
+	return &t->st;
 }

@@ -28,16 +28,26 @@ struct objfile {
 	uint64_t ino;
 	char *path;	  /* as in the process's maps */
 	const char *name; /* basename of path */
-	char *root;	  /* "/proc/PID/root" used to open it (debuglink search) */
-	int fd;		  /* -1 if it could not be opened */
+	int root_fd;	  /* its process's root (debug files), -1: the host's */
+	int fd;		  /* -1 if it could not be opened, or closed (no live user) */
 	int open_err;	  /* -errno when the file could not be opened */
 	int load_err;	  /* -errno when symbols could not be loaded */
 	bool loaded;
+	bool live;	    /* a live process maps it (objtab__mark_unused) */
+	bool closed;	    /* closed by objtab__close_unused: reopened when mapped again */
+	uint8_t open_tries; /* reopens after a failed open */
 	struct elfsym *syms;
 	uint64_t frames; /* distinct frames resolved in it (for -v) */
 };
 
 struct objtab;
+
+struct objtab_stats {
+	uint64_t opened;      /* files opened (reopens included) */
+	uint64_t open_failed; /* could not be opened, or refused (see tfile's stats) */
+	uint64_t by_path;     /* opened by path (map_files failed: process gone) */
+	uint64_t closed;      /* closed when no live process mapped them any more */
+};
 
 struct objtab *objtab__new(void);
 void objtab__free(struct objtab *t);
@@ -63,5 +73,16 @@ uint32_t objtab__count(const struct objtab *t);
 int objfile__symbolize(struct objfile *obj, uint64_t file_off, const char **name, uint64_t *vaddr);
 /* Build id (hex) or NULL, available once symbols are loaded. */
 const char *objfile__build_id(struct objfile *obj);
+
+/*
+ * Files of exited processes: objtab__mark_unused(), then objfile__mark_used()
+ * for each object a live process maps, then objtab__close_unused() loads the
+ * symbols of the others (for the samples that named them) and closes their
+ * fds. Returns the files closed. A later mapping reopens the file.
+ */
+void objtab__mark_unused(struct objtab *t);
+void objfile__mark_used(struct objtab *t, uint32_t id);
+size_t objtab__close_unused(struct objtab *t);
+const struct objtab_stats *objtab__stats(const struct objtab *t);
 
 #endif

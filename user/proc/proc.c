@@ -393,3 +393,20 @@ size_t proctab__gc(struct proctab *t)
 	}
 	return freed;
 }
+
+size_t proctab__close_unused_files(struct proctab *t)
+{
+	struct htab_entry *e;
+	size_t it = 0;
+
+	objtab__mark_unused(t->objs);
+	while ((e = htab__next(t->latest, &it))) {
+		const struct proc *p = (const struct proc *)(uintptr_t)e->val;
+
+		if (p->exited)
+			continue;
+		for (uint32_t i = 0; i < p->nmaps; i++)
+			objfile__mark_used(t->objs, p->maps[i].obj);
+	}
+	return objtab__close_unused(t->objs);
+}

@@ -97,4 +97,10 @@ void proctab__on_change(struct proctab *t, void (*fn)(void *ctx, uint32_t pid, i
 /* Insert a mapping, replacing whatever it overlaps (what mmap does). Pure; exposed for tests. */
 int proc__insert_mapping(struct proc *p, const struct mapping *m);
 
+/*
+ * Close the files no live process maps any more (their symbols loaded first:
+ * samples may name them). Cheap enough for once a second. Returns files closed.
+ */
+size_t proctab__close_unused_files(struct proctab *t);
+
 #endif

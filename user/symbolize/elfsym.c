@@ -18,20 +18,31 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "symbolize/elfsym.h"
+#include "util/tfile.h"
 
 #define DEFAULT_DEBUG_ROOT "/usr/lib/debug"
 /* GNU ld makes 20 byte ids (sha1); leave room for anything sane. */
 #define BUILD_ID_MAX 64
 /*
- * MiniDebugInfo holds only symbols, a few MiB for the biggest programs;
- * a stream that inflates past this is not one, or is hostile.
+ * MiniDebugInfo holds only symbols: a few MiB for the biggest programs, and
+ * xz gives it about 4:1. A stream that inflates past MINIDEBUG_RATIO times
+ * its size (or MINIDEBUG_MAX_SIZE) is not one, or is a bomb (a 46 KB stream
+ * of zeros inflates to 300 MB); so is one that takes more than
+ * MINIDEBUG_CPU_NS of CPU to decode.
  */
-#define MINIDEBUG_MAX_SIZE (256UL << 20)
+#define MINIDEBUG_MAX_SIZE (64UL << 20)
+#define MINIDEBUG_RATIO	   32
+#define MINIDEBUG_MIN_CAP  (1UL << 20)
 #define MINIDEBUG_MEMLIMIT (64ULL << 20)
+#define MINIDEBUG_CPU_NS   (200ULL * 1000 * 1000)
+#define MINIDEBUG_CHUNK	   (256UL << 10)
+/* The CRC of a debuglink candidate is read in full: no more than this. */
+#define CRC_MAX_SIZE (2ULL << 30)
 /*
  * glibc's string functions have sized entry points inside sized functions;
  * an address past the inner one belongs to the outer one a few entries back.
@@ -158,21 +169,28 @@ static int img_from_fd(struct elfimg *img, int fd, bool own_fd)
 	if (!S_ISREG(st.st_mode) || st.st_size <= 0)
 		return -ENOEXEC;
 	img->size = st.st_size;
-	img->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/*
+	 * Read, not mmap: the file's owner can truncate it while we parse, and a
+	 * mapped page past the new end is SIGBUS. libelf pread()s the headers
+	 * and each section asked for; a short read is an error it returns.
+	 */
+	img->elf = elf_begin(fd, ELF_C_READ, NULL);
 	return elf_check(img->elf, img->size);
 }
 
-/* Open path as an image unless it is the file main_st describes. */
-static int img_open(struct elfimg *img, const char *path, const struct stat *main_st)
+/*
+ * Open path, resolved inside root_fd (see tfile), as an image unless it is
+ * the file main_st describes.
+ */
+static int img_open(struct elfimg *img, int root_fd, const char *path, const struct stat *main_st)
 {
 	struct stat st;
 	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = tfile__open(root_fd, path, &st);
 	if (fd < 0)
-		return -errno;
-	if (main_st && !fstat(fd, &st) && st.st_dev == main_st->st_dev &&
-	    st.st_ino == main_st->st_ino) {
+		return fd;
+	if (main_st && st.st_dev == main_st->st_dev && st.st_ino == main_st->st_ino) {
 		close(fd);
 		return -ELOOP;
 	}
@@ -588,17 +606,12 @@ static Elf_Data *section_data(Elf *elf, const char *name)
 	return NULL;
 }
 
-static const char *opt_root(const struct elfsym_opts *opts)
-{
-	return opts && opts->root ? opts->root : "";
-}
-
 static const char *opt_debug_root(const struct elfsym_opts *opts)
 {
 	return opts && opts->debug_root ? opts->debug_root : DEFAULT_DEBUG_ROOT;
 }
 
-static int open_by_build_id(struct elfimg *dbg, const uint8_t *id, int idlen,
+static int open_by_build_id(struct elfimg *dbg, const uint8_t *id, int idlen, int root_fd,
 			    const struct elfsym_opts *opts, const struct stat *main_st)
 {
 	char hex[BUILD_ID_MAX * 2 + 1], path[PATH_MAX];
@@ -609,19 +622,17 @@ static int open_by_build_id(struct elfimg *dbg, const uint8_t *id, int idlen,
 	if (idlen < 2)
 		return -ENOENT;
 	to_hex(id, idlen, hex);
-	n = snprintf(path, sizeof(path), "%s%s/.build-id/%.2s/%s.debug", opt_root(opts),
-		     opt_debug_root(opts), hex, hex + 2);
+	n = snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", opt_debug_root(opts), hex,
+		     hex + 2);
 	if (n < 0 || (size_t)n >= sizeof(path))
 		return -ENAMETOOLONG;
-	err = img_open(dbg, path, main_st);
-	if (err && *opt_root(opts)) {
+	err = img_open(dbg, root_fd, path, main_st);
+	if (err && err != -ENOMEM && root_fd >= 0) {
 		/*
 		 * The process's root is gone (it exited) or has no debug files:
 		 * the host's are just as good, the build id match below proves it.
 		 */
-		snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", opt_debug_root(opts),
-			 hex, hex + 2);
-		err = img_open(dbg, path, main_st);
+		err = img_open(dbg, -1, path, main_st);
 	}
 	if (err)
 		goto fail;
@@ -636,7 +647,8 @@ fail:
 	return err;
 }
 
-static int file_crc32(int fd, uint32_t *crc)
+/* The CRC of the file's first size bytes (its size when opened); a short read is -ESTALE. */
+static int file_crc32(int fd, uint64_t size, uint32_t *crc)
 {
 	static const size_t bufsz = 1 << 16;
 	unsigned char *buf;
@@ -645,19 +657,25 @@ static int file_crc32(int fd, uint32_t *crc)
 	ssize_t n;
 	int err = 0;
 
+	if (size > CRC_MAX_SIZE)
+		return -EFBIG;
 	buf = malloc(bufsz);
 	if (!buf)
 		return -ENOMEM;
-	for (;;) {
-		n = pread(fd, buf, bufsz, off);
+	while ((uint64_t)off < size) {
+		n = pread(fd, buf, size - off < bufsz ? size - off : bufsz, off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
 			err = -errno;
 			break;
 		}
-		if (!n)
+		if (!n) {
+			/* truncated since it was opened */
+			tfile__changed();
+			err = -ESTALE;
 			break;
+		}
 		c = crc32(c, buf, n);
 		off += n;
 	}
@@ -671,11 +689,11 @@ static int file_crc32(int fd, uint32_t *crc)
  * .debug/ subdirectory, then under the debug root. Only a file whose CRC
  * matches the one recorded in the link is taken.
  */
-static int open_by_debuglink(struct elfimg *dbg, Elf *elf, const char *path,
+static int open_by_debuglink(struct elfimg *dbg, Elf *elf, const char *path, int root_fd,
 			     const struct elfsym_opts *opts, const struct stat *main_st)
 {
 	char dir[PATH_MAX], cand[PATH_MAX];
-	const char *root = opt_root(opts), *name, *slash, *sep;
+	const char *name, *slash;
 	size_t nlen, crc_off, dlen, k;
 	uint32_t want, got;
 	Elf_Data *data;
@@ -705,21 +723,20 @@ static int open_by_debuglink(struct elfimg *dbg, Elf *elf, const char *path,
 		return -ENAMETOOLONG;
 	memcpy(dir, slash ? path : ".", dlen);
 	dir[dlen] = '\0';
-	sep = (*root && dir[0] != '/') ? "/" : "";
 
 	for (k = 0; k < 3; k++) {
 		if (k == 0)
-			n = snprintf(cand, sizeof(cand), "%s%s%s/%s", root, sep, dir, name);
+			n = snprintf(cand, sizeof(cand), "%s/%s", dir, name);
 		else if (k == 1)
-			n = snprintf(cand, sizeof(cand), "%s%s%s/.debug/%s", root, sep, dir, name);
+			n = snprintf(cand, sizeof(cand), "%s/.debug/%s", dir, name);
 		else
-			n = snprintf(cand, sizeof(cand), "%s%s/%s/%s", root, opt_debug_root(opts),
-				     dir, name);
+			n = snprintf(cand, sizeof(cand), "%s/%s/%s", opt_debug_root(opts), dir,
+				     name);
 		if (n < 0 || (size_t)n >= sizeof(cand))
 			continue;
-		err = img_open(dbg, cand, main_st);
+		err = img_open(dbg, root_fd, cand, main_st);
 		if (!err)
-			err = file_crc32(dbg->fd, &got);
+			err = file_crc32(dbg->fd, dbg->size, &got);
 		if (!err && got == want)
 			return 0;
 		img_close(dbg);
@@ -727,15 +744,28 @@ static int open_by_debuglink(struct elfimg *dbg, Elf *elf, const char *path,
 	return -ENOENT;
 }
 
-static int xz_decode(const uint8_t *in, size_t in_len, uint8_t **outp, size_t *out_len)
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/*
+ * Decode xz into a buffer of at most max bytes, in chunks so that CPU time
+ * is checked as it goes. -EFBIG past max, -ETIME past MINIDEBUG_CPU_NS.
+ */
+static int xz_decode(const uint8_t *in, size_t in_len, size_t max, uint8_t **outp, size_t *out_len)
 {
 	lzma_stream strm = LZMA_STREAM_INIT;
+	uint64_t t0 = thread_cpu_ns();
 	uint8_t *out, *tmp;
-	size_t cap, ncap;
+	size_t cap, ncap, step;
 	lzma_ret ret;
 	int err = 0;
 
-	cap = in_len < MINIDEBUG_MAX_SIZE / 4 ? in_len * 4 : MINIDEBUG_MAX_SIZE;
+	cap = in_len < max / 4 ? in_len * 4 : max;
 	if (cap < 65536)
 		cap = 65536;
 	out = malloc(cap);
@@ -748,8 +778,10 @@ static int xz_decode(const uint8_t *in, size_t in_len, uint8_t **outp, size_t *o
 	strm.next_in = in;
 	strm.avail_in = in_len;
 	strm.next_out = out;
-	strm.avail_out = cap;
 	for (;;) {
+		step = cap - strm.total_out < MINIDEBUG_CHUNK ? cap - strm.total_out
+							      : MINIDEBUG_CHUNK;
+		strm.avail_out = step;
 		ret = lzma_code(&strm, LZMA_FINISH);
 		if (ret == LZMA_STREAM_END)
 			break;
@@ -761,21 +793,24 @@ static int xz_decode(const uint8_t *in, size_t in_len, uint8_t **outp, size_t *o
 			err = -EBADMSG;
 			goto out;
 		}
-		if (strm.avail_out)
+		if (thread_cpu_ns() - t0 > MINIDEBUG_CPU_NS) {
+			err = -ETIME;
+			goto out;
+		}
+		if (strm.total_out < cap)
 			continue;
-		if (cap >= MINIDEBUG_MAX_SIZE) {
+		if (cap >= max) {
 			err = -EFBIG;
 			goto out;
 		}
-		ncap = cap * 2 < MINIDEBUG_MAX_SIZE ? cap * 2 : MINIDEBUG_MAX_SIZE;
+		ncap = cap * 2 < max ? cap * 2 : max;
 		tmp = realloc(out, ncap);
 		if (!tmp) {
 			err = -ENOMEM;
 			goto out;
 		}
 		out = tmp;
-		strm.next_out = out + cap;
-		strm.avail_out = ncap - cap;
+		strm.next_out = out + strm.total_out;
 		cap = ncap;
 	}
 	*outp = out;
@@ -785,6 +820,15 @@ out:
 	lzma_end(&strm);
 	free(out);
 	return err;
+}
+
+int elfsym__xz_decode(const void *in, size_t in_len, void **out, size_t *out_len)
+{
+	size_t max = in_len < (MINIDEBUG_MAX_SIZE - MINIDEBUG_MIN_CAP) / MINIDEBUG_RATIO
+			     ? MINIDEBUG_MIN_CAP + in_len * MINIDEBUG_RATIO
+			     : MINIDEBUG_MAX_SIZE;
+
+	return xz_decode(in, in_len, max, (uint8_t **)out, out_len);
 }
 
 /* MiniDebugInfo: an xz-compressed ELF file holding a .symtab, see GDB's manual. */
@@ -798,7 +842,7 @@ static int open_minidebug(struct elfimg *img, Elf *elf)
 	data = section_data(elf, ".gnu_debugdata");
 	if (!data)
 		return -ENOENT;
-	err = xz_decode(data->d_buf, data->d_size, &buf, &len);
+	err = elfsym__xz_decode(data->d_buf, data->d_size, (void **)&buf, &len);
 	if (err)
 		return err;
 	img->mem = buf;
@@ -815,7 +859,7 @@ static int open_minidebug(struct elfimg *img, Elf *elf)
  * own: build id, debuglink, then MiniDebugInfo. dbg keeps the one used open.
  */
 static int collect_separate(struct elfsym *es, struct cands *cs, struct elfimg *dbg, Elf *elf,
-			    const uint8_t *id, int idlen, const char *path,
+			    const uint8_t *id, int idlen, const char *path, int root_fd,
 			    const struct elfsym_opts *opts, const struct stat *main_st)
 {
 	static const char *const sources[] = {
@@ -828,9 +872,9 @@ static int collect_separate(struct elfsym *es, struct cands *cs, struct elfimg *
 
 	for (k = 0; k < 3; k++) {
 		if (k == 0)
-			err = open_by_build_id(dbg, id, idlen, opts, main_st);
+			err = open_by_build_id(dbg, id, idlen, root_fd, opts, main_st);
 		else if (k == 1)
-			err = open_by_debuglink(dbg, elf, path, opts, main_st);
+			err = open_by_debuglink(dbg, elf, path, root_fd, opts, main_st);
 		else
 			err = open_minidebug(dbg, elf);
 		if (err == -ENOMEM)
@@ -849,15 +893,39 @@ static int collect_separate(struct elfsym *es, struct cands *cs, struct elfimg *
 	return 0;
 }
 
+static bool changed_since(int fd, const struct stat *before)
+{
+	struct stat now;
+
+	if (!before->st_ino || fstat(fd, &now))
+		return false;
+	return now.st_size != before->st_size || now.st_mtim.tv_sec != before->st_mtim.tv_sec ||
+	       now.st_mtim.tv_nsec != before->st_mtim.tv_nsec;
+}
+
+/* The directory debug files are resolved in (-1: the host's "/"); ours to close unless given. */
+static int root_open(const struct elfsym_opts *opts, int *root_fd)
+{
+	*root_fd = -1;
+	if (opts && opts->has_root_fd) {
+		*root_fd = opts->root_fd;
+	} else if (opts && opts->root && *opts->root) {
+		*root_fd = open(opts->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (*root_fd < 0)
+			return errno == ENOMEM ? -ENOMEM : 0; /* no root: no debug files */
+	}
+	return 0;
+}
+
 int elfsym__open(struct elfsym **out, int fd, const char *path, const struct elfsym_opts *opts)
 {
 	struct elfimg main_img = ELFIMG_INIT, dbg = ELFIMG_INIT;
 	struct cands cs = { 0 };
 	uint8_t id[BUILD_ID_MAX];
 	struct elfsym *es;
-	struct stat st;
+	struct stat st = { 0 };
 	GElf_Ehdr eh;
-	int err, n, idlen;
+	int err, n, idlen, root_fd = -1;
 
 	*out = NULL;
 	if (elf_version(EV_CURRENT) == EV_NONE)
@@ -866,13 +934,13 @@ int elfsym__open(struct elfsym **out, int fd, const char *path, const struct elf
 	if (!es)
 		return -ENOMEM;
 
-	err = img_from_fd(&main_img, fd, false);
-	if (err)
-		goto cleanup;
 	if (fstat(fd, &st)) {
 		err = -errno;
 		goto cleanup;
 	}
+	err = img_from_fd(&main_img, fd, false);
+	if (err)
+		goto cleanup;
 	gelf_getehdr(main_img.elf, &eh);
 	if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) {
 		err = -ENOEXEC;
@@ -894,7 +962,10 @@ int elfsym__open(struct elfsym **out, int fd, const char *path, const struct elf
 	if (n > 0) {
 		es->source = ".symtab";
 	} else {
-		err = collect_separate(es, &cs, &dbg, main_img.elf, id, idlen, path, opts, &st);
+		err = root_open(opts, &root_fd);
+		if (!err)
+			err = collect_separate(es, &cs, &dbg, main_img.elf, id, idlen, path,
+					       root_fd, opts, &st);
 		if (err)
 			goto cleanup;
 	}
@@ -908,9 +979,16 @@ int elfsym__open(struct elfsym **out, int fd, const char *path, const struct elf
 		es->source = n > 0 ? ".dynsym" : "none";
 	err = finalize(es, &cs);
 cleanup:
+	if (changed_since(fd, &st)) {
+		/* truncated or rewritten while we read it: what we read may be torn */
+		tfile__changed();
+		err = -ESTALE;
+	}
 	free(cs.v);
 	img_close(&dbg);
 	img_close(&main_img);
+	if (root_fd >= 0 && !(opts && opts->has_root_fd))
+		close(root_fd);
 	if (err) {
 		elfsym__free(es);
 		return err;

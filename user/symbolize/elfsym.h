@@ -10,8 +10,9 @@
 #ifndef BPFPROF_ELFSYM_H
 #define BPFPROF_ELFSYM_H
 
-#include <stdint.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct elfsym;
 
@@ -24,6 +25,13 @@ struct elfsym_opts {
 	 * namespace; NULL or "" means the host's root.
 	 */
 	const char *root;
+	/*
+	 * Or, with has_root_fd, a directory fd of that root (tfile__root; stays
+	 * valid after the process exits). Every debug file is resolved inside
+	 * the root (no symlink leads out of it) and must be a regular file.
+	 */
+	bool has_root_fd;
+	int root_fd;
 };
 
 /*
@@ -64,6 +72,13 @@ int elfsym__elf_type(const struct elfsym *es);
  * file has no build id, or -errno.
  */
 int elf_read_build_id(int fd, char *hex, size_t hexlen);
+
+/*
+ * Decompress MiniDebugInfo (xz) into a malloc'd *out, bounded: -EFBIG when
+ * it would inflate past 1 MiB + 32 times its size (64 MiB at most), -ETIME
+ * past 200 ms of CPU. Exposed for tests.
+ */
+int elfsym__xz_decode(const void *in, size_t in_len, void **out, size_t *out_len);
 
 /* Demangle a C++ (Itanium ABI) name; returns a malloc'd string or NULL if not mangled. */
 char *demangle(const char *name);

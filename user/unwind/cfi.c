@@ -1230,7 +1230,7 @@ int cfi__build(int fd, struct unwind_row **rows, size_t *nrows, struct cfi_stats
 		return -errno;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOEXEC;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr) ||
 	    ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_ident[EI_DATA] != ELFDATA2LSB ||
 	    ehdr.e_machine != EM_X86_64 || !tables_fit(&ehdr, (uint64_t)st.st_size)) {

@@ -383,7 +383,7 @@ static uint32_t serving(const struct unwinder *u, uint32_t id)
 
 static int read_segments(int fd, struct otable *t)
 {
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
 	size_t n;
 	int err = 0;
 

@@ -1,0 +1,324 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Running as root on a shared host: what an unprivileged target puts on its
+own file system must not hang, crash or bloat bpfprof, nor make it open the
+host's files. The hostile files are FIFOs (an open() for reading blocks until
+a writer comes) and symlinks that point out of the target's root; inotify
+shows whether bpfprof opened the host's FIFO at all."""
+import ctypes
+import os
+import re
+import shutil
+import struct
+import subprocess
+import time
+
+import pytest
+
+from conftest import parse_folded, run, summary_line, total
+
+NOBODY = 65534
+IN_OPEN, IN_ACCESS = 0x20, 0x01
+PROG = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+volatile unsigned long sink;
+__attribute__((noinline)) void spin_here(void) { for (int i = 0; i < 1000000; i++) sink += i; }
+int main(int argc, char **argv)
+{
+	struct timespec a, b;
+	double secs = argc > 1 ? atof(argv[1]) : 3;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	printf("pid %d\n", (int)getpid());
+	fflush(stdout);
+	do {
+		spin_here();
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	} while (b.tv_sec - a.tv_sec + (b.tv_nsec - a.tv_nsec) / 1e9 < secs);
+	return 0;
+}
+"""
+
+
+class Inotify:
+    """inotify through libc: which of the watched paths were opened or read."""
+
+    def __init__(self):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = self.libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        assert self.fd >= 0
+
+    def watch(self, path):
+        wd = self.libc.inotify_add_watch(self.fd, path.encode(), IN_OPEN | IN_ACCESS)
+        assert wd >= 0, os.strerror(ctypes.get_errno())
+        return wd
+
+    def events(self):
+        out = []
+        try:
+            buf = os.read(self.fd, 65536)
+        except BlockingIOError:
+            return out
+        off = 0
+        while off < len(buf):
+            wd, mask, _, ln = struct.unpack_from("iIII", buf, off)
+            out.append((wd, mask))
+            off += 16 + ln
+        return out
+
+    def close(self):
+        os.close(self.fd)
+
+
+def build_stripped(src_dir, out, static=False):
+    """A stripped copy of PROG; its symbols only in out.debug (build id, debuglink)."""
+    c = os.path.join(src_dir, "prog.c")
+    with open(c, "w") as f:
+        f.write(PROG)
+    full = out + ".full"
+    subprocess.run(["gcc", "-O1", "-g", "-Wl,--build-id"] + (["-static"] if static else [])
+                   + ["-o", full, c], check=True)
+    subprocess.run(["objcopy", "--only-keep-debug", full, out + ".debug"], check=True)
+    subprocess.run(["strip", "--strip-all", "-o", out, full], check=True)
+    subprocess.run(["objcopy", "--add-gnu-debuglink=" + out + ".debug", out], check=True)
+    build_id = subprocess.run(["readelf", "-n", out], capture_output=True, text=True,
+                              check=True).stdout
+    return re.search(r"Build ID: ([0-9a-f]+)", build_id).group(1)
+
+
+def start_as_nobody(argv):
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, user=NOBODY, group=NOBODY,
+                         extra_groups=[])
+    line = p.stdout.readline()
+    assert line.startswith("pid "), line
+    return p
+
+
+@pytest.fixture
+def pub_path():
+    """A directory an unprivileged target can reach (pytest's tmp_path is 0700)."""
+    import pathlib
+    import tempfile
+    d = tempfile.mkdtemp(prefix="bpfprof-sec-")
+    os.chmod(d, 0o755)
+    yield pathlib.Path(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def refused(stderr):
+    m = re.search(r"files: (\d+) refused \((\d+) not regular", stderr)
+    return int(m.group(2)) if m else 0
+
+
+def check_run(r, out, elapsed, secs):
+    assert r.returncode == 0, r.stderr
+    # on time: the duration, start-up and the write, never an open() that waits
+    assert elapsed < secs + 20, f"took {elapsed:.1f} s"
+    stacks = parse_folded(out.read_text())
+    assert total(stacks) > 0
+    summary_line(r.stderr)
+
+
+def test_debuglink_fifo_is_refused(pub_path):
+    tmp_path = pub_path
+    """A stripped binary whose .gnu_debuglink companion is a FIFO."""
+    d = tmp_path / "t"
+    d.mkdir()
+    os.chmod(d, 0o755)
+    prog = str(d / "prog")
+    build_stripped(str(d), prog)
+    os.unlink(prog + ".debug")
+    os.mkfifo(prog + ".debug", 0o644)
+    ino = Inotify()
+    ino.watch(prog + ".debug")
+    target = start_as_nobody([prog, "6"])
+    out = tmp_path / "out.folded"
+    try:
+        t0 = time.monotonic()
+        r = run(["-p", str(target.pid), "-d", "2", "-o", str(out)], timeout=60)
+        elapsed = time.monotonic() - t0
+    finally:
+        target.kill()
+        target.wait()
+    check_run(r, out, elapsed, 2)
+    assert refused(r.stderr) >= 1, r.stderr
+    assert ino.events() == [], "bpfprof opened the FIFO"
+    ino.close()
+
+
+def test_build_id_symlink_to_host_fifo(pub_path):
+    """In a chroot, the build-id debug path is a symlink to a FIFO by its host path.
+
+    Resolved inside the target's root the link leads to the chroot's own file
+    of that name (a FIFO too: refused, counted); the host's FIFO is never opened.
+    """
+    tmp_path = pub_path
+    host_fifo = str(tmp_path / "host.fifo")
+    os.mkfifo(host_fifo, 0o644)
+    root = tmp_path / "root"
+    root.mkdir()
+    os.chmod(root, 0o755)
+    bid = build_stripped(str(tmp_path), str(root / "prog"), static=True)
+    os.unlink(str(root / "prog") + ".debug")
+    os.unlink(str(root / "prog") + ".full")
+    dbg = root / "usr/lib/debug/.build-id" / bid[:2]
+    dbg.mkdir(parents=True)
+    os.symlink(host_fifo, str(dbg / (bid[2:] + ".debug")))
+    # the same path inside the chroot: a FIFO of the target's own
+    inside = root / host_fifo.lstrip("/")
+    inside.parent.mkdir(parents=True)
+    os.mkfifo(str(inside), 0o644)
+    ino = Inotify()
+    ino.watch(host_fifo)
+    target = subprocess.Popen(["chroot", "--userspec=%d:%d" % (NOBODY, NOBODY), str(root),
+                               "/prog", "6"], stdout=subprocess.PIPE, text=True)
+    line = target.stdout.readline()
+    assert line.startswith("pid "), line
+    out = tmp_path / "out.folded"
+    try:
+        t0 = time.monotonic()
+        r = run(["-p", str(target.pid), "-d", "2", "-o", str(out)], timeout=60)
+        elapsed = time.monotonic() - t0
+    finally:
+        target.kill()
+        target.wait()
+    check_run(r, out, elapsed, 2)
+    assert refused(r.stderr) >= 1, r.stderr
+    assert ino.events() == [], "bpfprof opened the host's FIFO"
+    ino.close()
+
+
+LIB = "int lib_func(int x) { return x * 3 + 1; }\n"
+DLOPENER = r"""
+import ctypes, os, sys, time
+d = sys.argv[1]
+libs = []
+for name in sorted(os.listdir(d)):
+    if name.endswith(".so"):
+        libs.append(ctypes.CDLL(os.path.join(d, name)))
+        os.unlink(os.path.join(d, name))
+print("loaded %d" % len(libs), flush=True)
+end = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:
+    for l in libs:
+        l.lib_func(3)
+"""
+
+
+def agent_fds(pid, under):
+    """The agent's fds, and those on deleted files under the directory `under`
+    (other processes on a shared host keep their own files legitimately open)."""
+    fds = os.listdir(f"/proc/{pid}/fd")
+    ours = 0
+    for fd in fds:
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith(str(under) + "/") and link.endswith(" (deleted)"):
+            ours += 1
+    return len(fds), ours
+
+
+def test_fds_of_exited_process_closed(pub_path):
+    """300 distinct libraries loaded and unlinked, then the process exits: the
+    agent's fds go back to where they were, and no deleted file stays open."""
+    src = pub_path / "lib.c"
+    src.write_text(LIB)
+    so = pub_path / "lib.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(so), str(src)], check=True)
+    libs = pub_path / "libs"
+    libs.mkdir()
+    for i in range(300):
+        shutil.copy(str(so), str(libs / f"lib{i:03d}.so"))
+    os.chmod(libs, 0o777)
+    script = pub_path / "dlopener.py"
+    script.write_text(DLOPENER)
+    out = pub_path / "out.folded"
+    import sys
+    agent = subprocess.Popen([os.environ.get("BPFPROF", "build/bpfprof"), "-a", "-d", "14",
+                              "-o", str(out)], stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(3)
+        base, _ = agent_fds(agent.pid, libs)
+        target = subprocess.Popen([sys.executable, str(script), str(libs), "3"],
+                                  stdout=subprocess.PIPE, text=True, user=NOBODY,
+                                  group=NOBODY, extra_groups=[])
+        assert target.stdout.readline().startswith("loaded 300")
+        time.sleep(1.5)
+        during, deleted_during = agent_fds(agent.pid, libs)
+        target.wait()
+        time.sleep(3)  # files are closed within a second or two of the exit
+        after, deleted_after = agent_fds(agent.pid, libs)
+        err = agent.communicate(timeout=60)[1]
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+    assert agent.returncode == 0, err
+    # the libraries were opened while the process lived (the test sees something)
+    assert deleted_during >= 290, (base, during, deleted_during)
+    assert deleted_after == 0, (base, after, deleted_after)
+    # the total too, give or take what other processes on the host start and end
+    assert after < base + 100, (base, during, after)
+
+
+CODELOOP = r"""
+import sys, time
+def template(a):
+    s = 0
+    for i in range(2000):
+        s += i * a
+    return s
+end = time.monotonic() + float(sys.argv[1])
+# 1 MB of "no location" entries past the code's end: a legal, huge line table
+pad = bytes([0xF8]) * (1000 * 1000)
+print("pid %d" % __import__("os").getpid(), flush=True)
+n = 0
+while time.monotonic() < end:
+    c = template.__code__
+    code = c.replace(co_name="f%d" % n, co_qualname="f%d" % n,
+                     co_linetable=c.co_linetable + pad + bytes([n & 0x7F]))
+    f = type(template)(code, globals())
+    for _ in range(50):
+        f(n)
+    n += 1
+"""
+
+
+def test_new_code_objects_stay_in_budget(pub_path):
+    """A loop making new code objects with 1 MB line tables: each sampled one
+    used to be kept to the end (the agent grew ~10 MB a second); under
+    --mem-budget the least recently sampled tables are given back, the agent's
+    RSS stays bounded, and the frames still carry their lines."""
+    import sys
+    if sys.version_info[:2] != (3, 11):
+        pytest.skip("the line table format written here is CPython 3.11's")
+    script = pub_path / "codeloop.py"
+    script.write_text(CODELOOP)
+    target = start_as_nobody([sys.executable, str(script), "14"])
+    out = pub_path / "out.folded"
+    try:
+        r = run(["-p", str(target.pid), "-F", "499", "-d", "10", "--mem-budget", "16m", "-v",
+                 "-o", str(out)], timeout=90)
+    finally:
+        target.kill()
+        target.wait()
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"memory: budget 16 MiB for caches, ([\d.]+) MiB held at the end; (\d+) evicted",
+                  r.stderr)
+    assert m, r.stderr
+    assert float(m.group(1)) <= 16 and int(m.group(2)) >= 20, m.group(0)
+    rss = int(re.search(r"peak RSS (\d+) KiB", r.stderr).group(1))
+    # about 50 MiB of the agent's own plus at most the 16 MiB budget; unbounded it passed 120
+    assert rss < 100 * 1024, f"peak RSS {rss} KiB"
+    stacks = parse_folded(out.read_text())
+    gen = [(f, c) for f, c in stacks if any(re.fullmatch(r"f\d+ \(codeloop\.py:\d+\)", x)
+                                              for x in f)]
+    assert total(gen) > 0.5 * total(stacks)
+    # named at the end, after most line tables were evicted: the lines were kept
+    lines = [x for f, c in gen for x in f if re.fullmatch(r"f\d+ \(codeloop\.py:\d+\)", x)]
+    # (an evicted table that could not be read again would give line 1, the def)
+    body = [x for x in lines if int(x.rsplit(":", 1)[1][:-1]) in range(2, 7)]
+    assert len(body) > 0.95 * len(lines), lines
