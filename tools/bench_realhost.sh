@@ -69,9 +69,11 @@ runuser -u postgres -- pgbench -h "$tmp/sock" -p 5499 -i -s 4 postgres >/dev/nul
 wl_secs=$((2 * SECS + 30))
 "$PY" "$root/tools/realhost_train.py" "$wl_secs" >"$tmp/train.out" &
 pids+=($!)
+disown $! # killed at the end: no "Killed" line
 runuser -u postgres -- pgbench -h "$tmp/sock" -p 5499 -c 2 -j 1 -T "$wl_secs" postgres \
 	>"$tmp/pgbench.out" 2>&1 &
 pids+=($!)
+disown $!
 for ((i = 0; i < 300; i++)); do
 	grep -q ready "$tmp/train.out" && break
 	sleep 0.1

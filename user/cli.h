@@ -97,7 +97,7 @@ extern struct env env;
 /* Exit statuses (DESIGN.md): */
 /*
  * --unwind-mem: 4M rows. Debian's libtorch_cpu has 1.4M rows (11 MiB); a PyTorch
- * training loop and pgbench on one host wanted 2.2M (17 MiB) in all.
+ * training loop with pgbench next to it wanted 2.0-2.5M (15-19 MiB) in all.
  */
 #define UNWIND_MEM_DEFAULT (32u << 20)
 
