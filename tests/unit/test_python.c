@@ -36,6 +36,14 @@
 
 #include <cmocka.h>
 
+#include <bpf/bpf.h>
+#include <linux/types.h>
+
+#include "bpfprof.h"
+#include "collect/pytrack.h"
+#include "proc/objfile.h"
+#include "proc/proc.h"
+
 #include "proc/procmaps.h"
 #include "python/pyimpl.h"
 #include "python/python.h"
@@ -1448,6 +1456,113 @@ static void test_name_clean(void **state)
 	assert_string_equal(out, "");
 }
 
+/*
+ * pytrack (collect/pytrack.c) over a live interpreter: found from its
+ * mappings, its layout and threads written to BPF maps (real ones: needs
+ * root), code objects named by stable ids, its state let go after its exit.
+ */
+static void test_pytrack(void **state)
+{
+	struct pyexe *e = exe_or_skip(state);
+	int procs_fd, threads_fd;
+	struct objtab *objs;
+	struct proctab *pt;
+	struct pytrack *t;
+	struct live *lv;
+	uint64_t ids[MAX_CODES], tstate;
+	struct bpf_pyproc layout;
+	struct proc *p;
+	uint32_t off;
+	pid_t pid;
+
+	if (geteuid())
+		skip(); /* BPF maps */
+	procs_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "t_py_procs", sizeof(__u32),
+				  sizeof(struct bpf_pyproc), 16, NULL);
+	threads_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "t_py_threads", sizeof(__u32), sizeof(__u64),
+				    256, NULL);
+	assert_true(procs_fd >= 0 && threads_fd >= 0);
+	objs = objtab__new();
+	pt = objs ? proctab__new(objs) : NULL;
+	assert_non_null(pt);
+	assert_int_equal(pytrack__new(&t, procs_fd, threads_fd, objs), 0);
+
+	lv = calloc(1, sizeof(*lv));
+	assert_non_null(lv);
+	assert_int_equal(child_start(&lv->ch, e->path, "live.py", NULL, NULL), 0);
+	pid = lv->pid = lv->ch.pid;
+	assert_true(live_read(lv));
+
+	/* found from its mappings: layout and both threads' states in BPF */
+	assert_false(pytrack__seen(t, pid));
+	p = proctab__lookup(pt, pid, 0);
+	assert_non_null(p);
+	pytrack__sync(t, p);
+	assert_true(pytrack__seen(t, pid));
+	assert_true(pytrack__is_python(t, pid));
+	assert_int_equal(bpf_map_lookup_elem(procs_fd, &pid, &layout), 0);
+	assert_int_equal((layout.version >> 16) & 0xff, e->minor); /* 0x030b0000: 3.11 */
+	assert_int_equal(bpf_map_lookup_elem(threads_fd, &lv->main_tid, &tstate), 0);
+	assert_true(tstate != 0);
+	assert_int_equal(bpf_map_lookup_elem(threads_fd, &lv->worker_tid, &tstate), 0);
+	assert_int_equal(pytrack__stats(t)->interpreters, 1);
+
+	/* code objects: one id each, the same id again, named as Python says */
+	for (size_t i = 0; i < lv->ncodes; i++) {
+		const char *qualname, *file;
+		uint32_t line;
+
+		ids[i] = pytrack__code(t, pid, lv->codes[i].addr, 0, &off);
+		assert_true(ids[i] > 0);
+		for (size_t j = 0; j < i; j++)
+			assert_true(ids[j] != ids[i]);
+		assert_true(pytrack__code(t, pid, lv->codes[i].addr, 0, &off) == ids[i]);
+		assert_int_equal(pytrack__describe(t, ids[i], UINT32_MAX, &qualname, &file, &line),
+				 0);
+		assert_string_equal(file, lv->codes[i].filename);
+		assert_int_equal(line, lv->codes[i].firstlineno);
+		if (e->minor >= 11)
+			assert_string_equal(qualname, lv->codes[i].qualname);
+	}
+	/* not a code object: an id (its snapshot might still come) that names nothing */
+	{
+		const char *qualname, *file;
+		uint32_t line;
+		uint64_t id =
+			pytrack__code(t, pid, lv->info.runtime ? lv->info.runtime : 8, 0, &off);
+
+		assert_true(id == 0 || pytrack__describe(t, id, UINT32_MAX, &qualname, &file,
+							 &line) == -ENOENT);
+	}
+	/* a process pytrack never saw, and address 0: no id */
+	assert_true(pytrack__code(t, 1, lv->codes[0].addr, 0, &off) == 0);
+	assert_true(pytrack__code(t, pid, 0, 0, &off) == 0);
+
+	/* the process ends: forgotten, its BPF entries gone, its code objects freed */
+	child_say(&lv->ch, "exit\n");
+	child_stop(&lv->ch);
+	pytrack__forget(t, pid, true);
+	/* samples taken before the exit are still named until gc (end of an interval) */
+	{
+		const char *qualname, *file;
+		uint32_t line;
+
+		assert_int_equal(pytrack__describe(t, ids[0], UINT32_MAX, &qualname, &file, &line),
+				 0);
+		assert_string_equal(file, lv->codes[0].filename);
+	}
+	assert_int_equal(bpf_map_lookup_elem(procs_fd, &pid, &layout), -ENOENT);
+	assert_int_equal(bpf_map_lookup_elem(threads_fd, &lv->main_tid, &tstate), -ENOENT);
+	assert_true(pytrack__gc(t) >= lv->ncodes);
+
+	pytrack__free(t);
+	proctab__free(pt);
+	objtab__free(objs);
+	close(procs_fd);
+	close(threads_fd);
+	free(lv);
+}
+
 #define PER_EXE(fn)                                                                               \
 	cmocka_unit_test_prestate(fn, &exes[0]), cmocka_unit_test_prestate(fn, &exes[1]),         \
 		cmocka_unit_test_prestate(fn, &exes[2]), cmocka_unit_test_prestate(fn, &exes[3]), \
@@ -1467,6 +1582,7 @@ int main(void)
 		PER_EXE(test_lines),
 		PER_EXE(test_live),
 		PER_EXE(test_thread_names),
+		PER_EXE(test_pytrack),
 		cmocka_unit_test_prestate(test_pid_namespace, &exes[1]),
 		cmocka_unit_test_prestate(test_pid_namespace, &exes[4]),
 		cmocka_unit_test(test_debug_offsets),
