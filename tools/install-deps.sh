@@ -27,6 +27,8 @@ PACKAGES=(
 	# benchmark: bcc's memleak for --alloc, and the headers bcc compiles with
 	# (tools/bench.sh merges the common and amd64 dirs for kernels without them)
 	bpfcc-tools linux-headers-amd64
+	# tests: --alloc under the common allocators; benchmark: the peer heap profiler
+	libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 heaptrack
 )
 
 missing=()

@@ -78,6 +78,8 @@ static const char usage_text[] =
 	"                            thread's wall-clock time went (like py-spy --idle)\n"
 	"      --alloc               heap: sampled malloc-family calls and anonymous mmaps,\n"
 	"                            where memory was allocated and where it is still held\n"
+	"                            (-- CMD: sampled in process by libbpfprof_heap.so,\n"
+	"                            set in its LD_PRELOAD; -p/-a: uprobes)\n"
 	"\n"
 	"OPTIONS\n"
 	"  -F, --freq HZ             samples per second per CPU (default 99, 19 with\n"

@@ -28,7 +28,10 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <gelf.h>
+#include <limits.h>
+#include <stdio.h>
 #include <libelf.h>
 #include <math.h>
 #include <stdlib.h>
@@ -41,6 +44,7 @@
 #include "aggregate/timeline.h"
 #include "aggregate/timeline_log.h"
 #include "alloc.skel.h"
+#include "collect/alloc.h"
 #include "collect/recorder.h"
 #include "collect/uprobes.h"
 #include "proc/objfile.h"
@@ -106,6 +110,8 @@ struct alloc_stats {
 struct alloc {
 	struct alloc_bpf *skel;
 	struct uprobes *u;
+	struct uprobes *pu; /* the preload library's probe points (-- CMD), else NULL */
+	struct uprobe_spec pspecs[2];
 	struct uprobe_spec specs[24];
 	size_t nspecs;
 	int ix_aobj, ix_abytes, ix_iobj, ix_ibytes;
@@ -135,6 +141,126 @@ struct alloc {
 static bool wanted(void)
 {
 	return env.ev_alloc;
+}
+
+/* set by alloc__preload_env() before CMD starts */
+static bool preload_on;
+
+#define PRELOAD_LIB "libbpfprof_heap.so"
+
+const char *alloc__preload_path(void)
+{
+	static char path[PATH_MAX + 64];
+	static const char *const rel[] = { PRELOAD_LIB, "../lib/bpfprof/" PRELOAD_LIB };
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return NULL;
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", self, rel[i]);
+		if (!access(path, R_OK))
+			return path;
+	}
+	return NULL;
+}
+
+static bool defines(Elf *e, uint32_t want, const char *sym);
+
+/* CMD's file as execvp would find it, opened; -1 if not found. */
+static int open_cmd(const char *cmd)
+{
+	const char *p = getenv("PATH");
+	char buf[PATH_MAX];
+
+	if (strchr(cmd, '/'))
+		return open(cmd, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	for (p = p ? p : "/usr/local/bin:/usr/bin:/bin"; *p;) {
+		size_t len = strcspn(p, ":");
+		int fd;
+
+		if (snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, p, cmd) < (int)sizeof(buf) &&
+		    !access(buf, X_OK) && (fd = open(buf, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) >= 0)
+			return fd;
+		p += len + (p[len] == ':');
+	}
+	return -1;
+}
+
+/*
+ * Whether a preloaded malloc reaches CMD's calls: not in a static
+ * executable (no interpreter), nor in one that defines malloc itself (it
+ * comes first in the lookup order). Not an ELF file (a script): its
+ * interpreter is assumed dynamic.
+ */
+static bool cmd_interposable(const char *cmd)
+{
+	int fd = open_cmd(cmd);
+	bool interp = false, own;
+	size_t phnum;
+	Elf *e;
+
+	if (fd < 0 || elf_version(EV_CURRENT) == EV_NONE) {
+		if (fd >= 0)
+			close(fd);
+		return fd >= 0;
+	}
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF || elf_getphdrnum(e, &phnum)) {
+		elf_end(e);
+		close(fd);
+		return true;
+	}
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(e, i, &ph) && ph.p_type == PT_INTERP)
+			interp = true;
+	}
+	own = defines(e, SHT_DYNSYM, "malloc");
+	elf_end(e);
+	close(fd);
+	return interp && !own;
+}
+
+bool alloc__preload_env(void)
+{
+	const char *lib = alloc__preload_path(), *old = getenv("LD_PRELOAD");
+	char rate[32], *v;
+
+	if (!env.ev_alloc || !env.cmd_argv || !lib)
+		return false;
+	if (!cmd_interposable(env.cmd_argv[0])) {
+		pr_verbose("heap: %s cannot be interposed (static, or defines malloc): uprobes",
+			   env.cmd_argv[0]);
+		return false;
+	}
+	/* first: the next malloc after it is the program's own choice (tcmalloc, jemalloc) */
+	if (asprintf(&v, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "") < 0)
+		return false;
+	snprintf(rate, sizeof(rate), "%llu", (unsigned long long)env.alloc_rate);
+	if (setenv("LD_PRELOAD", v, 1) || setenv("BPFPROF_ALLOC_RATE", rate, 1)) {
+		free(v);
+		return false;
+	}
+	free(v);
+	preload_on = true;
+	pr_verbose("heap: in-process sampling, %s preloaded", lib);
+	return true;
+}
+
+/* The preload path's probes go on the library alone, by path (match: none). */
+static bool match_none(struct objfile *o, void *arg)
+{
+	(void)o;
+	(void)arg;
+	return false;
 }
 
 static struct block *block_at(struct alloc *a, uint32_t i)
@@ -506,7 +632,7 @@ static void on_proc(struct recorder *r, void *priv, uint32_t pid, int change)
 	}
 	if (change == PROC_EXECED && (p = proctab__lookup(r->procs, pid, 0)))
 		note_exit(a, pid, p->start_ns ? p->start_ns : mono_ns()); /* the old image's end */
-	if (!a->u || !rec__is_target(r, pid))
+	if (!a->u || a->pu || !rec__is_target(r, pid))
 		return;
 	uprobes__scan(a->u, proctab__lookup(r->procs, pid, 0));
 }
@@ -554,6 +680,8 @@ static bool is_allocator(struct objfile *o, void *arg)
 
 	(void)arg;
 	if (o->fd < 0 || elf_version(EV_CURRENT) == EV_NONE)
+		return false;
+	if (o->name && !strcmp(o->name, PRELOAD_LIB)) /* it forwards to the real one */
 		return false;
 	e = elf_begin(o->fd, ELF_C_READ, NULL);
 	if (!e)
@@ -683,6 +811,16 @@ static int setup(struct recorder *r, void **priv)
 			   a->nspecs);
 	if (err)
 		return err;
+	if (preload_on) {
+		a->pspecs[0] = (struct uprobe_spec){ .func = "bpfprof_heap_sampled",
+						     .prog = s->progs.alloc_preload_sampled };
+		a->pspecs[1] = (struct uprobe_spec){ .func = "bpfprof_heap_freed",
+						     .prog = s->progs.alloc_preload_freed };
+		err = uprobes__new(&a->pu, "heap-preload", r->objs, false, match_none, NULL,
+				   a->pspecs, 2);
+		if (err)
+			return err;
+	}
 
 	a->ix_aobj = rec__value(r, "alloc_objects", "count");
 	a->ix_abytes = rec__value(r, "alloc_space", "bytes");
@@ -731,6 +869,16 @@ static int start(struct recorder *r, void *priv)
 	}
 	for (size_t i = 0; i < env.npids; i++)
 		scan_pid(r, a, env.pids[i]);
+	if (r->child > 0 && a->pu) {
+		/* by path, before CMD runs: in place when the library is mapped */
+		if (uprobes__add_path(a->pu, alloc__preload_path()) ||
+		    !uprobes__stats(a->pu)->probes) {
+			pr_err("--alloc: cannot probe %s", alloc__preload_path());
+			return -ENOENT;
+		}
+		pr_verbose("heap: probes on %s", alloc__preload_path());
+		return 0;
+	}
 	if (r->child > 0)
 		scan_pid(r, a, r->child); /* held before exec: the probes follow it through exec */
 	us = uprobes__stats(a->u);
@@ -750,9 +898,11 @@ static void stop(struct recorder *r, void *priv)
 
 	(void)r;
 	/* detach: no more calls, but the records already out are still read */
-	a->ust = *uprobes__stats(a->u);
+	a->ust = *uprobes__stats(a->pu ? a->pu : a->u);
 	uprobes__free(a->u);
 	a->u = NULL;
+	uprobes__free(a->pu);
+	a->pu = NULL;
 }
 
 /* In-use values are final: round each stack's sums into the stack table. */
@@ -845,6 +995,11 @@ static void summary(struct recorder *r, void *priv, FILE *f)
 
 	if (log_level < 1)
 		return;
+	if (preload_on)
+		fprintf(f,
+			"bpfprof: heap: in-process sampling (%s): unsampled calls never leave "
+			"the process, the counts below are of sampled ones\n",
+			PRELOAD_LIB);
 	fprintf(f,
 		"bpfprof: heap: %llu allocation calls, %.1f MiB asked for; %llu sampled (1 in "
 		"%llu bytes), %llu frees of sampled blocks; estimated %.1f MiB allocated, %.1f MiB "
@@ -882,6 +1037,7 @@ static void summary(struct recorder *r, void *priv, FILE *f)
 		if (r->stats_fd >= 0) {
 			fprintf(f, "bpfprof: heap: BPF per run:");
 			prog_cost(f, "malloc entry", a->skel->progs.alloc_malloc);
+			prog_cost(f, "preload sample", a->skel->progs.alloc_preload_sampled);
 			prog_cost(f, "return", a->skel->progs.alloc_ret);
 			prog_cost(f, "free", a->skel->progs.alloc_free);
 			fputc('\n', f);
@@ -899,6 +1055,7 @@ static void destroy(struct recorder *r, void *priv)
 	if (!a)
 		return;
 	uprobes__free(a->u);
+	uprobes__free(a->pu);
 	alloc_bpf__destroy(a->skel);
 	htab__free(a->live);
 	htab__free(a->pid_blocks);

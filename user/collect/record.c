@@ -28,6 +28,7 @@
 #include "aggregate/timeline_log.h"
 #include "bpfprof.h"
 #include "cli.h"
+#include "collect/alloc.h"
 #include "collect/continuous.h"
 #include "collect/record.h"
 #include "collect/recorder.h"
@@ -1034,6 +1035,8 @@ int record__run(void)
 	if (env.ev_cuda && env.cmd_argv && !getenv("CUDA_INJECTION64_PATH") &&
 	    cuda__injection_path())
 		setenv("CUDA_INJECTION64_PATH", cuda__injection_path(), 1);
+	/* --alloc: the in-process sampler, in CMD's LD_PRELOAD when it can interpose */
+	alloc__preload_env();
 	if (env.cmd_argv && spawn_held(&r)) {
 		pr_err("cannot start '%s': %s", env.cmd_argv[0], strerror(errno));
 		goto cleanup;
