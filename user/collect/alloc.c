@@ -672,18 +672,15 @@ static bool defines(Elf *e, uint32_t want, const char *sym)
 }
 
 /* The allocator rule (top of file): exports malloc, or is static and defines it. */
-static bool is_allocator(struct objfile *o, void *arg)
+static bool fd_is_allocator(int fd)
 {
 	bool dynamic = false, yes;
 	size_t phnum;
 	Elf *e;
 
-	(void)arg;
-	if (o->fd < 0 || elf_version(EV_CURRENT) == EV_NONE)
+	if (fd < 0 || elf_version(EV_CURRENT) == EV_NONE)
 		return false;
-	if (o->name && !strcmp(o->name, PRELOAD_LIB)) /* it forwards to the real one */
-		return false;
-	e = elf_begin(o->fd, ELF_C_READ, NULL);
+	e = elf_begin(fd, ELF_C_READ, NULL);
 	if (!e)
 		return false;
 	if (elf_kind(e) != ELF_K_ELF || elf_getphdrnum(e, &phnum)) {
@@ -698,9 +695,36 @@ static bool is_allocator(struct objfile *o, void *arg)
 	}
 	yes = dynamic ? defines(e, SHT_DYNSYM, "malloc") : defines(e, SHT_SYMTAB, "malloc");
 	elf_end(e);
-	if (yes)
-		pr_debug("heap: %s provides malloc", o->path);
 	return yes;
+}
+
+static bool is_allocator(struct objfile *o, void *arg)
+{
+	(void)arg;
+	if (o->name && !strcmp(o->name, PRELOAD_LIB)) /* it forwards to the real one */
+		return false;
+	if (!fd_is_allocator(o->fd))
+		return false;
+	pr_debug("heap: %s provides malloc", o->path);
+	return true;
+}
+
+/*
+ * -- CMD on the uprobe path: an executable that is its own allocator
+ * (static) is probed by path before it runs; the held child is still a copy
+ * of bpfprof, so scanning it finds only bpfprof's libc.
+ */
+static void probe_cmd_file(struct alloc *a)
+{
+	char link[64], path[PATH_MAX];
+	int fd = open_cmd(env.cmd_argv[0]);
+
+	if (fd < 0)
+		return;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	if (fd_is_allocator(fd) && realpath(link, path) && !uprobes__add_path(a->u, path))
+		pr_verbose("heap: %s probed before it runs", path);
+	close(fd);
 }
 
 /*
@@ -879,8 +903,10 @@ static int start(struct recorder *r, void *priv)
 		pr_verbose("heap: probes on %s", alloc__preload_path());
 		return 0;
 	}
-	if (r->child > 0)
+	if (r->child > 0) {
+		probe_cmd_file(a);
 		scan_pid(r, a, r->child); /* held before exec: the probes follow it through exec */
+	}
 	us = uprobes__stats(a->u);
 	if (!us->probes) {
 		pr_err("--alloc: no allocator found to probe in the %s (no mapped file defines malloc)",
