@@ -115,7 +115,8 @@ static const char usage_text[] =
 	"                            suffixes k, m, g; 1 = record every call)\n"
 	"      --alloc-metric M      --alloc: what folded shows: inuse_space (default: bytes\n"
 	"                            still allocated at the end), inuse_objects,\n"
-	"                            alloc_space, alloc_objects (everything allocated)\n"
+	"                            alloc_space, alloc_objects (everything allocated),\n"
+	"                            peak_space (in use when the total in use peaked)\n"
 	"      --gil                 keep only Python samples whose thread held the GIL\n"
 	"                            (CPython 3.8-3.13; pprof labels every Python sample\n"
 	"                            gil=held|released)\n"
@@ -506,10 +507,9 @@ static int parse_alloc_rate(const char *s)
 static int parse_alloc_metric(const char *s)
 {
 	static const char *const names[] = {
-		[ALLOC_INUSE_SPACE] = "inuse_space",
-		[ALLOC_INUSE_OBJECTS] = "inuse_objects",
-		[ALLOC_ALLOC_SPACE] = "alloc_space",
-		[ALLOC_ALLOC_OBJECTS] = "alloc_objects",
+		[ALLOC_INUSE_SPACE] = "inuse_space", [ALLOC_INUSE_OBJECTS] = "inuse_objects",
+		[ALLOC_ALLOC_SPACE] = "alloc_space", [ALLOC_ALLOC_OBJECTS] = "alloc_objects",
+		[ALLOC_PEAK_SPACE] = "peak_space",
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -519,7 +519,7 @@ static int parse_alloc_metric(const char *s)
 			return 0;
 		}
 	pr_err("unknown metric '%s' for --alloc-metric: expected inuse_space, inuse_objects, "
-	       "alloc_space or alloc_objects",
+	       "alloc_space, alloc_objects or peak_space",
 	       s);
 	return -EINVAL;
 }

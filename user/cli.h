@@ -28,6 +28,7 @@ enum alloc_metric {
 	ALLOC_INUSE_OBJECTS,
 	ALLOC_ALLOC_SPACE,
 	ALLOC_ALLOC_OBJECTS,
+	ALLOC_PEAK_SPACE,
 };
 
 struct env {

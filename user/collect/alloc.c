@@ -79,6 +79,8 @@ struct stack_acc {
 	double a_objs, a_bytes; /* everything sampled from it */
 	double i_objs, i_bytes; /* of which still held */
 	uint64_t oldest_ns;	/* allocation time of the oldest block still held; 0: none */
+	double l_bytes;		/* of which in live processes (exited ones' left out) */
+	double p_bytes;		/* l_bytes when the run's total in use peaked */
 };
 
 struct exit_note {
@@ -136,6 +138,11 @@ struct alloc {
 	/* totals of the final values, for the summary */
 	int64_t inuse_objs, inuse_bytes, alloc_bytes;
 	uint64_t inuse_stacks, live_blocks, oldest_ns;
+	/* peak_space: the total of l_bytes, its highest value, and whether it is there now */
+	double live_total, peak_total;
+	bool at_peak;
+	int ix_peak;
+	int64_t peak_bytes;
 };
 
 static bool wanted(void)
@@ -396,6 +403,19 @@ static void heap_flush(struct alloc *a, uint64_t now)
 }
 
 /*
+ * peak_space: the stacks' in-use as it stands is the peak's, kept before it
+ * goes down. Done once per climb to a new high (at its top), not per block.
+ */
+static void peak_leave(struct alloc *a)
+{
+	if (!a->at_peak)
+		return;
+	for (size_t i = 0; i < a->nacc; i++)
+		a->acc[i].p_bytes = a->acc[i].l_bytes;
+	a->at_peak = false;
+}
+
+/*
  * Drop a block from the live table. freed: its memory was given back
  * (subtract it from in-use); else its process ended with it (it stays in
  * in-use as leaked, and counts for the stack's oldest block).
@@ -407,6 +427,10 @@ static void block_drop(struct alloc *a, uint32_t i, bool freed, uint64_t ts)
 
 	if (freed) /* (a process's exit is one step: handle_exits) */
 		heap_change(a, b->key.pid, NULL, ts, -b->bytes);
+	peak_leave(a);
+	a->live_total -= b->bytes;
+	if (s)
+		s->l_bytes -= b->bytes;
 	if (s && freed) {
 		s->i_objs -= b->objs;
 		s->i_bytes -= b->bytes;
@@ -501,6 +525,12 @@ static void on_alloc(struct recorder *r, struct alloc *a, const struct prof_samp
 	pid_count(a, h->pid, 1);
 	s->i_objs += wo;
 	s->i_bytes += wb;
+	s->l_bytes += wb;
+	a->live_total += wb;
+	if (a->live_total > a->peak_total) {
+		a->peak_total = a->live_total;
+		a->at_peak = true;
+	}
 	heap_change(a, h->pid, h->pcomm, h->time_ns, wb);
 }
 
@@ -775,10 +805,9 @@ static void add_spec(struct alloc *a, const char *func, struct bpf_program *entr
 }
 
 static const char *const metric_type[] = {
-	[ALLOC_INUSE_SPACE] = "inuse_space",
-	[ALLOC_INUSE_OBJECTS] = "inuse_objects",
-	[ALLOC_ALLOC_SPACE] = "alloc_space",
-	[ALLOC_ALLOC_OBJECTS] = "alloc_objects",
+	[ALLOC_INUSE_SPACE] = "inuse_space", [ALLOC_INUSE_OBJECTS] = "inuse_objects",
+	[ALLOC_ALLOC_SPACE] = "alloc_space", [ALLOC_ALLOC_OBJECTS] = "alloc_objects",
+	[ALLOC_PEAK_SPACE] = "peak_space",
 };
 
 static int setup(struct recorder *r, void **priv)
@@ -850,14 +879,17 @@ static int setup(struct recorder *r, void **priv)
 	a->ix_abytes = rec__value(r, "alloc_space", "bytes");
 	a->ix_iobj = rec__value(r, "inuse_objects", "count");
 	a->ix_ibytes = rec__value(r, "inuse_space", "bytes");
-	if (a->ix_aobj < 0 || a->ix_abytes < 0 || a->ix_iobj < 0 || a->ix_ibytes < 0) {
+	a->ix_peak = rec__value(r, "peak_space", "bytes");
+	if (a->ix_aobj < 0 || a->ix_abytes < 0 || a->ix_iobj < 0 || a->ix_ibytes < 0 ||
+	    a->ix_peak < 0) {
 		pr_err("too many value types for the heap values");
 		return -ENOSPC;
 	}
 	/* folded carries one value: with --alloc it is --alloc-metric, --cpu or not */
 	rec__default_value(r, rec__value(r, metric_type[env.alloc_metric],
 					 env.alloc_metric == ALLOC_INUSE_SPACE ||
-							 env.alloc_metric == ALLOC_ALLOC_SPACE
+							 env.alloc_metric == ALLOC_ALLOC_SPACE ||
+							 env.alloc_metric == ALLOC_PEAK_SPACE
 						 ? "bytes"
 						 : "count"));
 	return 0;
@@ -940,6 +972,7 @@ static void finish(struct recorder *r, void *priv)
 
 	handle_exits(r, a);
 	heap_flush(a, UINT64_MAX);
+	peak_leave(a); /* still at its peak at the end */
 	a->end_ns = (uint64_t)r->t_stop.tv_sec * 1000000000ULL + r->t_stop.tv_nsec;
 	while ((e = htab__next(a->live, &it))) {
 		struct block *b = block_at(a, (uint32_t)e->val);
@@ -960,6 +993,8 @@ static void finish(struct recorder *r, void *priv)
 		/* sums of doubles: a stack with nothing left may be a rounding error off zero */
 		v->v[a->ix_iobj] = s->i_objs > 0.5 ? llround(s->i_objs) : 0;
 		v->v[a->ix_ibytes] = s->i_bytes > 0.5 ? llround(s->i_bytes) : 0;
+		v->v[a->ix_peak] = s->p_bytes > 0.5 ? llround(s->p_bytes) : 0;
+		a->peak_bytes += v->v[a->ix_peak];
 		a->inuse_objs += v->v[a->ix_iobj];
 		a->inuse_bytes += v->v[a->ix_ibytes];
 		a->alloc_bytes += v->v[a->ix_abytes];
@@ -1029,11 +1064,11 @@ static void summary(struct recorder *r, void *priv, FILE *f)
 	fprintf(f,
 		"bpfprof: heap: %llu allocation calls, %.1f MiB asked for; %llu sampled (1 in "
 		"%llu bytes), %llu frees of sampled blocks; estimated %.1f MiB allocated, %.1f MiB "
-		"in %lld blocks still held in %llu stacks (oldest %.1f s)\n",
+		"in %lld blocks still held in %llu stacks (oldest %.1f s); peak %.1f MiB in use\n",
 		(unsigned long long)c.calls, c.bytes / 1048576.0, (unsigned long long)c.sampled,
 		(unsigned long long)env.alloc_rate, (unsigned long long)c.frees,
 		a->alloc_bytes / 1048576.0, a->inuse_bytes / 1048576.0, (long long)a->inuse_objs,
-		(unsigned long long)a->inuse_stacks, age);
+		(unsigned long long)a->inuse_stacks, age, a->peak_bytes / 1048576.0);
 	if (a->tl)
 		fprintf(f,
 			"bpfprof: heap: %llu samples of %llu processes' heap in use in the "
