@@ -83,23 +83,31 @@ static uintptr_t set[SET_SLOTS];
 static uint8_t filter[1u << FILTER_BITS];
 static long nlive; /* addresses in set */
 
-static __thread int64_t t_until;
-static __thread uint64_t t_rng;
-static __thread int t_init;
-/* allocation calls of this thread in progress: what they call themselves is theirs */
-static __thread int t_depth;
+/* per thread, one block (one TLS offset to load) */
+static __thread struct {
+	int64_t until; /* bytes to the next sample point; 0 until drawn */
+	uint64_t rng;
+	int depth; /* allocation calls of this thread in progress */
+	int init;
+} ts;
 
 /* The probe points. Their arguments are what the BPF programs read. */
 API __attribute__((noinline, used)) void
 bpfprof_heap_sampled(void *addr, uint64_t size, uintptr_t ip, uintptr_t sp, uintptr_t bp)
 {
-	/* a nop first: the kernel emulates it, where a ret would be single-stepped */
-	asm volatile("nop" ::"r"(addr), "r"(size), "r"(ip), "r"(sp), "r"(bp) : "memory");
+	/*
+	 * A 5-byte nop first: the kernel emulates nops (a ret would be
+	 * single-stepped), and kernels that optimize uprobes on a nop5 turn the
+	 * trap into a call.
+	 */
+	asm volatile(".byte 0x0f, 0x1f, 0x44, 0x00, 0x00" ::"r"(addr), "r"(size), "r"(ip), "r"(sp),
+		     "r"(bp)
+		     : "memory");
 }
 
 API __attribute__((noinline, used)) void bpfprof_heap_freed(void *addr)
 {
-	asm volatile("nop" ::"r"(addr) : "memory");
+	asm volatile(".byte 0x0f, 0x1f, 0x44, 0x00, 0x00" ::"r"(addr) : "memory");
 }
 
 static void resolve(void)
@@ -153,13 +161,13 @@ static void *boot_alloc(size_t n)
 
 static uint64_t rng_next(void)
 {
-	if (!t_rng)
-		t_rng = ((uint64_t)gettid() << 32) ^ (uint64_t)(uintptr_t)&t_rng ^
-			(uint64_t)time(NULL) ^ 0x9e3779b97f4a7c15ULL;
-	t_rng ^= t_rng >> 12;
-	t_rng ^= t_rng << 25;
-	t_rng ^= t_rng >> 27;
-	return t_rng * 0x2545f4914f6cdd1dULL;
+	if (!ts.rng)
+		ts.rng = ((uint64_t)gettid() << 32) ^ (uint64_t)(uintptr_t)&ts.rng ^
+			 (uint64_t)time(NULL) ^ 0x9e3779b97f4a7c15ULL;
+	ts.rng ^= ts.rng >> 12;
+	ts.rng ^= ts.rng << 25;
+	ts.rng ^= ts.rng >> 27;
+	return ts.rng * 0x2545f4914f6cdd1dULL;
 }
 
 /* Bytes to the next sample point: -rate * ln(U), U uniform in (0, 1]. */
@@ -170,23 +178,25 @@ static int64_t next_sample(uint64_t r)
 	return (int64_t)(-(double)r * log(u));
 }
 
-/* Whether an allocation of size bytes holds a sample point (counts it down). */
-static inline int sample(size_t size)
+/*
+ * The countdown ran out (or was never drawn, or every call is sampled):
+ * whether the allocation of eff bytes holds a sample point.
+ */
+static int sample_slow(int64_t eff)
 {
 	uint64_t r = __atomic_load_n(&rate, __ATOMIC_RELAXED);
-	int64_t eff = size ? (int64_t)(size & SIZE_MASK) : 1;
 
 	if (r <= 1)
 		return r == 1;
-	if (__builtin_expect(!t_init, 0)) {
-		t_until = next_sample(r);
-		t_init = 1;
+	if (!ts.init) {
+		ts.until = next_sample(r);
+		ts.init = 1;
+		if (ts.until > eff) {
+			ts.until -= eff;
+			return 0;
+		}
 	}
-	if (__builtin_expect(t_until > eff, 1)) {
-		t_until -= eff;
-		return 0;
-	}
-	t_until = next_sample(r);
+	ts.until = next_sample(r);
 	return 1;
 }
 
@@ -287,10 +297,25 @@ static inline void retire(void *p)
 		bpfprof_heap_freed(p);
 }
 
+static __attribute__((noinline)) void note_slow(void *p, size_t size, int64_t eff, uintptr_t ip,
+						void *fa)
+{
+	if (sample_slow(eff))
+		sampled(p, size, ip, fa);
+}
+
+/* An allocation returned p: the countdown, and its sample when it ran out. */
 static inline void note(void *p, size_t size, uintptr_t ip, void *fa)
 {
-	if (p && !t_depth && sample(size))
-		sampled(p, size, ip, fa);
+	int64_t eff = size ? (int64_t)(size & SIZE_MASK) : 1;
+
+	if (__builtin_expect(!p || ts.depth, 0))
+		return;
+	if (__builtin_expect(ts.until > eff, 1)) {
+		ts.until -= eff;
+		return;
+	}
+	note_slow(p, size, eff, ip, fa);
 }
 
 API void *malloc(size_t size)
@@ -299,9 +324,9 @@ API void *malloc(size_t size)
 
 	if (__builtin_expect(!real.malloc, 0))
 		init();
-	t_depth++;
+	ts.depth++;
 	p = real.malloc(size);
-	t_depth--;
+	ts.depth--;
 	note(p, size, CALLER());
 	return p;
 }
@@ -316,9 +341,9 @@ API void *calloc(size_t n, size_t size)
 			return __builtin_mul_overflow(n, size, &total) ? NULL : boot_alloc(total);
 		init();
 	}
-	t_depth++;
+	ts.depth++;
 	p = real.calloc(n, size);
-	t_depth--;
+	ts.depth--;
 	if (p && !__builtin_mul_overflow(n, size, &total))
 		note(p, total, CALLER());
 	return p;
@@ -331,9 +356,7 @@ API void free(void *p)
 	retire(p);
 	if (__builtin_expect(!real.free, 0))
 		init();
-	t_depth++;
-	real.free(p);
-	t_depth--;
+	real.free(p); /* (an allocator's munmap in it: not a sampled address) */
 }
 
 API void *realloc(void *old, size_t size)
@@ -354,9 +377,9 @@ API void *realloc(void *old, size_t size)
 	}
 	/* before the call: once it returns, the old address may be someone else's */
 	retire(old);
-	t_depth++;
+	ts.depth++;
 	p = real.realloc(old, size);
-	t_depth--;
+	ts.depth--;
 	if (size)
 		note(p, size, CALLER());
 	return p;
@@ -374,9 +397,9 @@ API void *reallocarray(void *old, size_t n, size_t size)
 		return NULL;
 	}
 	retire(old);
-	t_depth++;
+	ts.depth++;
 	p = real.reallocarray ? real.reallocarray(old, n, size) : real.realloc(old, total);
-	t_depth--;
+	ts.depth--;
 	if (total)
 		note(p, total, CALLER());
 	return p;
@@ -388,9 +411,9 @@ API int posix_memalign(void **out, size_t align, size_t size)
 
 	if (__builtin_expect(!real.posix_memalign, 0))
 		init();
-	t_depth++;
+	ts.depth++;
 	ret = real.posix_memalign(out, align, size);
-	t_depth--;
+	ts.depth--;
 	if (!ret)
 		note(*out, size, CALLER());
 	return ret;
@@ -402,9 +425,9 @@ API void *aligned_alloc(size_t align, size_t size)
 
 	if (__builtin_expect(!real.aligned_alloc, 0))
 		init();
-	t_depth++;
+	ts.depth++;
 	p = real.aligned_alloc ? real.aligned_alloc(align, size) : real.memalign(align, size);
-	t_depth--;
+	ts.depth--;
 	note(p, size, CALLER());
 	return p;
 }
@@ -415,9 +438,9 @@ API void *memalign(size_t align, size_t size)
 
 	if (__builtin_expect(!real.memalign, 0))
 		init();
-	t_depth++;
+	ts.depth++;
 	p = real.memalign(align, size);
-	t_depth--;
+	ts.depth--;
 	note(p, size, CALLER());
 	return p;
 }
@@ -428,9 +451,9 @@ API void *valloc(size_t size)
 
 	if (__builtin_expect(!real.valloc, 0))
 		init();
-	t_depth++;
+	ts.depth++;
 	p = real.valloc ? real.valloc(size) : real.memalign(sysconf(_SC_PAGESIZE), size);
-	t_depth--;
+	ts.depth--;
 	note(p, size, CALLER());
 	return p;
 }
@@ -442,9 +465,9 @@ API void *pvalloc(size_t size)
 
 	if (__builtin_expect(!real.pvalloc, 0))
 		init();
-	t_depth++;
+	ts.depth++;
 	p = real.pvalloc ? real.pvalloc(size) : real.memalign(page, whole);
-	t_depth--;
+	ts.depth--;
 	note(p, whole, CALLER());
 	return p;
 }
@@ -481,7 +504,7 @@ API int munmap(void *addr, size_t len)
 {
 	if (__builtin_expect(!real.munmap, 0))
 		init();
-	if (!t_depth)
+	if (!ts.depth)
 		retire(addr);
 	return real.munmap(addr, len);
 }
