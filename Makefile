@@ -99,6 +99,12 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libbpfprof.a $(HDRS)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -Itests/unit $< $(BUILD)/libbpfprof.a $(LDLIBS) -lcmocka -o $@
 
+# --alloc -- CMD: the in-process heap sampler bpfprof preloads (tools/heap)
+all: $(BUILD)/libbpfprof_heap.so
+$(BUILD)/libbpfprof_heap.so: tools/heap/preload.c tools/heap/Makefile
+	$(call msg,HEAP,$@)
+	$(Q)$(MAKE) -s -C tools/heap BUILD=$(abspath $(BUILD))
+
 # CUDA: the CUPTI injection library (tools/cupti) and its unit test need the
 # toolkit's headers and libcupti, and <sys/sdt.h>; without them they are skipped.
 CUDA_HOME ?= /usr/local/cuda
@@ -240,9 +246,13 @@ bench: $(BUILD)/bpfprof
 deps:
 	tools/install-deps.sh
 
-install: $(BUILD)/bpfprof
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR)
+install: $(BUILD)/bpfprof $(BUILD)/libbpfprof_heap.so
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(PREFIX)/lib/bpfprof
 	install -m 0755 $(BUILD)/bpfprof $(DESTDIR)$(PREFIX)/bin/bpfprof
+	install -m 0644 $(BUILD)/libbpfprof_heap.so $(DESTDIR)$(PREFIX)/lib/bpfprof/libbpfprof_heap.so
+	if [ -f $(BUILD)/libbpfprof_cupti.so ]; then install -m 0644 $(BUILD)/libbpfprof_cupti.so \
+		$(DESTDIR)$(PREFIX)/lib/bpfprof/libbpfprof_cupti.so; fi
 	install -m 0644 man/bpfprof.8 $(DESTDIR)$(MANDIR)/man8/bpfprof.8
 	sed 's|/usr/local/bin/bpfprof|$(PREFIX)/bin/bpfprof|' packaging/bpfprof.service > \
 		$(DESTDIR)$(UNITDIR)/bpfprof.service

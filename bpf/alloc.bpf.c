@@ -38,6 +38,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define MAP_ANONYMOUS 0x20
 #define MAP_FAILED    ((__u64)-1)
 #define PAGE_SIZE     4096ULL
+/* bpfprof_heap_sampled's size argument: the library's set of sampled addresses was full */
+#define PRELOAD_F_UNTRACKED (1ULL << 63)
 
 const volatile __u64 alloc_rate = 512 * 1024; /* mean bytes between samples; 1: every call */
 const volatile bool alloc_want_user = true;
@@ -265,9 +267,41 @@ __noinline int alloc_user_frames(struct pt_regs *ctx, struct prof_sample *s, __u
 	return user_stack(ctx, &r, s, base);
 }
 
+/*
+ * The same from registers the preload library passes (tools/heap): those of
+ * its wrapper's caller, as a return probe on the wrapper would see them.
+ */
+__noinline int alloc_user_frames_at(struct pt_regs *ctx, struct prof_sample *s, __u64 ip, __u64 sp,
+				    __u64 bp)
+{
+	struct uregs r = { .ip = ip, .sp = sp, .bp = bp, .ret_addr = 1 };
+
+	long n, k;
+
+	if (!s)
+		return 0;
+	stack_window_reset();
+	n = user_stack(ctx, &r, s, 0);
+	if (!(s->hdr.flags & SAMPLE_F_UNWIND_FP) || n < 2)
+		return n;
+	/*
+	 * Frame pointers from the probe point: the library's own frames come
+	 * first, then the wrapper's caller (ip), which frames[0] already is.
+	 */
+	for (k = 1; k < 4 && k < n; k++)
+		if (s->frames[k & 3] == ip)
+			break;
+	if (k >= 4 || k >= n)
+		return n;
+	for (long i = 1; i + k < n && i < MAX_USTACK; i++)
+		s->frames[i & (MAX_USTACK - 1)] = s->frames[(i + k) & (MAX_USTACK - 1)];
+	return n - k;
+}
+
 /* A sampled allocation returned addr: its stacks, the live table, the ring buffer. */
 static __always_inline void record(struct pt_regs *ctx, __u32 tgid, __u32 tid, __u64 addr,
-				   __u64 size, struct alloc_counters *c)
+				   __u64 size, struct alloc_counters *c, bool preload,
+				   bool untracked)
 {
 	struct alloc_key key = { .tgid = tgid, .addr = addr };
 	__u64 ulen = 0, pylen, out, flags = 0;
@@ -281,7 +315,11 @@ static __always_inline void record(struct pt_regs *ctx, __u32 tgid, __u32 tid, _
 		return;
 	sample_init(s, SAMPLE_ALLOC, size, tgid, tid);
 	if (alloc_want_user) {
-		ulen = alloc_user_frames(ctx, s, 0);
+		if (preload)
+			ulen = alloc_user_frames_at(ctx, s, PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx),
+						    PT_REGS_PARM5(ctx));
+		else
+			ulen = alloc_user_frames(ctx, s, 0);
 		asm volatile("" : "+r"(ulen)); /* the verifier's bound, not clang's */
 		if (ulen > MAX_USTACK)
 			ulen = MAX_USTACK;
@@ -289,7 +327,10 @@ static __always_inline void record(struct pt_regs *ctx, __u32 tgid, __u32 tid, _
 	s->hdr.ustack_len = ulen;
 	pylen = python_stack(s, ulen);
 	/* before the record goes out: the block cannot be freed before malloc returns */
-	if (bpf_map_update_elem(&alloc_live, &key, &one, BPF_ANY)) {
+	if (untracked) { /* the library's set was full */
+		c->live_full++;
+		flags = ALLOC_F_UNTRACKED;
+	} else if (bpf_map_update_elem(&alloc_live, &key, &one, BPF_ANY)) {
 		c->live_full++;
 		flags = ALLOC_F_UNTRACKED;
 	}
@@ -356,7 +397,45 @@ int alloc_ret(struct pt_regs *ctx)
 		return 0;
 	}
 	c->sampled++;
-	record(ctx, tgid, tid, addr, t->size, c);
+	record(ctx, tgid, tid, addr, t->size, c, false, false);
+	return 0;
+}
+
+/*
+ * The preload library's probe points (tools/heap/preload.c), for -- CMD:
+ * the library counted and sampled in process, these see only the sampled
+ * allocations and the frees of sampled blocks.
+ *   bpfprof_heap_sampled(addr, size | PRELOAD_F_UNTRACKED, ip, sp, bp)
+ *   bpfprof_heap_freed(addr)
+ */
+SEC("uprobe")
+int alloc_preload_sampled(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), addr = PT_REGS_PARM1(ctx);
+	__u64 size = PT_REGS_PARM2(ctx);
+	struct alloc_counters *c;
+
+	if ((__u32)(id >> 32) == self_tgid)
+		return 0;
+	c = alloc_counters_get();
+	if (!c)
+		return 0;
+	c->calls++;
+	c->bytes += size & ALLOC_SIZE_MASK;
+	c->sampled++;
+	record(ctx, id >> 32, (__u32)id, addr, size & ALLOC_SIZE_MASK, c, true,
+	       size & PRELOAD_F_UNTRACKED);
+	return 0;
+}
+
+SEC("uprobe")
+int alloc_preload_freed(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), addr = PT_REGS_PARM1(ctx);
+
+	if (!addr || (__u32)(id >> 32) == self_tgid)
+		return 0;
+	retire(id >> 32, (__u32)id, addr);
 	return 0;
 }
 

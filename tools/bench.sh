@@ -518,6 +518,74 @@ if [[ -x $WORKLOADS/bench_malloc ]] && ((have_bpfprof)); then
 	echo "  added wall time per unsampled call per thread: $heap_call_us us (BPF: $heap_bpf)"
 fi
 
+# 7b. Heap, in-process path: malloc_loop (LOOP_PAIRS malloc/free pairs of 64
+#    bytes, one thread) and bench_malloc (HEAP_PAIRS pairs on 2 threads) alone,
+#    under `bpfprof --alloc -- CMD` (libbpfprof_heap.so preloaded, the
+#    default there), `bpfprof --alloc -p` (uprobes), heaptrack and
+#    memleak-bpfcc -p; each workload times its own loop (attach excluded).
+#    HEAP_ROUNDS rounds, medians. Target: in-process <= 1.3x alone.
+LOOP_PAIRS=${LOOP_PAIRS:-2000000}
+inproc_slow=n/a
+if [[ -x $WORKLOADS/malloc_loop && -x $WORKLOADS/bench_malloc ]] && ((have_bpfprof)); then
+	echo "heap (in-process): malloc_loop $LOOP_PAIRS x 64 B, bench_malloc $HEAP_PAIRS x 2 threads"
+	# run_heap2 WORKLOAD CONFIG: one timed run into $elapsed
+	run_heap2() {
+		local wl cmd
+
+		if [[ $1 == loop ]]; then cmd=("$WORKLOADS/malloc_loop" "$LOOP_PAIRS"); else
+			cmd=("$WORKLOADS/bench_malloc" "$HEAP_PAIRS" 2); fi
+		case $2 in
+		alone) "${cmd[@]}" >"$tmp/h2.out" ;;
+		inproc) "$BPFPROF" --alloc -q -o "$tmp/h2.folded" -- "${cmd[@]}" >"$tmp/h2.out" ;;
+		heaptrack) heaptrack -o "$tmp/h2.heaptrack" "${cmd[@]}" >"$tmp/h2.out" 2>&1 ;;
+		uprobes | memleak)
+			"${cmd[@]}" "$HEAP_DELAY" >"$tmp/h2.out" &
+			wl=$!
+			bg_pids+=("$wl")
+			if [[ $2 == uprobes ]]; then
+				start_profiler uprobes "$BPFPROF" --alloc -p "$wl" -o "$tmp/h2p.folded"
+			else
+				start_profiler memleak env --default-signal=INT memleak-bpfcc -p "$wl"
+			fi
+			wait "$wl" || die "$1 failed"
+			stop_profiler "$2" "$prof_pid"
+			;;
+		esac
+		rm -f "$tmp"/h2.heaptrack*
+		[[ $(grep -E '^elapsed ' "$tmp/h2.out") =~ elapsed\ ([0-9.]+) ]] ||
+			die "$1 printed '$(cat "$tmp/h2.out")'"
+		elapsed=${BASH_REMATCH[1]}
+	}
+	h2configs=(alone inproc uprobes)
+	command -v heaptrack >/dev/null && h2configs+=(heaptrack)
+	((${have_memleak:-0})) && h2configs+=(memleak)
+	printf '%-24s' ""
+	printf ' %11s' "${h2configs[@]}"
+	echo
+	for w in loop bench_malloc; do
+		declare -A h2=()
+		for ((r = 0; r < HEAP_ROUNDS; r++)); do
+			for c in "${h2configs[@]}"; do
+				run_heap2 "$w" "$c"
+				h2[$c]+=" $elapsed"
+			done
+		done
+		a=$(median <<<"${h2[alone]}")
+		printf '%-24s' "$w median s"
+		for c in "${h2configs[@]}"; do printf ' %11s' "$(median <<<"${h2[$c]}")"; done
+		echo
+		printf '%-24s' "$w x alone"
+		for c in "${h2configs[@]}"; do
+			printf ' %11s' "$(awk -v b="$(median <<<"${h2[$c]}")" -v a="$a" 'BEGIN { printf "%.2fx", b / a }')"
+		done
+		echo
+		[[ $w == loop ]] && inproc_slow=$(awk -v b="$(median <<<"${h2[inproc]}")" -v a="$a" \
+			'BEGIN { printf "%.2fx", b / a }')
+		unset h2
+	done
+	echo "  in-process slowdown on the 64 B loop (target <= 1.3x): $inproc_slow"
+fi
+
 ((have_bpfprof)) || die "bpfprof not found at '$BPFPROF': its figures were not measured"
 
 # CUDA: what --cuda adds to each cuLaunchKernel, with the fake driver

@@ -33,6 +33,8 @@ PACKAGES=(
 	# benchmark, "real host" section: a PyTorch training loop (~315 mapped
 	# libraries) next to pgbench against a scratch PostgreSQL cluster
 	python3-torch python3-numpy postgresql postgresql-contrib
+	# tests: --alloc under the common allocators; benchmark: the peer heap profiler
+	libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 heaptrack
 )
 
 missing=()

@@ -67,7 +67,8 @@ static const char usage_text[] =
 	"(an ELF address, for addr2line -e module); '[truncated]' starts a stack deeper\n"
 	"than 128 frames. pprof has sample types samples/count and\n"
 	"cpu/nanoseconds; with --alloc alloc_objects/count, alloc_space/bytes,\n"
-	"inuse_objects/count, inuse_space/bytes (estimates scaled up from the samples),\n"
+	"inuse_objects/count, inuse_space/bytes, peak_space/bytes (estimates scaled up\n"
+	"from the samples),\n"
 	"and folded shows --alloc-metric, also with --cpu. A Chrome trace has CPU\n"
 	"samples as slices per thread, CUDA calls, GPU kernels and copies per stream\n"
 	"with flows from their launches, and with --alloc a 'heap in use' counter per\n"
@@ -457,10 +458,9 @@ static int parse_unwind_mem(const char *s)
 static int parse_alloc_metric(const char *s)
 {
 	static const char *const names[] = {
-		[ALLOC_INUSE_SPACE] = "inuse_space",
-		[ALLOC_INUSE_OBJECTS] = "inuse_objects",
-		[ALLOC_ALLOC_SPACE] = "alloc_space",
-		[ALLOC_ALLOC_OBJECTS] = "alloc_objects",
+		[ALLOC_INUSE_SPACE] = "inuse_space", [ALLOC_INUSE_OBJECTS] = "inuse_objects",
+		[ALLOC_ALLOC_SPACE] = "alloc_space", [ALLOC_ALLOC_OBJECTS] = "alloc_objects",
+		[ALLOC_PEAK_SPACE] = "peak_space",
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -470,7 +470,7 @@ static int parse_alloc_metric(const char *s)
 			return 0;
 		}
 	pr_err("unknown metric '%s' for --alloc-metric: expected inuse_space, inuse_objects, "
-	       "alloc_space or alloc_objects",
+	       "alloc_space, alloc_objects or peak_space",
 	       s);
 	return -EINVAL;
 }
@@ -857,7 +857,11 @@ static const struct cli_opt opts[] = {
 	  "every call)" },
 	{ "alloc-metric", 0, "M", S_OPTIONS, NULL, parse_alloc_metric,
 	  "--alloc: what folded shows: inuse_space (default: bytes still allocated at the "
-	  "end), inuse_objects, alloc_space, alloc_objects (everything allocated)" },
+	  "end), inuse_objects, alloc_space, alloc_objects (everything allocated), "
+	  "peak_space (what each stack held when the total in use peaked)" },
+	{ "alloc-uprobes", 0, NULL, S_OPTIONS, &env.alloc_uprobes, NULL,
+	  "--alloc -- CMD: probe the allocator with uprobes, as -p and -a do, instead of "
+	  "preloading the in-process sampler (libbpfprof_heap.so) into CMD" },
 	{ "gil", 0, NULL, S_OPTIONS, &env.gil, NULL,
 	  "keep only Python samples whose thread held the GIL (CPython 3.8-3.13; pprof labels "
 	  "every Python sample gil=held|released)" },
@@ -1055,9 +1059,11 @@ int cli__parse(int argc, char **argv)
 	}
 	if (check_continuous(given.interval, given.keep, given.app_name))
 		return EXIT_USAGE;
-	if ((given.alloc_rate || env.alloc_metric_set) && !env.ev_alloc) {
+	if ((given.alloc_rate || env.alloc_metric_set || env.alloc_uprobes) && !env.ev_alloc) {
 		pr_err("%s is a heap profiling option: add --alloc",
-		       given.alloc_rate ? "--alloc-rate" : "--alloc-metric");
+		       given.alloc_rate	   ? "--alloc-rate"
+		       : env.alloc_uprobes ? "--alloc-uprobes"
+					   : "--alloc-metric");
 		return EXIT_USAGE;
 	}
 	if (format_from_output())

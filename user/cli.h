@@ -30,6 +30,7 @@ enum alloc_metric {
 	ALLOC_INUSE_OBJECTS,
 	ALLOC_ALLOC_SPACE,
 	ALLOC_ALLOC_OBJECTS,
+	ALLOC_PEAK_SPACE,
 };
 
 struct env {
@@ -41,6 +42,7 @@ struct env {
 	/* EVENTS (none given: --cpu) */
 	bool ev_cpu;	      /* on-CPU sampling */
 	bool ev_alloc;	      /* heap allocations */
+	bool alloc_uprobes;   /* --alloc-uprobes: no in-process sampler for -- CMD */
 	bool ev_off_cpu;      /* time blocked */
 	bool ev_wall;	      /* on-CPU + off-CPU */
 	bool ev_cuda;	      /* CUDA driver calls and GPU activity */

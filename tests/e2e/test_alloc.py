@@ -92,7 +92,8 @@ def test_default_rate_estimates(tmp_path):
     r = run(["--alloc", "-o", str(pb), "--", workload("alloc_known")])
     assert r.returncode == 0, r.stderr
     types, samples = pprof_samples(pb)
-    assert types == ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space"], types
+    assert types == ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space",
+                     "peak_space"], types
     leak = value_by_leaf(types, samples, "inuse_space", "leak_blocks")
     assert within(leak, LEAK, 0.10), (leak, LEAK)
     churn = value_by_leaf(types, samples, "alloc_space", "churn_blocks")
@@ -217,7 +218,8 @@ def test_uprobe_multi_one_link_per_program(tmp_path):
     per BPF program (kernel 6.6+), not one perf-event uprobe per function:
     attach and detach are one step each, not one RCU grace period per probe."""
     out = tmp_path / "heap.folded"
-    p = subprocess.Popen([BPFPROF, "-v", "--alloc", "-o", str(out), "--", workload("alloc_known"),
+    p = subprocess.Popen([BPFPROF, "-v", "--alloc", "--alloc-uprobes", "-o", str(out), "--",
+                          workload("alloc_known"),
                           "30"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "ready"
@@ -239,8 +241,8 @@ def test_per_probe_fallback(tmp_path):
     """Without uprobe_multi (forced here; kernels before 6.6): one perf-event
     uprobe per function, same profile."""
     out = tmp_path / "heap.folded"
-    r = run(["-v", "--alloc", "--alloc-rate", "1", "-o", str(out), "--", workload("alloc_known")],
-            env=dict(os.environ, BPFPROF_NO_UPROBE_MULTI="1"))
+    r = run(["-v", "--alloc", "--alloc-uprobes", "--alloc-rate", "1", "-o", str(out), "--",
+             workload("alloc_known")], env=dict(os.environ, BPFPROF_NO_UPROBE_MULTI="1"))
     assert r.returncode == 0, r.stderr
     assert re.search(r"heap: (\d+) probes attached in \1 links \(one perf event each\)", r.stderr)
     stacks = parse_folded(out.read_text())
@@ -301,7 +303,7 @@ def test_cpu_and_alloc_together(tmp_path):
     assert r.returncode == 0, r.stderr
     types, samples = pprof_samples(pb)
     assert types == ["samples", "cpu", "alloc_objects", "alloc_space", "inuse_objects",
-                     "inuse_space"], types
+                     "inuse_space", "peak_space"], types
     assert sum(v[0] for v, _, _ in samples) > 0
     assert within(value_by_leaf(types, samples, "inuse_space", "leak_blocks"), LEAK, 0.10)
     # folded shows the heap metric when both are on
@@ -371,3 +373,93 @@ def test_help_mentions_alloc():
     assert r.returncode == 0
     for opt in ("--alloc ", "--alloc-rate BYTES", "--alloc-metric"):
         assert opt in r.stdout
+
+
+# alloc_early.c: 16 MiB leaked by leak_early() first thing, then exit
+EARLY = 16 * MIB
+ALLOCATORS = {
+    "tcmalloc": "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
+    "jemalloc": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+    "mimalloc": "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2",
+}
+
+
+# 64 KiB: each 256 KiB block is sampled with P = 0.98. At the default rate
+# (P = 0.39, ~25 samples of 64 blocks) the estimate's standard error is 16%,
+# too wide for a 15% bound; the default rate's estimates are tested above.
+@pytest.mark.parametrize("rate", ["1", "65536"])
+@pytest.mark.parametrize("allocator", sorted(ALLOCATORS))
+def test_allocator_early_leak(tmp_path, allocator, rate):
+    """In-process sampling under tcmalloc/jemalloc/mimalloc (LD_PRELOAD'ed by the user):
+    a leak made in the program's first millisecond is all there, at its function, and
+    the allocator's own arena mappings are not reported as in use."""
+    lib = ALLOCATORS[allocator]
+    if not os.path.exists(lib):
+        pytest.skip(f"{lib} not installed (make deps)")
+    out = tmp_path / "heap.folded"
+    r = run(["--alloc", "--alloc-rate", rate, "-o", str(out), "--", workload("alloc_early")],
+            env=dict(os.environ, LD_PRELOAD=lib))
+    assert r.returncode == 0, r.stderr
+    assert "in-process sampling" in r.stderr, r.stderr
+    stacks = parse_folded(out.read_text())
+    leak = sum(c for f, c in stacks if "leak_early" in f)
+    if rate == "1":
+        assert leak == EARLY, (leak, stacks)
+    else:
+        assert within(leak, EARLY, 0.15), (leak, stacks)
+    others = [(f, c) for f, c in stacks if "leak_early" not in f and c > MIB]
+    assert not others, others
+
+
+def test_preload_follows_fork_and_exec(tmp_path):
+    """The library is in CMD's environment: a child the command starts (sh -c, then
+    the workload) is sampled in process too."""
+    out = tmp_path / "heap.folded"
+    r = run(["--alloc", "--alloc-rate", "1", "-o", str(out), "--", "/bin/sh", "-c",
+             workload("alloc_early") + "; true"])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    assert sum(c for f, c in stacks if "leak_early" in f) == EARLY, stacks
+
+
+def test_static_binary_falls_back_to_uprobes(tmp_path):
+    """A static executable cannot be interposed: the uprobe path profiles it."""
+    src = os.path.join(os.path.dirname(__file__), "../workloads/alloc_early.c")
+    exe = tmp_path / "alloc_early_static"
+    c = subprocess.run(["cc", "-O1", "-g", "-fno-omit-frame-pointer", "-static",
+                        "-I" + os.path.dirname(src), src, "-o", str(exe)],
+                       capture_output=True, text=True)
+    if c.returncode:
+        pytest.skip("no static libc: " + c.stderr[-200:])
+    out = tmp_path / "heap.folded"
+    r = run(["--alloc", "--alloc-rate", "1", "-o", str(out), "--", str(exe)])
+    assert r.returncode == 0, r.stderr
+    assert "in-process sampling" not in r.stderr, r.stderr
+    stacks = parse_folded(out.read_text())
+    assert sum(c for f, c in stacks if "leak_early" in f) >= EARLY * 0.85, stacks
+
+
+def test_python_peak_space(tmp_path):
+    """A script that holds 80 MiB in two functions and exits normally: in use at the
+    end is what survived the interpreter's shutdown (not the 80 MiB); peak_space, in
+    folded and in pprof, shows both functions' blocks within 10%."""
+    script = os.path.join(PYDIR, "peak.py")
+    out = tmp_path / "peak.folded"
+    r = run(["--alloc", "--alloc-metric", "peak_space", "-o", str(out), "--", sys.executable,
+             script])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    a = sum(c for f, c in stacks if any(x.startswith("hold_a ") for x in f))
+    b = sum(c for f, c in stacks if any(x.startswith("hold_b ") for x in f))
+    assert within(a, 48 * MIB, 0.10), (a, stacks)
+    assert within(b, 32 * MIB, 0.10), (b, stacks)
+    pb = tmp_path / "peak.pb.gz"
+    r = run(["--alloc", "-o", str(pb), "--", sys.executable, script])
+    assert r.returncode == 0, r.stderr
+    types, samples = pprof_samples(pb)
+    ip, ii = types.index("peak_space"), types.index("inuse_space")
+    held = lambda i, fn: sum(v[i] for v, fns, _ in samples if any(x.startswith(fn + " ") for x in fns))
+    assert within(held(ip, "hold_a"), 48 * MIB, 0.10), held(ip, "hold_a")
+    assert within(held(ip, "hold_b"), 32 * MIB, 0.10), held(ip, "hold_b")
+    # freed at shutdown: the in-use view does not answer "what did it hold"
+    assert held(ii, "hold_a") + held(ii, "hold_b") < 8 * MIB

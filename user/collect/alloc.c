@@ -28,7 +28,10 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <gelf.h>
+#include <limits.h>
+#include <stdio.h>
 #include <libelf.h>
 #include <math.h>
 #include <stdlib.h>
@@ -41,6 +44,7 @@
 #include "aggregate/timeline.h"
 #include "aggregate/timeline_log.h"
 #include "alloc.skel.h"
+#include "collect/alloc.h"
 #include "collect/recorder.h"
 #include "collect/uprobes.h"
 #include "proc/objfile.h"
@@ -76,6 +80,8 @@ struct stack_acc {
 	double a_objs, a_bytes; /* everything sampled from it */
 	double i_objs, i_bytes; /* of which still held */
 	uint64_t oldest_ns;	/* allocation time of the oldest block still held; 0: none */
+	double l_bytes;		/* of which in live processes (exited ones' left out) */
+	double p_bytes;		/* l_bytes when the run's total in use peaked */
 };
 
 struct exit_note {
@@ -107,6 +113,8 @@ struct alloc_stats {
 struct alloc {
 	struct alloc_bpf *skel;
 	struct uprobes *u;
+	struct uprobes *pu; /* the preload library's probe points (-- CMD), else NULL */
+	struct uprobe_spec pspecs[2];
 	struct uprobe_spec specs[24];
 	size_t nspecs;
 	int ix_aobj, ix_abytes, ix_iobj, ix_ibytes;
@@ -131,11 +139,136 @@ struct alloc {
 	/* totals of the final values, for the summary */
 	int64_t inuse_objs, inuse_bytes, alloc_bytes;
 	uint64_t inuse_stacks, live_blocks, oldest_ns;
+	/* peak_space: the total of l_bytes, its highest value, and whether it is there now */
+	double live_total, peak_total;
+	bool at_peak;
+	int ix_peak;
+	int64_t peak_bytes;
 };
 
 static bool wanted(void)
 {
 	return env.ev_alloc;
+}
+
+/* set by alloc__preload_env() before CMD starts */
+static bool preload_on;
+
+#define PRELOAD_LIB "libbpfprof_heap.so"
+
+const char *alloc__preload_path(void)
+{
+	static char path[PATH_MAX + 64];
+	static const char *const rel[] = { PRELOAD_LIB, "../lib/bpfprof/" PRELOAD_LIB };
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return NULL;
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", self, rel[i]);
+		if (!access(path, R_OK))
+			return path;
+	}
+	return NULL;
+}
+
+static bool defines(Elf *e, uint32_t want, const char *sym);
+
+/* CMD's file as execvp would find it, opened; -1 if not found. */
+static int open_cmd(const char *cmd)
+{
+	const char *p = getenv("PATH");
+	char buf[PATH_MAX];
+
+	if (strchr(cmd, '/'))
+		return open(cmd, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	for (p = p ? p : "/usr/local/bin:/usr/bin:/bin"; *p;) {
+		size_t len = strcspn(p, ":");
+		int fd;
+
+		if (snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, p, cmd) < (int)sizeof(buf) &&
+		    !access(buf, X_OK) && (fd = open(buf, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) >= 0)
+			return fd;
+		p += len + (p[len] == ':');
+	}
+	return -1;
+}
+
+/*
+ * Whether a preloaded malloc reaches CMD's calls: not in a static
+ * executable (no interpreter), nor in one that defines malloc itself (it
+ * comes first in the lookup order). Not an ELF file (a script): its
+ * interpreter is assumed dynamic.
+ */
+static bool cmd_interposable(const char *cmd)
+{
+	int fd = open_cmd(cmd);
+	bool interp = false, own;
+	size_t phnum;
+	Elf *e;
+
+	if (fd < 0 || elf_version(EV_CURRENT) == EV_NONE) {
+		if (fd >= 0)
+			close(fd);
+		return fd >= 0;
+	}
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF || elf_getphdrnum(e, &phnum)) {
+		elf_end(e);
+		close(fd);
+		return true;
+	}
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(e, i, &ph) && ph.p_type == PT_INTERP)
+			interp = true;
+	}
+	own = defines(e, SHT_DYNSYM, "malloc");
+	elf_end(e);
+	close(fd);
+	return interp && !own;
+}
+
+bool alloc__preload_env(void)
+{
+	const char *lib = alloc__preload_path(), *old = getenv("LD_PRELOAD");
+	char rate[32], *v;
+
+	if (!env.ev_alloc || !env.cmd_argv || !lib || env.alloc_uprobes)
+		return false;
+	if (!cmd_interposable(env.cmd_argv[0])) {
+		pr_verbose("heap: %s cannot be interposed (static, or defines malloc): uprobes",
+			   env.cmd_argv[0]);
+		return false;
+	}
+	/* first: the next malloc after it is the program's own choice (tcmalloc, jemalloc) */
+	if (asprintf(&v, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "") < 0)
+		return false;
+	snprintf(rate, sizeof(rate), "%llu", (unsigned long long)env.alloc_rate);
+	if (setenv("LD_PRELOAD", v, 1) || setenv("BPFPROF_ALLOC_RATE", rate, 1)) {
+		free(v);
+		return false;
+	}
+	free(v);
+	preload_on = true;
+	pr_verbose("heap: in-process sampling, %s preloaded", lib);
+	return true;
+}
+
+/* The preload path's probes go on the library alone, by path (match: none). */
+static bool match_none(struct objfile *o, void *arg)
+{
+	(void)o;
+	(void)arg;
+	return false;
 }
 
 static struct block *block_at(struct alloc *a, uint32_t i)
@@ -271,6 +404,19 @@ static void heap_flush(struct alloc *a, uint64_t now)
 }
 
 /*
+ * peak_space: the stacks' in-use as it stands is the peak's, kept before it
+ * goes down. Done once per climb to a new high (at its top), not per block.
+ */
+static void peak_leave(struct alloc *a)
+{
+	if (!a->at_peak)
+		return;
+	for (size_t i = 0; i < a->nacc; i++)
+		a->acc[i].p_bytes = a->acc[i].l_bytes;
+	a->at_peak = false;
+}
+
+/*
  * Drop a block from the live table. freed: its memory was given back
  * (subtract it from in-use); else its process ended with it (it stays in
  * in-use as leaked, and counts for the stack's oldest block).
@@ -282,6 +428,10 @@ static void block_drop(struct alloc *a, uint32_t i, bool freed, uint64_t ts)
 
 	if (freed) /* (a process's exit is one step: handle_exits) */
 		heap_change(a, b->key.pid, NULL, ts, -b->bytes);
+	peak_leave(a);
+	a->live_total -= b->bytes;
+	if (s)
+		s->l_bytes -= b->bytes;
 	if (s && freed) {
 		s->i_objs -= b->objs;
 		s->i_bytes -= b->bytes;
@@ -376,6 +526,12 @@ static void on_alloc(struct recorder *r, struct alloc *a, const struct prof_samp
 	pid_count(a, h->pid, 1);
 	s->i_objs += wo;
 	s->i_bytes += wb;
+	s->l_bytes += wb;
+	a->live_total += wb;
+	if (a->live_total > a->peak_total) {
+		a->peak_total = a->live_total;
+		a->at_peak = true;
+	}
 	heap_change(a, h->pid, h->pcomm, h->time_ns, wb);
 }
 
@@ -507,7 +663,7 @@ static void on_proc(struct recorder *r, void *priv, uint32_t pid, int change)
 	}
 	if (change == PROC_EXECED && (p = proctab__lookup(r->procs, pid, 0)))
 		note_exit(a, pid, p->start_ns ? p->start_ns : mono_ns()); /* the old image's end */
-	if (!a->u || !rec__is_target(r, pid))
+	if (!a->u || a->pu || !rec__is_target(r, pid))
 		return;
 	uprobes__scan(a->u, proctab__lookup(r->procs, pid, 0));
 }
@@ -547,16 +703,15 @@ static bool defines(Elf *e, uint32_t want, const char *sym)
 }
 
 /* The allocator rule (top of file): exports malloc, or is static and defines it. */
-static bool is_allocator(struct objfile *o, void *arg)
+static bool fd_is_allocator(int fd)
 {
 	bool dynamic = false, yes;
 	size_t phnum;
 	Elf *e;
 
-	(void)arg;
-	if (o->fd < 0 || elf_version(EV_CURRENT) == EV_NONE)
+	if (fd < 0 || elf_version(EV_CURRENT) == EV_NONE)
 		return false;
-	e = elf_begin(o->fd, ELF_C_READ, NULL);
+	e = elf_begin(fd, ELF_C_READ, NULL);
 	if (!e)
 		return false;
 	if (elf_kind(e) != ELF_K_ELF || elf_getphdrnum(e, &phnum)) {
@@ -571,9 +726,36 @@ static bool is_allocator(struct objfile *o, void *arg)
 	}
 	yes = dynamic ? defines(e, SHT_DYNSYM, "malloc") : defines(e, SHT_SYMTAB, "malloc");
 	elf_end(e);
-	if (yes)
-		pr_debug("heap: %s provides malloc", o->path);
 	return yes;
+}
+
+static bool is_allocator(struct objfile *o, void *arg)
+{
+	(void)arg;
+	if (o->name && !strcmp(o->name, PRELOAD_LIB)) /* it forwards to the real one */
+		return false;
+	if (!fd_is_allocator(o->fd))
+		return false;
+	pr_debug("heap: %s provides malloc", o->path);
+	return true;
+}
+
+/*
+ * -- CMD on the uprobe path: an executable that is its own allocator
+ * (static) is probed by path before it runs; the held child is still a copy
+ * of bpfprof, so scanning it finds only bpfprof's libc.
+ */
+static void probe_cmd_file(struct alloc *a)
+{
+	char link[64], path[PATH_MAX];
+	int fd = open_cmd(env.cmd_argv[0]);
+
+	if (fd < 0)
+		return;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	if (fd_is_allocator(fd) && realpath(link, path) && !uprobes__add_path(a->u, path))
+		pr_verbose("heap: %s probed before it runs", path);
+	close(fd);
 }
 
 /*
@@ -624,10 +806,9 @@ static void add_spec(struct alloc *a, const char *func, struct bpf_program *entr
 }
 
 static const char *const metric_type[] = {
-	[ALLOC_INUSE_SPACE] = "inuse_space",
-	[ALLOC_INUSE_OBJECTS] = "inuse_objects",
-	[ALLOC_ALLOC_SPACE] = "alloc_space",
-	[ALLOC_ALLOC_OBJECTS] = "alloc_objects",
+	[ALLOC_INUSE_SPACE] = "inuse_space", [ALLOC_INUSE_OBJECTS] = "inuse_objects",
+	[ALLOC_ALLOC_SPACE] = "alloc_space", [ALLOC_ALLOC_OBJECTS] = "alloc_objects",
+	[ALLOC_PEAK_SPACE] = "peak_space",
 };
 
 static int setup(struct recorder *r, void **priv)
@@ -685,19 +866,32 @@ static int setup(struct recorder *r, void **priv)
 			   a->nspecs);
 	if (err)
 		return err;
+	if (preload_on) {
+		a->pspecs[0] = (struct uprobe_spec){ .func = "bpfprof_heap_sampled",
+						     .prog = s->progs.alloc_preload_sampled };
+		a->pspecs[1] = (struct uprobe_spec){ .func = "bpfprof_heap_freed",
+						     .prog = s->progs.alloc_preload_freed };
+		err = uprobes__new(&a->pu, "heap-preload", r->objs, false, match_none, NULL,
+				   a->pspecs, 2);
+		if (err)
+			return err;
+	}
 
 	a->ix_aobj = rec__value(r, "alloc_objects", "count");
 	a->ix_abytes = rec__value(r, "alloc_space", "bytes");
 	a->ix_iobj = rec__value(r, "inuse_objects", "count");
 	a->ix_ibytes = rec__value(r, "inuse_space", "bytes");
-	if (a->ix_aobj < 0 || a->ix_abytes < 0 || a->ix_iobj < 0 || a->ix_ibytes < 0) {
+	a->ix_peak = rec__value(r, "peak_space", "bytes");
+	if (a->ix_aobj < 0 || a->ix_abytes < 0 || a->ix_iobj < 0 || a->ix_ibytes < 0 ||
+	    a->ix_peak < 0) {
 		pr_err("too many value types for the heap values");
 		return -ENOSPC;
 	}
 	/* folded carries one value: with --alloc it is --alloc-metric, --cpu or not */
 	rec__default_value(r, rec__value(r, metric_type[env.alloc_metric],
 					 env.alloc_metric == ALLOC_INUSE_SPACE ||
-							 env.alloc_metric == ALLOC_ALLOC_SPACE
+							 env.alloc_metric == ALLOC_ALLOC_SPACE ||
+							 env.alloc_metric == ALLOC_PEAK_SPACE
 						 ? "bytes"
 						 : "count"));
 	return 0;
@@ -733,8 +927,20 @@ static int start(struct recorder *r, void *priv)
 	}
 	for (size_t i = 0; i < env.npids; i++)
 		scan_pid(r, a, env.pids[i]);
-	if (r->child > 0)
+	if (r->child > 0 && a->pu) {
+		/* by path, before CMD runs: in place when the library is mapped */
+		if (uprobes__add_path(a->pu, alloc__preload_path()) ||
+		    !uprobes__stats(a->pu)->probes) {
+			pr_err("--alloc: cannot probe %s", alloc__preload_path());
+			return -ENOENT;
+		}
+		pr_verbose("heap: probes on %s", alloc__preload_path());
+		return 0;
+	}
+	if (r->child > 0) {
+		probe_cmd_file(a);
 		scan_pid(r, a, r->child); /* held before exec: the probes follow it through exec */
+	}
 	us = uprobes__stats(a->u);
 	if (!us->probes) {
 		pr_err("--alloc: no allocator found to probe in the %s (no mapped file defines malloc)",
@@ -752,9 +958,11 @@ static void stop(struct recorder *r, void *priv)
 
 	(void)r;
 	/* detach: no more calls, but the records already out are still read */
-	a->ust = *uprobes__stats(a->u);
+	a->ust = *uprobes__stats(a->pu ? a->pu : a->u);
 	uprobes__free(a->u);
 	a->u = NULL;
+	uprobes__free(a->pu);
+	a->pu = NULL;
 }
 
 /* In-use values are final: round each stack's sums into the stack table. */
@@ -766,6 +974,7 @@ static void finish(struct recorder *r, void *priv)
 
 	handle_exits(r, a);
 	heap_flush(a, UINT64_MAX);
+	peak_leave(a); /* still at its peak at the end */
 	a->end_ns = (uint64_t)r->t_stop.tv_sec * 1000000000ULL + r->t_stop.tv_nsec;
 	while ((e = htab__next(a->live, &it))) {
 		struct block *b = block_at(a, (uint32_t)e->val);
@@ -786,6 +995,8 @@ static void finish(struct recorder *r, void *priv)
 		/* sums of doubles: a stack with nothing left may be a rounding error off zero */
 		v->v[a->ix_iobj] = s->i_objs > 0.5 ? llround(s->i_objs) : 0;
 		v->v[a->ix_ibytes] = s->i_bytes > 0.5 ? llround(s->i_bytes) : 0;
+		v->v[a->ix_peak] = s->p_bytes > 0.5 ? llround(s->p_bytes) : 0;
+		a->peak_bytes += v->v[a->ix_peak];
 		a->inuse_objs += v->v[a->ix_iobj];
 		a->inuse_bytes += v->v[a->ix_ibytes];
 		a->alloc_bytes += v->v[a->ix_abytes];
@@ -847,14 +1058,19 @@ static void summary(struct recorder *r, void *priv, FILE *f)
 
 	if (log_level < 1)
 		return;
+	if (preload_on)
+		fprintf(f,
+			"bpfprof: heap: in-process sampling (%s): unsampled calls never leave "
+			"the process, the counts below are of sampled ones\n",
+			PRELOAD_LIB);
 	fprintf(f,
 		"bpfprof: heap: %llu allocation calls, %.1f MiB asked for; %llu sampled (1 in "
 		"%llu bytes), %llu frees of sampled blocks; estimated %.1f MiB allocated, %.1f MiB "
-		"in %lld blocks still held in %llu stacks (oldest %.1f s)\n",
+		"in %lld blocks still held in %llu stacks (oldest %.1f s); peak %.1f MiB in use\n",
 		(unsigned long long)c.calls, c.bytes / 1048576.0, (unsigned long long)c.sampled,
 		(unsigned long long)env.alloc_rate, (unsigned long long)c.frees,
 		a->alloc_bytes / 1048576.0, a->inuse_bytes / 1048576.0, (long long)a->inuse_objs,
-		(unsigned long long)a->inuse_stacks, age);
+		(unsigned long long)a->inuse_stacks, age, a->peak_bytes / 1048576.0);
 	if (a->tl)
 		fprintf(f,
 			"bpfprof: heap: %llu samples of %llu processes' heap in use in the "
@@ -884,6 +1100,7 @@ static void summary(struct recorder *r, void *priv, FILE *f)
 		if (r->stats_fd >= 0) {
 			fprintf(f, "bpfprof: heap: BPF per run:");
 			prog_cost(f, "malloc entry", a->skel->progs.alloc_malloc);
+			prog_cost(f, "preload sample", a->skel->progs.alloc_preload_sampled);
 			prog_cost(f, "return", a->skel->progs.alloc_ret);
 			prog_cost(f, "free", a->skel->progs.alloc_free);
 			fputc('\n', f);
@@ -901,6 +1118,7 @@ static void destroy(struct recorder *r, void *priv)
 	if (!a)
 		return;
 	uprobes__free(a->u);
+	uprobes__free(a->pu);
 	alloc_bpf__destroy(a->skel);
 	htab__free(a->live);
 	htab__free(a->pid_blocks);
@@ -915,9 +1133,17 @@ static void destroy(struct recorder *r, void *priv)
 	free(a);
 }
 
+/* -- CMD: the in-process sampler goes into its environment before it starts */
+static int prepare_cmd(void)
+{
+	alloc__preload_env();
+	return 0;
+}
+
 const struct rec_feature alloc_feature = {
 	.name = "alloc",
 	.wanted = wanted,
+	.prepare_cmd = prepare_cmd,
 	.setup = setup,
 	.start = start,
 	.on_record = on_record,

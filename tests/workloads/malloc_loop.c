@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Heap benchmark: PAIRS malloc/free pairs of 64 bytes in one thread, the
+ * cheapest allocation pattern there is (what a profiler adds shows in full).
+ * Prints "elapsed S calls N".
+ *
+ * Usage: malloc_loop [PAIRS [DELAY]]   (default 2000000 0)
+ * DELAY: seconds to sleep first (untimed), for a profiler attaching with -p.
+ */
+#include <stdlib.h>
+
+#include "common.h"
+
+int main(int argc, char **argv)
+{
+	long pairs = argc > 1 ? atol(argv[1]) : 2000000;
+	int delay = argc > 2 ? atoi(argv[2]) : 0;
+	struct timespec a, b;
+	char *volatile p;
+
+	if (delay > 0)
+		sleep(delay);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (long i = 0; i < pairs; i++) {
+		p = malloc(64);
+		p[0] = (char)i;
+		free(p);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	printf("elapsed %.6f calls %ld\n", (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9,
+	       2 * pairs);
+	return 0;
+}

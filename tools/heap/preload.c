@@ -1,0 +1,510 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * libbpfprof_heap.so: in-process heap sampling for `bpfprof --alloc -- CMD`.
+ *
+ * bpfprof puts this library in the command's LD_PRELOAD. It interposes the
+ * malloc family and forwards every call to the next definition
+ * (dlsym(RTLD_NEXT): glibc, or jemalloc/tcmalloc/mimalloc preloaded or
+ * linked). Sampling is the one bpf/alloc.bpf.c does, by bytes: each thread
+ * counts down the bytes to its next sample point, drawn from an exponential
+ * distribution of mean BPFPROF_ALLOC_RATE, so bpfprof weights the samples
+ * the same way. An unsampled call costs a thread-local subtraction; no trap.
+ *
+ * A sampled allocation calls bpfprof_heap_sampled(), on which bpfprof has a
+ * uprobe: the BPF program walks the stack from the registers of the
+ * wrapper's caller (passed as arguments, read from the wrapper's frame), as
+ * a return probe on malloc would see them, so the stacks are the same as on
+ * the uprobe path. Sampled addresses go into a small lock-free set; a free
+ * of an address in the set calls bpfprof_heap_freed() before the block is
+ * given back (after, its address could be sampled again by another thread).
+ *
+ * Anonymous mmap/munmap are interposed too, but an mmap made inside an
+ * allocation call (an allocator mapping its own arenas) is not sampled: the
+ * arenas are the allocator's, the blocks in them the program's.
+ *
+ * Not interposable: a static executable, and an executable that defines
+ * malloc itself (it comes before any preloaded library in the lookup
+ * order); bpfprof probes those with uprobes instead.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define API	     __attribute__((visibility("default")))
+#define DEFAULT_RATE (512 * 1024)
+#define SIZE_MASK    ((1ULL << 56) - 1)
+#define F_UNTRACKED  (1ULL << 63) /* the set is full: its free will not be seen */
+#define SET_BITS     16
+#define SET_SLOTS    (1u << SET_BITS)
+#define SET_PROBES   32
+#define SLOT_FREE    0
+#define SLOT_TOMB    1
+#define BOOT_BYTES   (64 * 1024)
+
+typedef void *(*malloc_fn)(size_t);
+typedef void *(*calloc_fn)(size_t, size_t);
+typedef void *(*realloc_fn)(void *, size_t);
+typedef void *(*reallocarray_fn)(void *, size_t, size_t);
+typedef void (*free_fn)(void *);
+typedef int (*posix_memalign_fn)(void **, size_t, size_t);
+typedef void *(*memalign_fn)(size_t, size_t);
+typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
+typedef int (*munmap_fn)(void *, size_t);
+
+static struct {
+	malloc_fn malloc, valloc, pvalloc;
+	calloc_fn calloc;
+	realloc_fn realloc;
+	reallocarray_fn reallocarray;
+	free_fn free;
+	posix_memalign_fn posix_memalign;
+	memalign_fn memalign, aligned_alloc;
+	mmap_fn mmap;
+	munmap_fn munmap;
+} real;
+
+static uint64_t rate; /* 0: not read yet */
+static int resolving; /* dlsym in progress: calloc from boot */
+static char boot[BOOT_BYTES] __attribute__((aligned(16)));
+static size_t boot_used;
+static uintptr_t set[SET_SLOTS];
+/*
+ * A free's first check: one counter per hash bucket (32 KiB, stays in
+ * cache); only a free whose bucket holds a sampled address looks in set
+ * (512 KiB, a cache miss). A full counter stays full.
+ */
+#define FILTER_BITS 15
+static uint8_t filter[1u << FILTER_BITS];
+static long nlive; /* addresses in set */
+
+/* per thread, one block (one TLS offset to load) */
+static __thread struct {
+	int64_t until; /* bytes to the next sample point; 0 until drawn */
+	uint64_t rng;
+	int depth; /* allocation calls of this thread in progress */
+	int init;
+} ts;
+
+/* The probe points. Their arguments are what the BPF programs read. */
+API __attribute__((noinline, used)) void
+bpfprof_heap_sampled(void *addr, uint64_t size, uintptr_t ip, uintptr_t sp, uintptr_t bp)
+{
+	/*
+	 * A 5-byte nop first: the kernel emulates nops (a ret would be
+	 * single-stepped), and kernels that optimize uprobes on a nop5 turn the
+	 * trap into a call.
+	 */
+	asm volatile(".byte 0x0f, 0x1f, 0x44, 0x00, 0x00" ::"r"(addr), "r"(size), "r"(ip), "r"(sp),
+		     "r"(bp)
+		     : "memory");
+}
+
+API __attribute__((noinline, used)) void bpfprof_heap_freed(void *addr)
+{
+	asm volatile(".byte 0x0f, 0x1f, 0x44, 0x00, 0x00" ::"r"(addr) : "memory");
+}
+
+static void resolve(void)
+{
+	__atomic_store_n(&resolving, 1, __ATOMIC_RELAXED);
+	real.malloc = (malloc_fn)dlsym(RTLD_NEXT, "malloc");
+	real.calloc = (calloc_fn)dlsym(RTLD_NEXT, "calloc");
+	real.realloc = (realloc_fn)dlsym(RTLD_NEXT, "realloc");
+	real.reallocarray = (reallocarray_fn)dlsym(RTLD_NEXT, "reallocarray");
+	real.free = (free_fn)dlsym(RTLD_NEXT, "free");
+	real.posix_memalign = (posix_memalign_fn)dlsym(RTLD_NEXT, "posix_memalign");
+	real.memalign = (memalign_fn)dlsym(RTLD_NEXT, "memalign");
+	real.aligned_alloc = (memalign_fn)dlsym(RTLD_NEXT, "aligned_alloc");
+	real.valloc = (malloc_fn)dlsym(RTLD_NEXT, "valloc");
+	real.pvalloc = (malloc_fn)dlsym(RTLD_NEXT, "pvalloc");
+	real.mmap = (mmap_fn)dlsym(RTLD_NEXT, "mmap");
+	real.munmap = (munmap_fn)dlsym(RTLD_NEXT, "munmap");
+	__atomic_store_n(&resolving, 0, __ATOMIC_RELAXED);
+}
+
+static void init(void)
+{
+	const char *s = getenv("BPFPROF_ALLOC_RATE");
+	char *end;
+	unsigned long long v = s ? strtoull(s, &end, 10) : 0;
+
+	if (!real.malloc)
+		resolve();
+	__atomic_store_n(&rate, v && !*end ? v : DEFAULT_RATE, __ATOMIC_RELAXED);
+}
+
+__attribute__((constructor)) static void ctor(void)
+{
+	init();
+}
+
+static int is_boot(const void *p)
+{
+	return (const char *)p >= boot && (const char *)p < boot + sizeof(boot);
+}
+
+/* dlsym's own allocations, before the real functions are known */
+static void *boot_alloc(size_t n)
+{
+	size_t at = __atomic_fetch_add(&boot_used, (n + 15) & ~(size_t)15, __ATOMIC_RELAXED);
+
+	if (at + n > sizeof(boot))
+		return NULL;
+	return boot + at;
+}
+
+static uint64_t rng_next(void)
+{
+	if (!ts.rng)
+		ts.rng = ((uint64_t)gettid() << 32) ^ (uint64_t)(uintptr_t)&ts.rng ^
+			 (uint64_t)time(NULL) ^ 0x9e3779b97f4a7c15ULL;
+	ts.rng ^= ts.rng >> 12;
+	ts.rng ^= ts.rng << 25;
+	ts.rng ^= ts.rng >> 27;
+	return ts.rng * 0x2545f4914f6cdd1dULL;
+}
+
+/* Bytes to the next sample point: -rate * ln(U), U uniform in (0, 1]. */
+static int64_t next_sample(uint64_t r)
+{
+	double u = ((rng_next() >> 11) + 1) * (1.0 / 9007199254740992.0);
+
+	return (int64_t)(-(double)r * log(u));
+}
+
+/*
+ * The countdown ran out (or was never drawn, or every call is sampled):
+ * whether the allocation of eff bytes holds a sample point.
+ */
+static int sample_slow(int64_t eff)
+{
+	uint64_t r = __atomic_load_n(&rate, __ATOMIC_RELAXED);
+
+	if (r <= 1)
+		return r == 1;
+	if (!ts.init) {
+		ts.until = next_sample(r);
+		ts.init = 1;
+		if (ts.until > eff) {
+			ts.until -= eff;
+			return 0;
+		}
+	}
+	ts.until = next_sample(r);
+	return 1;
+}
+
+static inline uint32_t set_hash(uintptr_t a)
+{
+	return (uint32_t)(((a >> 4) * 0x9e3779b97f4a7c15ULL) >> (64 - SET_BITS));
+}
+
+static inline uint8_t *filter_of(uintptr_t a)
+{
+	return &filter[((a >> 4) * 0xff51afd7ed558ccdULL) >> (64 - FILTER_BITS)];
+}
+
+static void filter_add(uintptr_t a)
+{
+	uint8_t *f = filter_of(a), old = __atomic_load_n(f, __ATOMIC_RELAXED);
+
+	while (old != 255 && !__atomic_compare_exchange_n(f, &old, old + 1, 0, __ATOMIC_RELAXED,
+							  __ATOMIC_RELAXED))
+		;
+}
+
+static void filter_del(uintptr_t a)
+{
+	uint8_t *f = filter_of(a), old = __atomic_load_n(f, __ATOMIC_RELAXED);
+
+	while (old != 255 && old &&
+	       !__atomic_compare_exchange_n(f, &old, old - 1, 0, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED))
+		;
+}
+
+static int set_add(uintptr_t a)
+{
+	uint32_t h = set_hash(a);
+
+	for (int i = 0; i < SET_PROBES; i++) {
+		uintptr_t *s = &set[(h + i) & (SET_SLOTS - 1)];
+		uintptr_t old = __atomic_load_n(s, __ATOMIC_RELAXED);
+
+		if ((old == SLOT_FREE || old == SLOT_TOMB) &&
+		    __atomic_compare_exchange_n(s, &old, a, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED)) {
+			filter_add(a);
+			__atomic_fetch_add(&nlive, 1, __ATOMIC_RELAXED);
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+/* Whether a was in the set (it is not any more). */
+static int set_take(uintptr_t a)
+{
+	uint32_t h;
+
+	if (__builtin_expect(!__atomic_load_n(&nlive, __ATOMIC_RELAXED), 1) ||
+	    __builtin_expect(!__atomic_load_n(filter_of(a), __ATOMIC_RELAXED), 1))
+		return 0;
+	h = set_hash(a);
+	for (int i = 0; i < SET_PROBES; i++) {
+		uintptr_t *s = &set[(h + i) & (SET_SLOTS - 1)];
+		uintptr_t old = __atomic_load_n(s, __ATOMIC_RELAXED);
+
+		if (old == SLOT_FREE)
+			return 0;
+		if (old == a) {
+			if (!__atomic_compare_exchange_n(s, &old, SLOT_TOMB, 0, __ATOMIC_ACQ_REL,
+							 __ATOMIC_RELAXED))
+				return 0; /* another thread freed it */
+			filter_del(a);
+			__atomic_fetch_sub(&nlive, 1, __ATOMIC_RELAXED);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The wrapper's caller as a return probe on it would see it: frame
+ * pointers in this file, so fa is the wrapper's frame (saved rbp, then the
+ * return address), the caller's stack starts above it.
+ */
+#define CALLER() (uintptr_t) __builtin_return_address(0), __builtin_frame_address(0)
+
+static __attribute__((noinline)) void sampled(void *p, size_t size, uintptr_t ip, void *fa)
+{
+	uint64_t v = (uint64_t)size & SIZE_MASK;
+
+	if (set_add((uintptr_t)p))
+		v |= F_UNTRACKED;
+	bpfprof_heap_sampled(p, v, ip, (uintptr_t)fa + 16, *(uintptr_t *)fa);
+}
+
+static inline void retire(void *p)
+{
+	if (p && !is_boot(p) && set_take((uintptr_t)p))
+		bpfprof_heap_freed(p);
+}
+
+static __attribute__((noinline)) void note_slow(void *p, size_t size, int64_t eff, uintptr_t ip,
+						void *fa)
+{
+	if (sample_slow(eff))
+		sampled(p, size, ip, fa);
+}
+
+/* An allocation returned p: the countdown, and its sample when it ran out. */
+static inline void note(void *p, size_t size, uintptr_t ip, void *fa)
+{
+	int64_t eff = size ? (int64_t)(size & SIZE_MASK) : 1;
+
+	if (__builtin_expect(!p || ts.depth, 0))
+		return;
+	if (__builtin_expect(ts.until > eff, 1)) {
+		ts.until -= eff;
+		return;
+	}
+	note_slow(p, size, eff, ip, fa);
+}
+
+API void *malloc(size_t size)
+{
+	void *p;
+
+	if (__builtin_expect(!real.malloc, 0))
+		init();
+	ts.depth++;
+	p = real.malloc(size);
+	ts.depth--;
+	note(p, size, CALLER());
+	return p;
+}
+
+API void *calloc(size_t n, size_t size)
+{
+	size_t total;
+	void *p;
+
+	if (__builtin_expect(!real.calloc, 0)) {
+		if (__atomic_load_n(&resolving, __ATOMIC_RELAXED))
+			return __builtin_mul_overflow(n, size, &total) ? NULL : boot_alloc(total);
+		init();
+	}
+	ts.depth++;
+	p = real.calloc(n, size);
+	ts.depth--;
+	if (p && !__builtin_mul_overflow(n, size, &total))
+		note(p, total, CALLER());
+	return p;
+}
+
+API void free(void *p)
+{
+	if (!p || is_boot(p))
+		return;
+	retire(p);
+	if (__builtin_expect(!real.free, 0))
+		init();
+	real.free(p); /* (an allocator's munmap in it: not a sampled address) */
+}
+
+API void *realloc(void *old, size_t size)
+{
+	void *p;
+
+	if (__builtin_expect(!real.realloc, 0))
+		init();
+	if (is_boot(old)) { /* never given back: copy out of it */
+		p = real.malloc(size);
+		if (p)
+			memcpy(p, old,
+			       size < BOOT_BYTES - (size_t)((char *)old - boot)
+				       ? size
+				       : BOOT_BYTES - (size_t)((char *)old - boot));
+		note(p, size, CALLER());
+		return p;
+	}
+	/* before the call: once it returns, the old address may be someone else's */
+	retire(old);
+	ts.depth++;
+	p = real.realloc(old, size);
+	ts.depth--;
+	if (size)
+		note(p, size, CALLER());
+	return p;
+}
+
+API void *reallocarray(void *old, size_t n, size_t size)
+{
+	size_t total;
+	void *p;
+
+	if (__builtin_expect(!real.realloc, 0))
+		init();
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	retire(old);
+	ts.depth++;
+	p = real.reallocarray ? real.reallocarray(old, n, size) : real.realloc(old, total);
+	ts.depth--;
+	if (total)
+		note(p, total, CALLER());
+	return p;
+}
+
+API int posix_memalign(void **out, size_t align, size_t size)
+{
+	int ret;
+
+	if (__builtin_expect(!real.posix_memalign, 0))
+		init();
+	ts.depth++;
+	ret = real.posix_memalign(out, align, size);
+	ts.depth--;
+	if (!ret)
+		note(*out, size, CALLER());
+	return ret;
+}
+
+API void *aligned_alloc(size_t align, size_t size)
+{
+	void *p;
+
+	if (__builtin_expect(!real.aligned_alloc, 0))
+		init();
+	ts.depth++;
+	p = real.aligned_alloc ? real.aligned_alloc(align, size) : real.memalign(align, size);
+	ts.depth--;
+	note(p, size, CALLER());
+	return p;
+}
+
+API void *memalign(size_t align, size_t size)
+{
+	void *p;
+
+	if (__builtin_expect(!real.memalign, 0))
+		init();
+	ts.depth++;
+	p = real.memalign(align, size);
+	ts.depth--;
+	note(p, size, CALLER());
+	return p;
+}
+
+API void *valloc(size_t size)
+{
+	void *p;
+
+	if (__builtin_expect(!real.valloc, 0))
+		init();
+	ts.depth++;
+	p = real.valloc ? real.valloc(size) : real.memalign(sysconf(_SC_PAGESIZE), size);
+	ts.depth--;
+	note(p, size, CALLER());
+	return p;
+}
+
+API void *pvalloc(size_t size)
+{
+	size_t page = 4096, whole = (size + page - 1) & ~(page - 1);
+	void *p;
+
+	if (__builtin_expect(!real.pvalloc, 0))
+		init();
+	ts.depth++;
+	p = real.pvalloc ? real.pvalloc(size) : real.memalign(page, whole);
+	ts.depth--;
+	note(p, whole, CALLER());
+	return p;
+}
+
+/*
+ * Anonymous mmaps the program makes are allocations; those an allocator
+ * makes inside a malloc call (its arenas: jemalloc's, mimalloc's) are not.
+ */
+API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	void *p;
+
+	if (__builtin_expect(!real.mmap, 0))
+		init();
+	p = real.mmap(addr, len, prot, flags, fd, off);
+	if (p != MAP_FAILED && (flags & MAP_ANONYMOUS))
+		note(p, (len + 4095) & ~(size_t)4095, CALLER());
+	return p;
+}
+
+API void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	void *p;
+
+	if (__builtin_expect(!real.mmap, 0))
+		init();
+	p = real.mmap(addr, len, prot, flags, fd, off);
+	if (p != MAP_FAILED && (flags & MAP_ANONYMOUS))
+		note(p, (len + 4095) & ~(size_t)4095, CALLER());
+	return p;
+}
+
+API int munmap(void *addr, size_t len)
+{
+	if (__builtin_expect(!real.munmap, 0))
+		init();
+	if (!ts.depth)
+		retire(addr);
+	return real.munmap(addr, len);
+}
