@@ -783,7 +783,7 @@ static const char S_GENERAL[] = "";
 static const struct cli_opt opts[] = {
 	{ "all", 'a', NULL, S_TARGET, NULL, set_all, "every process on every CPU (the default)" },
 	{ "pid", 'p', "PID[,PID...]", S_TARGET, NULL, parse_pids,
-	  "these processes, all their threads" },
+	  "these processes, all their threads; the run ends when all of them have exited" },
 	{ NULL, 0, "-- CMD [ARG...]", S_TARGET, NULL, NULL,
 	  "start CMD, profile it and its children, stop when it exits" },
 	{ "cgroup", 0, "PATH", S_TARGET, NULL, set_cgroup,

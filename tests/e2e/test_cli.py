@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import BPFPROF, run, workload
+from conftest import BPFPROF, run, summary_line, workload
 
 
 def free_pid():
@@ -113,6 +113,21 @@ def wait_recording(p):
         if line.startswith("bpfprof: recording "):
             return "".join(seen)
     raise AssertionError(f"bpfprof ended before recording: {''.join(seen)!r}")
+
+
+def test_pid_run_ends_when_the_process_exits(tmp_path):
+    """-p: as perf record -p, the run ends when every process named has exited,
+    also while it is a zombie its parent (here, this test) has not reaped."""
+    out = tmp_path / "p.folded"
+    t = subprocess.Popen([workload("cpu_split"), "1"], stdout=subprocess.DEVNULL)
+    try:
+        r = run(["-p", str(t.pid), "-d", "60", "-F", "499", "-o", str(out)], timeout=50)
+    finally:
+        t.wait()
+    assert r.returncode == 0, r.stderr
+    secs = float(re.search(r"unresolved, ([\d.]+) s", summary_line(r.stderr)).group(1))
+    assert secs < 30, r.stderr  # ended with the process, not at -d 60
+    assert "work_a" in out.read_text()
 
 
 def test_sigint_writes_complete_output(tmp_path):

@@ -861,6 +861,36 @@ static void housekeeping(struct recorder *r, uint64_t *last_ns)
 	proctab__close_unused_files(r->procs);
 }
 
+/*
+ * -p: whether every process it names has exited (gone, or a zombie its
+ * parent has not reaped yet), as perf record -p ends then. Not for the
+ * continuous agent, which keeps running for processes to come.
+ */
+static bool targets_exited(void)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	if (!env.npids || env.cmd_argv || env.continuous_dir)
+		return false;
+	for (size_t i = 0; i < env.npids; i++) {
+		snprintf(path, sizeof(path), "/proc/%u/stat", env.pids[i]);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* gone */
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		p = strrchr(buf, ')'); /* comm may hold anything: the state follows its last ')' */
+		if (!p || (p[1] == ' ' && p[2] != 'Z' && p[2] != 'X'))
+			return false;
+	}
+	return true;
+}
+
 static int run_loop(struct recorder *r)
 {
 	uint64_t end_ns = env.duration > 0 ? mono_ns() + (uint64_t)(env.duration * 1e9) : 0;
@@ -912,6 +942,10 @@ static int run_loop(struct recorder *r)
 		if (child_changed) {
 			child_changed = 0;
 			check_child(r);
+		}
+		if (targets_exited()) {
+			pr_verbose("every process -p named has exited");
+			break;
 		}
 		if (r->child > 0 && r->child_done)
 			break;
