@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """Table-driven (.eh_frame) unwinding of code built without frame pointers."""
+import gzip
 import os
 import re
 import subprocess
@@ -105,6 +106,34 @@ def test_deep_recursion_truncated_not_wrong(tmp_path):
         below = user[:user.index("spin")]
         assert set(below) == {"recurse"} and "main" not in f
     assert re.search(r"\d+ user truncated", r.stderr), r.stderr
+
+
+def reach_main_share(stacks, comm):
+    work = [(f, c) for f, c in stacks if f[0] == comm and any(w in f for w in SPLIT)]
+    good = sum(c for f, c in work
+               if "main" in f and "dispatch" in f and f.index("dispatch") > f.index("main"))
+    return good, total(work)
+
+
+def test_partial_cfi_frame_pointer_step(tmp_path):
+    """work_X have no CFI (but frame pointers), main and dispatch CFI (but no
+    frame pointers): the walk takes one frame-pointer step where the tables
+    have no row and goes on with the tables. Without that step every walk
+    stopped in work_X ("unsupported rule")."""
+    out = tmp_path / "pc.folded"
+    r = run(["--unwind", "auto", "-F", "999", "-o", str(out), "--", workload("partial_cfi"), "4"])
+    assert r.returncode == 0, r.stderr
+    good, n = reach_main_share(parse_folded(out.read_text()), "partial_cfi")
+    assert n > 1000, n
+    assert good >= 0.95 * n, (good, n)
+    m = re.search(r"(\d+) samples with frames reached by a frame-pointer step", r.stderr)
+    assert m and int(m.group(1)) >= 0.95 * n, r.stderr
+    # the same run as pprof: such stacks carry the label unwind=heuristic
+    pb = tmp_path / "pc.pb.gz"
+    r = run(["--unwind", "auto", "-F", "499", "-o", str(pb), "--", workload("partial_cfi"), "1"])
+    assert r.returncode == 0, r.stderr
+    raw = gzip.decompress(pb.read_bytes())
+    assert b"heuristic" in raw and b"unwind" in raw
 
 
 def pyenv_paths():

@@ -395,6 +395,8 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 		labels[nlabels++] =
 			(struct plabel){ .key = "gil",
 					 .str = k->flags & STACK_F_GIL_HELD ? "held" : "released" };
+	if (k->flags & STACK_F_HEURISTIC)
+		labels[nlabels++] = (struct plabel){ .key = "unwind", .str = "heuristic" };
 	if (o->per_thread) {
 		labels[nlabels++] = (struct plabel){ .key = "tid", .num = k->tid };
 		labels[nlabels++] = (struct plabel){ .key = "thread", .str = tname };

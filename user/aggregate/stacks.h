@@ -28,6 +28,7 @@ struct sframe {
 #define STACK_F_KERNEL_ERR   8
 #define STACK_F_PY_TRUNC     16 /* more Python frames existed */
 #define STACK_F_GIL_HELD     32 /* a Python sample whose thread held the GIL */
+#define STACK_F_HEURISTIC    64 /* a user frame was reached by a frame-pointer step */
 
 struct stack_key {
 	uint32_t pid;

@@ -37,6 +37,8 @@ static void take_flags(const struct decode_ops *ops, struct decode_stats *st,
 		k->flags |= STACK_F_USER_ERR, st->ustack_err++;
 	if (h->flags & SAMPLE_F_UNWIND_STOPPED)
 		st->unwind_stopped++;
+	if (h->flags & SAMPLE_F_UNWIND_HEURISTIC)
+		k->flags |= STACK_F_HEURISTIC, st->unwind_heuristic++;
 	if (h->flags & SAMPLE_F_NO_UNWIND_INFO) {
 		st->no_unwind_info++;
 		if (h->flags & SAMPLE_F_UNWIND_FP)

@@ -988,6 +988,11 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			(unsigned long long)rec__counter(r, CNT_UNW_READ_FAILED),
 			(unsigned long long)rec__counter(r, CNT_UNW_ANON),
 			(unsigned long long)rec__counter(r, CNT_UNW_NO_MAPPING));
+	if (r->st.dec.unwind_heuristic)
+		pr_info("unwinding: %llu samples with frames reached by a frame-pointer step where "
+			"the tables had no row (%llu steps; pprof label unwind=heuristic)",
+			(unsigned long long)r->st.dec.unwind_heuristic,
+			(unsigned long long)rec__counter(r, CNT_UNW_FP_FALLBACK));
 	print_files_summary(r);
 	if (r->unw && r->st.unwind_no_room) {
 		uint64_t want = unwinder__rows_wanted(r->unw) * UNWIND_ROW_BYTES;
