@@ -272,22 +272,40 @@ static __always_inline long unwind_fail(struct ustate *st, __u32 counter)
 	return 1;
 }
 
-/* Frame-pointer step: [bp] = caller's bp, [bp+8] = return address. */
-static __always_inline long fp_step(struct ustate *st)
+/*
+ * Frame-pointer step: [bp] = caller's bp, [bp+8] = return address, believed
+ * only if the frame lies above the stack pointer (within 1 MiB) and the
+ * return address lands in an executable mapping the process has: code that
+ * uses RBP as a general register would otherwise send the walk to garbage.
+ * Returns 0, or -1 with the registers untouched.
+ */
+static __always_inline int fp_try(struct ustate *st)
 {
 	__u64 ra, bp;
 
+	if (!st->bp || st->bp < st->sp || st->bp - st->sp > (1 << 20))
+		return -1;
+	if (read_stack(st->bp + 8, &ra) || read_stack(st->bp, &bp))
+		return -1;
+	if (!find_umap(st->info, ra))
+		return -1;
+	st->sp = st->bp + 16;
+	st->bp = bp;
+	st->ip = ra;
+	st->exact_ip = false;
+	return 0;
+}
+
+/* A file without CFI: frame pointers, a zero RBP is the outermost frame. */
+static __always_inline long fp_step(struct ustate *st)
+{
 	if (!st->bp) {
 		st->stop = UNW_END;
 		count(CNT_UNW_OK);
 		return 1;
 	}
-	if (read_stack(st->bp + 8, &ra) || read_stack(st->bp, &bp))
-		return unwind_fail(st, CNT_UNW_READ_FAILED);
-	st->sp = st->bp + 16;
-	st->bp = bp;
-	st->ip = ra;
-	st->exact_ip = false;
+	if (fp_try(st))
+		return unwind_fail(st, CNT_UNW_BAD_FP);
 	return 0;
 }
 
@@ -301,20 +319,10 @@ static __always_inline long fp_step(struct ustate *st)
  */
 static __always_inline long fp_fallback(struct ustate *st, __u32 reason)
 {
-	__u64 ra, bp;
-
-	if (!st->bp || st->bp < st->sp || st->bp - st->sp > (1 << 20))
-		return unwind_fail(st, reason);
-	if (read_stack(st->bp + 8, &ra) || read_stack(st->bp, &bp))
-		return unwind_fail(st, reason);
-	if (!find_umap(st->info, ra))
+	if (fp_try(st))
 		return unwind_fail(st, reason);
 	count(CNT_UNW_FP_FALLBACK);
 	st->heuristic = true;
-	st->sp = st->bp + 16;
-	st->bp = bp;
-	st->ip = ra;
-	st->exact_ip = false;
 	return 0;
 }
 

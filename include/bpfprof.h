@@ -262,7 +262,9 @@ enum cuda_counter {
 	X(CNT_PY_SNAP_DEFERRED, "python: snapshots deferred", 0,                                  \
 	  "more new code objects than a sample snapshots: later")                                 \
 	X(CNT_UNW_FP_FALLBACK, "unwind: frame-pointer steps", 0,                                  \
-	  "frames reached by a validated frame-pointer step where the tables had no row")
+	  "frames reached by a validated frame-pointer step where the tables had no row")         \
+	X(CNT_UNW_BAD_FP, "unwind: bad frame pointer", 1,                                         \
+	  "a file without CFI whose RBP is no frame pointer (below SP, or no code at [RBP+8])")
 
 enum bpf_counter {
 	BPF_COUNTERS(COUNTER_ENUM) CNT__MAX

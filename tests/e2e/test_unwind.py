@@ -136,6 +136,38 @@ def test_partial_cfi_frame_pointer_step(tmp_path):
     assert b"heuristic" in raw and b"unwind" in raw
 
 
+NOCFI_PY = os.path.join(os.path.dirname(__file__), "../workloads/py/ctypes_nocfi.py")
+
+
+@pytest.mark.parametrize("fmt", ["folded", "pprof", "svg", "chrome"])
+def test_missing_frames_marker(tmp_path, fmt):
+    """Python calls (ctypes) a C function with neither CFI nor a frame pointer:
+    the native walk cannot get past it, the Python frames below are known.
+    Between them goes one [missing frames] marker, in every format."""
+    out = tmp_path / f"nc.{fmt}"
+    r = run(["-f", fmt, "-F", "999", "-o", str(out), "--", "python3", NOCFI_PY,
+             workload("libnocfi.so"), "3"])
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"(\d+) samples with a \[missing frames\] marker", r.stderr)
+    assert m and int(m.group(1)) > 500, r.stderr
+    assert "unwind: bad frame pointer" in r.stderr, r.stderr
+    if fmt == "folded":
+        spin = [(f, c) for f, c in parse_folded(out.read_text()) if "nocfi_spin" in f]
+        n = total(spin)
+        assert n > 1000, n
+        marked = sum(c for f, c in spin
+                     if f[f.index("nocfi_spin") - 1] == "[missing frames]"
+                     and f[f.index("nocfi_spin") - 2].startswith("call_spin ("))
+        assert marked >= 0.9 * n, (marked, n, spin[:3])
+        assert all(f.count("[missing frames]") == 1 for f, _ in spin)
+    else:
+        raw = out.read_bytes()
+        if fmt == "pprof":
+            raw = gzip.decompress(raw)
+        assert b"[missing frames]" in raw
+        assert b"nocfi_spin" in raw
+
+
 def pyenv_paths():
     return [p for _, p in pyenv_pythons()]
 

@@ -286,6 +286,13 @@ static int user_and_python(struct builder *b, const struct stack_key *k, const s
 		for (uint32_t i = 0; i < np; i++)
 			EMIT(pidx[i], punres[i]);
 	}
+	if (nu && (k->flags & STACK_F_MISSING)) {
+		/* the native walk stopped here: what called the outermost frame is unknown */
+		ret = root_frame(b, "[missing frames]");
+		if (ret < 0)
+			return ret;
+		EMIT(ret, false);
+	}
 	for (uint32_t i = 0, e = 0; i < nu; i++) {
 		uint32_t first, last;
 

@@ -988,6 +988,10 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			(unsigned long long)rec__counter(r, CNT_UNW_READ_FAILED),
 			(unsigned long long)rec__counter(r, CNT_UNW_ANON),
 			(unsigned long long)rec__counter(r, CNT_UNW_NO_MAPPING));
+	if (r->st.dec.missing_frames)
+		pr_info("unwinding: %llu samples with a [missing frames] marker where the walk "
+			"stopped (reasons above)",
+			(unsigned long long)r->st.dec.missing_frames);
 	if (r->st.dec.unwind_heuristic)
 		pr_info("unwinding: %llu samples with frames reached by a frame-pointer step where "
 			"the tables had no row (%llu steps; pprof label unwind=heuristic)",
