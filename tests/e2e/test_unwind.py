@@ -168,6 +168,21 @@ def test_missing_frames_marker(tmp_path, fmt):
         assert b"nocfi_spin" in raw
 
 
+def test_jit_perf_map(tmp_path):
+    """Code in anonymous memory, named by the process's /tmp/perf-PID.map:
+    the frame has the map's name, and a frame-pointer step through it
+    finds its caller (call_jit, then main) below."""
+    out = tmp_path / "jit.folded"
+    r = run(["-F", "999", "-o", str(out), "--", workload("tiny_jit"), "3"])
+    assert r.returncode == 0, r.stderr
+    own = [(f, c) for f, c in parse_folded(out.read_text()) if f[0] == "tiny_jit"]
+    jit = [(f, c) for f, c in own if "JIT:spin_loop" in f]
+    assert total(jit) >= 0.9 * total(own) and total(jit) > 1000, (total(jit), total(own))
+    under = sum(c for f, c in jit
+                if f[f.index("JIT:spin_loop") - 1] == "call_jit" and "main" in f)
+    assert under >= 0.95 * total(jit), (under, total(jit), jit[:3])
+
+
 def pyenv_paths():
     return [p for _, p in pyenv_pythons()]
 

@@ -13,6 +13,7 @@
 #include "python/python.h"
 #include "proc/objfile.h"
 #include "symbolize/ksyms.h"
+#include "symbolize/perfmap.h"
 #include "util/htab.h"
 
 struct builder {
@@ -174,6 +175,14 @@ static int frame_index(struct builder *b, const struct sframe *f, bool caller, b
 		pf.name = b->o->synth_name ? b->o->synth_name(b->o->synth_arg, f->addr, &pf.kind)
 					   : NULL;
 		pf.mapping = -1;
+		*unresolved = !pf.name;
+		if (!pf.name)
+			pf.name = "[unknown]";
+		ret = 0;
+	} else if (f->obj == OBJ_JIT) {
+		pf.kind = FRAME_NATIVE;
+		pf.mapping = -1;
+		pf.name = perfmaps__name(b->o->jit, (uint32_t)f->addr);
 		*unresolved = !pf.name;
 		if (!pf.name)
 			pf.name = "[unknown]";
