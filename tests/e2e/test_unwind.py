@@ -183,6 +183,52 @@ def test_jit_perf_map(tmp_path):
     assert under >= 0.95 * total(jit), (under, total(jit), jit[:3])
 
 
+def instructions(binary):
+    """{address: (length, mnemonic)} of the binary's code, from objdump."""
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary], capture_output=True,
+                         text=True, check=True).stdout
+    addrs = []
+    for line in out.splitlines():
+        m = re.match(r"^\s+([0-9a-f]+):\s+(\S+)", line)
+        if m:
+            addrs.append((int(m.group(1), 16), m.group(2)))
+    return {a: (addrs[i + 1][0] - a if i + 1 < len(addrs) else 1, op)
+            for i, (a, op) in enumerate(addrs)}
+
+
+def test_unresolved_callers_at_return_address_minus_one(tmp_path):
+    """A binary without symbols: its frames are module+0xADDR. A caller's
+    ADDR is return address - 1, inside its call instruction (where addr2line
+    finds the calling line); the leaf's is the exact PC, an instruction's
+    first byte. Checked against the disassembly of the unstripped twin."""
+    out = tmp_path / "st.folded"
+    r = run(["-F", "999", "-o", str(out), "--", workload("cpu_split_stripped"), "2"])
+    assert r.returncode == 0, r.stderr
+    insns = instructions(workload("cpu_split"))
+    starts = sorted(insns)
+
+    def containing(addr):
+        import bisect
+        i = bisect.bisect_right(starts, addr) - 1
+        a = starts[i]
+        return a, insns[a]
+
+    callers = leaves = 0
+    for f, c in parse_folded(out.read_text()):
+        user = [x for x in f[1:] if not x.endswith("_[k]")]
+        own = [(i, int(x.split("+0x")[1], 16)) for i, x in enumerate(user)
+               if x.startswith("cpu_split_stripped+0x")]
+        for i, addr in own:
+            start, (length, op) = containing(addr)
+            if i == len(user) - 1:
+                assert start == addr, (f, hex(addr))
+                leaves += c
+            else:
+                assert op.startswith("call") and start < addr < start + length, (f, hex(addr), op)
+                callers += c
+    assert callers > 1000 and leaves > 500, (callers, leaves)
+
+
 def pyenv_paths():
     return [p for _, p in pyenv_pythons()]
 

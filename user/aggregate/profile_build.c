@@ -100,15 +100,25 @@ static int user_frame(struct builder *b, const struct sframe *f, bool caller, st
 		*unresolved = true;
 		return 0;
 	}
+	/*
+	 * A caller's frame is named, and its address given (module+0xADDR,
+	 * pprof location), at return address - 1: inside the call, where
+	 * addr2line finds the calling line, not the one after it.
+	 */
 	objfile__symbolize(o, lookup_addr(f->addr, caller), &name, &vaddr);
 	if (caller && !name) {
 		/*
 		 * A signal handler "returns" to the first byte of the sigreturn
 		 * trampoline (__restore_rt): one byte earlier is another function.
 		 */
-		objfile__symbolize(o, f->addr, &name, &vaddr);
-	} else if (caller) {
-		vaddr++;
+		const char *at = NULL;
+		uint64_t at_vaddr;
+
+		objfile__symbolize(o, f->addr, &at, &at_vaddr);
+		if (at) {
+			name = at;
+			vaddr = at_vaddr;
+		}
 	}
 	if (name) {
 		pf->name = name;
