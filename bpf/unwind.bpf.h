@@ -110,7 +110,8 @@ struct ustate {
 	const struct bpf_umap *last; /* consecutive frames are mostly in one file */
 	struct row_cache *cache;     /* NULL: no cache (gen 0: not set up) */
 	__u32 gen;
-	bool exact_ip; /* ip is not a return address (leaf, after a signal) */
+	bool exact_ip;	/* ip is not a return address (leaf, after a signal) */
+	bool heuristic; /* a frame was reached by fp_fallback */
 };
 
 /*
@@ -271,22 +272,57 @@ static __always_inline long unwind_fail(struct ustate *st, __u32 counter)
 	return 1;
 }
 
-/* Frame-pointer step: [bp] = caller's bp, [bp+8] = return address. */
-static __always_inline long fp_step(struct ustate *st)
+/*
+ * Frame-pointer step: [bp] = caller's bp, [bp+8] = return address, believed
+ * only if the frame lies above the stack pointer (within 1 MiB) and the
+ * return address lands in an executable mapping the process has: code that
+ * uses RBP as a general register would otherwise send the walk to garbage.
+ * Returns 0, or -1 with the registers untouched.
+ */
+static __always_inline int fp_try(struct ustate *st)
 {
 	__u64 ra, bp;
 
+	if (!st->bp || st->bp < st->sp || st->bp - st->sp > (1 << 20))
+		return -1;
+	if (read_stack(st->bp + 8, &ra) || read_stack(st->bp, &bp))
+		return -1;
+	if (!find_umap(st->info, ra))
+		return -1;
+	st->sp = st->bp + 16;
+	st->bp = bp;
+	st->ip = ra;
+	st->exact_ip = false;
+	return 0;
+}
+
+/* A file without CFI: frame pointers, a zero RBP is the outermost frame. */
+static __always_inline long fp_step(struct ustate *st)
+{
 	if (!st->bp) {
 		st->stop = UNW_END;
 		count(CNT_UNW_OK);
 		return 1;
 	}
-	if (read_stack(st->bp + 8, &ra) || read_stack(st->bp, &bp))
-		return unwind_fail(st, CNT_UNW_READ_FAILED);
-	st->sp = st->bp + 16;
-	st->bp = bp;
-	st->ip = ra;
-	st->exact_ip = false;
+	if (fp_try(st))
+		return unwind_fail(st, CNT_UNW_BAD_FP);
+	return 0;
+}
+
+/*
+ * A frame the tables cannot step (no row, an unsupported rule, no table,
+ * anonymous code): one frame-pointer step, believed only if the frame it
+ * pops lies above the current stack pointer and the return address lands in
+ * executable code the process has mapped. The next frame goes back to the
+ * tables. Frames reached so are counted and the sample flagged; a step that
+ * fails the checks stops the walk under the original reason.
+ */
+static __always_inline long fp_fallback(struct ustate *st, __u32 reason)
+{
+	if (fp_try(st))
+		return unwind_fail(st, reason);
+	count(CNT_UNW_FP_FALLBACK);
+	st->heuristic = true;
 	return 0;
 }
 
@@ -297,6 +333,7 @@ static long unwind_step(__u32 i, void *data)
 	const struct bpf_urow *r;
 	__u64 cfa, ra, pc;
 	__u8 cfa_rule, rbp_rule;
+	__u32 reason;
 
 	if (!st->ip) {
 		st->stop = UNW_END;
@@ -324,16 +361,20 @@ static long unwind_step(__u32 i, void *data)
 	case UMAP_FP:
 		return fp_step(st);
 	case UMAP_ANON:
-		return unwind_fail(st, CNT_UNW_ANON);
+		reason = CNT_UNW_ANON;
+		goto fallback;
 	default:
 		st->stale = 1;
-		return unwind_fail(st, CNT_UNW_TABLE_PENDING);
+		reason = CNT_UNW_TABLE_PENDING;
+		goto fallback;
 	}
 	/* a return address points after the call: look up the call itself */
 	pc = st->ip - m->bias - (st->exact_ip ? 0 : 1);
 	r = find_row(st->cache, st->gen, m->first, m->count, (__u32)pc);
-	if (!r)
-		return unwind_fail(st, CNT_UNW_NO_ROW);
+	if (!r) {
+		reason = CNT_UNW_NO_ROW;
+		goto fallback;
+	}
 	cfa_rule = r->rules & 0xf;
 	rbp_rule = r->rules >> 4;
 	switch (cfa_rule) {
@@ -357,7 +398,8 @@ static long unwind_step(__u32 i, void *data)
 		st->exact_ip = true;
 		return 0;
 	default:
-		return unwind_fail(st, CNT_UNW_UNSUPPORTED);
+		reason = CNT_UNW_UNSUPPORTED;
+		goto fallback;
 	}
 	if (read_stack(cfa - 8, &ra))
 		return unwind_fail(st, CNT_UNW_READ_FAILED);
@@ -371,6 +413,8 @@ static long unwind_step(__u32 i, void *data)
 	st->ip = ra;
 	st->exact_ip = false;
 	return 0;
+fallback:
+	return fp_fallback(st, reason);
 }
 
 /*
@@ -488,6 +532,8 @@ static __always_inline int unwind_user(const struct uregs *r, __u32 tgid, __u64 
 		*flags |= SAMPLE_F_UNWIND_STOPPED;
 	if (st.stale)
 		*flags |= SAMPLE_F_STALE_MAPS;
+	if (st.heuristic)
+		*flags |= SAMPLE_F_UNWIND_HEURISTIC;
 	return st.n;
 }
 

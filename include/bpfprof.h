@@ -95,6 +95,8 @@ enum sample_flags {
 	SAMPLE_F_PY_TRUNC = 1 << 10, /* Python stack deeper than MAX_PYSTACK */
 	SAMPLE_F_PY_ERR = 1 << 11,   /* Python frame chain unreadable part way */
 	SAMPLE_F_PY_GIL = 1 << 12,   /* the thread held the GIL */
+	/* a frame was reached by a frame-pointer step where the tables had no row */
+	SAMPLE_F_UNWIND_HEURISTIC = 1 << 13,
 };
 
 /*
@@ -258,7 +260,11 @@ enum cuda_counter {
 	X(CNT_PY_SNAP_UNREADABLE, "python: code object unreadable", 1,                            \
 	  "a code object's header unreadable: no snapshot")                                       \
 	X(CNT_PY_SNAP_DEFERRED, "python: snapshots deferred", 0,                                  \
-	  "more new code objects than a sample snapshots: later")
+	  "more new code objects than a sample snapshots: later")                                 \
+	X(CNT_UNW_FP_FALLBACK, "unwind: frame-pointer steps", 0,                                  \
+	  "frames reached by a validated frame-pointer step where the tables had no row")         \
+	X(CNT_UNW_BAD_FP, "unwind: bad frame pointer", 1,                                         \
+	  "a file without CFI whose RBP is no frame pointer (below SP, or no code at [RBP+8])")
 
 enum bpf_counter {
 	BPF_COUNTERS(COUNTER_ENUM) CNT__MAX

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """Table-driven (.eh_frame) unwinding of code built without frame pointers."""
+import gzip
 import os
 import re
 import subprocess
@@ -105,6 +106,127 @@ def test_deep_recursion_truncated_not_wrong(tmp_path):
         below = user[:user.index("spin")]
         assert set(below) == {"recurse"} and "main" not in f
     assert re.search(r"\d+ user truncated", r.stderr), r.stderr
+
+
+def reach_main_share(stacks, comm):
+    work = [(f, c) for f, c in stacks if f[0] == comm and any(w in f for w in SPLIT)]
+    good = sum(c for f, c in work
+               if "main" in f and "dispatch" in f and f.index("dispatch") > f.index("main"))
+    return good, total(work)
+
+
+def test_partial_cfi_frame_pointer_step(tmp_path):
+    """work_X have no CFI (but frame pointers), main and dispatch CFI (but no
+    frame pointers): the walk takes one frame-pointer step where the tables
+    have no row and goes on with the tables. Without that step every walk
+    stopped in work_X ("unsupported rule")."""
+    out = tmp_path / "pc.folded"
+    r = run(["--unwind", "auto", "-F", "999", "-o", str(out), "--", workload("partial_cfi"), "4"])
+    assert r.returncode == 0, r.stderr
+    good, n = reach_main_share(parse_folded(out.read_text()), "partial_cfi")
+    assert n > 1000, n
+    assert good >= 0.95 * n, (good, n)
+    m = re.search(r"(\d+) samples with frames reached by a frame-pointer step", r.stderr)
+    assert m and int(m.group(1)) >= 0.95 * n, r.stderr
+    # the same run as pprof: such stacks carry the label unwind=heuristic
+    pb = tmp_path / "pc.pb.gz"
+    r = run(["--unwind", "auto", "-F", "499", "-o", str(pb), "--", workload("partial_cfi"), "1"])
+    assert r.returncode == 0, r.stderr
+    raw = gzip.decompress(pb.read_bytes())
+    assert b"heuristic" in raw and b"unwind" in raw
+
+
+NOCFI_PY = os.path.join(os.path.dirname(__file__), "../workloads/py/ctypes_nocfi.py")
+
+
+@pytest.mark.parametrize("fmt", ["folded", "pprof", "svg", "chrome"])
+def test_missing_frames_marker(tmp_path, fmt):
+    """Python calls (ctypes) a C function with neither CFI nor a frame pointer:
+    the native walk cannot get past it, the Python frames below are known.
+    Between them goes one [missing frames] marker, in every format."""
+    out = tmp_path / f"nc.{fmt}"
+    r = run(["-f", fmt, "-F", "999", "-o", str(out), "--", "python3", NOCFI_PY,
+             workload("libnocfi.so"), "3"])
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"(\d+) samples with a \[missing frames\] marker", r.stderr)
+    assert m and int(m.group(1)) > 500, r.stderr
+    assert "unwind: bad frame pointer" in r.stderr, r.stderr
+    if fmt == "folded":
+        spin = [(f, c) for f, c in parse_folded(out.read_text()) if "nocfi_spin" in f]
+        n = total(spin)
+        assert n > 1000, n
+        marked = sum(c for f, c in spin
+                     if f[f.index("nocfi_spin") - 1] == "[missing frames]"
+                     and f[f.index("nocfi_spin") - 2].startswith("call_spin ("))
+        assert marked >= 0.9 * n, (marked, n, spin[:3])
+        assert all(f.count("[missing frames]") == 1 for f, _ in spin)
+    else:
+        raw = out.read_bytes()
+        if fmt == "pprof":
+            raw = gzip.decompress(raw)
+        assert b"[missing frames]" in raw
+        assert b"nocfi_spin" in raw
+
+
+def test_jit_perf_map(tmp_path):
+    """Code in anonymous memory, named by the process's /tmp/perf-PID.map:
+    the frame has the map's name, and a frame-pointer step through it
+    finds its caller (call_jit, then main) below."""
+    out = tmp_path / "jit.folded"
+    r = run(["-F", "999", "-o", str(out), "--", workload("tiny_jit"), "3"])
+    assert r.returncode == 0, r.stderr
+    own = [(f, c) for f, c in parse_folded(out.read_text()) if f[0] == "tiny_jit"]
+    jit = [(f, c) for f, c in own if "JIT:spin_loop" in f]
+    assert total(jit) >= 0.9 * total(own) and total(jit) > 1000, (total(jit), total(own))
+    under = sum(c for f, c in jit
+                if f[f.index("JIT:spin_loop") - 1] == "call_jit" and "main" in f)
+    assert under >= 0.95 * total(jit), (under, total(jit), jit[:3])
+
+
+def instructions(binary):
+    """{address: (length, mnemonic)} of the binary's code, from objdump."""
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary], capture_output=True,
+                         text=True, check=True).stdout
+    addrs = []
+    for line in out.splitlines():
+        m = re.match(r"^\s+([0-9a-f]+):\s+(\S+)", line)
+        if m:
+            addrs.append((int(m.group(1), 16), m.group(2)))
+    return {a: (addrs[i + 1][0] - a if i + 1 < len(addrs) else 1, op)
+            for i, (a, op) in enumerate(addrs)}
+
+
+def test_unresolved_callers_at_return_address_minus_one(tmp_path):
+    """A binary without symbols: its frames are module+0xADDR. A caller's
+    ADDR is return address - 1, inside its call instruction (where addr2line
+    finds the calling line); the leaf's is the exact PC, an instruction's
+    first byte. Checked against the disassembly of the unstripped twin."""
+    out = tmp_path / "st.folded"
+    r = run(["-F", "999", "-o", str(out), "--", workload("cpu_split_stripped"), "2"])
+    assert r.returncode == 0, r.stderr
+    insns = instructions(workload("cpu_split"))
+    starts = sorted(insns)
+
+    def containing(addr):
+        import bisect
+        i = bisect.bisect_right(starts, addr) - 1
+        a = starts[i]
+        return a, insns[a]
+
+    callers = leaves = 0
+    for f, c in parse_folded(out.read_text()):
+        user = [x for x in f[1:] if not x.endswith("_[k]")]
+        own = [(i, int(x.split("+0x")[1], 16)) for i, x in enumerate(user)
+               if x.startswith("cpu_split_stripped+0x")]
+        for i, addr in own:
+            start, (length, op) = containing(addr)
+            if i == len(user) - 1:
+                assert start == addr, (f, hex(addr))
+                leaves += c
+            else:
+                assert op.startswith("call") and start < addr < start + length, (f, hex(addr), op)
+                callers += c
+    assert callers > 1000 and leaves > 500, (callers, leaves)
 
 
 def pyenv_paths():

@@ -28,6 +28,15 @@ static ALWAYS_INLINE int64_t split_burn(int64_t budget_ns, uint64_t k)
 	return now - start;
 }
 
+/*
+ * SPLIT_WORK_EXTERN: work_X are defined elsewhere (partial_cfi_work.c, built
+ * without CFI); SPLIT_WORK_ONLY: only work_X are wanted here.
+ */
+#ifdef SPLIT_WORK_EXTERN
+int64_t work_a(int64_t ns);
+int64_t work_b(int64_t ns);
+int64_t work_c(int64_t ns);
+#else
 NOINLINE int64_t work_a(int64_t ns)
 {
 	return split_burn(ns, 0x9e3779b97f4a7c15ULL);
@@ -42,7 +51,9 @@ NOINLINE int64_t work_c(int64_t ns)
 {
 	return split_burn(ns, 0x94d049bb133111ebULL);
 }
+#endif
 
+#ifndef SPLIT_WORK_ONLY
 NOINLINE int64_t dispatch(int which, int64_t ns)
 {
 	int64_t used = which == 0 ? work_a(ns) : which == 1 ? work_b(ns) : work_c(ns);
@@ -69,5 +80,7 @@ static inline void split_run_for(double secs)
 	       used[2] / 1e9);
 	fflush(stdout);
 }
+
+#endif /* SPLIT_WORK_ONLY */
 
 #endif

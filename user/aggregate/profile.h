@@ -48,7 +48,8 @@ struct plabel {
 };
 
 #define PROFILE_MAX_VALUES 8
-#define PROFILE_MAX_LABELS 8
+#define PROFILE_MAX_LABELS \
+	12 /* pid comm gil unwind tid thread cgroup container pod + stack_labels */
 
 struct psample {
 	uint32_t nframes;

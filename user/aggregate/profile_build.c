@@ -13,6 +13,7 @@
 #include "python/python.h"
 #include "proc/objfile.h"
 #include "symbolize/ksyms.h"
+#include "symbolize/perfmap.h"
 #include "util/htab.h"
 
 struct builder {
@@ -99,15 +100,25 @@ static int user_frame(struct builder *b, const struct sframe *f, bool caller, st
 		*unresolved = true;
 		return 0;
 	}
+	/*
+	 * A caller's frame is named, and its address given (module+0xADDR,
+	 * pprof location), at return address - 1: inside the call, where
+	 * addr2line finds the calling line, not the one after it.
+	 */
 	objfile__symbolize(o, lookup_addr(f->addr, caller), &name, &vaddr);
 	if (caller && !name) {
 		/*
 		 * A signal handler "returns" to the first byte of the sigreturn
 		 * trampoline (__restore_rt): one byte earlier is another function.
 		 */
-		objfile__symbolize(o, f->addr, &name, &vaddr);
-	} else if (caller) {
-		vaddr++;
+		const char *at = NULL;
+		uint64_t at_vaddr;
+
+		objfile__symbolize(o, f->addr, &at, &at_vaddr);
+		if (at) {
+			name = at;
+			vaddr = at_vaddr;
+		}
 	}
 	if (name) {
 		pf->name = name;
@@ -174,6 +185,14 @@ static int frame_index(struct builder *b, const struct sframe *f, bool caller, b
 		pf.name = b->o->synth_name ? b->o->synth_name(b->o->synth_arg, f->addr, &pf.kind)
 					   : NULL;
 		pf.mapping = -1;
+		*unresolved = !pf.name;
+		if (!pf.name)
+			pf.name = "[unknown]";
+		ret = 0;
+	} else if (f->obj == OBJ_JIT) {
+		pf.kind = FRAME_NATIVE;
+		pf.mapping = -1;
+		pf.name = perfmaps__name(b->o->jit, (uint32_t)f->addr);
 		*unresolved = !pf.name;
 		if (!pf.name)
 			pf.name = "[unknown]";
@@ -286,6 +305,13 @@ static int user_and_python(struct builder *b, const struct stack_key *k, const s
 		for (uint32_t i = 0; i < np; i++)
 			EMIT(pidx[i], punres[i]);
 	}
+	if (nu && (k->flags & STACK_F_MISSING)) {
+		/* the native walk stopped here: what called the outermost frame is unknown */
+		ret = root_frame(b, "[missing frames]");
+		if (ret < 0)
+			return ret;
+		EMIT(ret, false);
+	}
 	for (uint32_t i = 0, e = 0; i < nu; i++) {
 		uint32_t first, last;
 
@@ -395,6 +421,8 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 		labels[nlabels++] =
 			(struct plabel){ .key = "gil",
 					 .str = k->flags & STACK_F_GIL_HELD ? "held" : "released" };
+	if (k->flags & STACK_F_HEURISTIC)
+		labels[nlabels++] = (struct plabel){ .key = "unwind", .str = "heuristic" };
 	if (o->per_thread) {
 		labels[nlabels++] = (struct plabel){ .key = "tid", .num = k->tid };
 		labels[nlabels++] = (struct plabel){ .key = "thread", .str = tname };

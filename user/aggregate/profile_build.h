@@ -18,6 +18,7 @@ struct objtab;
 struct ksyms;
 struct pytrack;
 struct cgroups;
+struct perfmaps;
 
 struct build_opts {
 	bool per_pid;	 /* root frame "comm [pid]" */
@@ -41,6 +42,7 @@ struct build_opts {
 	/* names OBJ_SYNTH frames (addr = the feature's id), sets *kind (enum frame_kind) */
 	const char *(*synth_name)(void *arg, uint64_t id, uint32_t *kind);
 	void *synth_arg;
+	const struct perfmaps *jit; /* names OBJ_JIT frames; NULL: none */
 	/*
 	 * Extra labels of a stack (its stacks__intern index), e.g. the age of
 	 * the oldest heap block still held; returns how many it wrote to out.

@@ -26,8 +26,10 @@ struct sframe {
 #define STACK_F_USER_TRUNC   2 /* more user frames existed */
 #define STACK_F_USER_ERR     4 /* the user stack could not be read */
 #define STACK_F_KERNEL_ERR   8
-#define STACK_F_PY_TRUNC     16 /* more Python frames existed */
-#define STACK_F_GIL_HELD     32 /* a Python sample whose thread held the GIL */
+#define STACK_F_PY_TRUNC     16	 /* more Python frames existed */
+#define STACK_F_GIL_HELD     32	 /* a Python sample whose thread held the GIL */
+#define STACK_F_HEURISTIC    64	 /* a user frame was reached by a frame-pointer step */
+#define STACK_F_MISSING	     128 /* the native walk stopped before the outermost frame */
 
 struct stack_key {
 	uint32_t pid;

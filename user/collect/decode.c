@@ -37,6 +37,8 @@ static void take_flags(const struct decode_ops *ops, struct decode_stats *st,
 		k->flags |= STACK_F_USER_ERR, st->ustack_err++;
 	if (h->flags & SAMPLE_F_UNWIND_STOPPED)
 		st->unwind_stopped++;
+	if (h->flags & SAMPLE_F_UNWIND_HEURISTIC)
+		k->flags |= STACK_F_HEURISTIC, st->unwind_heuristic++;
 	if (h->flags & SAMPLE_F_NO_UNWIND_INFO) {
 		st->no_unwind_info++;
 		if (h->flags & SAMPLE_F_UNWIND_FP)
@@ -129,6 +131,9 @@ int decode__sample(const struct decode_cfg *cfg, const struct decode_ops *ops,
 	k->nkernel = nk;
 	k->nuser = nu;
 	take_flags(ops, st, h, k);
+	/* the walk stopped, yet a thread's stack goes on to its root: say where */
+	if (nu && (h->flags & SAMPLE_F_UNWIND_STOPPED))
+		k->flags |= STACK_F_MISSING, st->missing_frames++;
 
 	for (i = 0; i < nk; i++)
 		k->frames[i] = (struct sframe){ .obj = OBJ_KERNEL, .addr = s->frames[i] };

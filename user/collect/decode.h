@@ -62,11 +62,13 @@ struct decode_stats {
 	uint64_t user_frames;
 	uint64_t user_unmapped; /* user addresses in no known mapping */
 	uint64_t kstack_err, ustack_err, ktrunc, utrunc;
-	uint64_t no_unwind_info; /* samples taken before the process's tables were ready */
-	uint64_t unwind_fp;	 /* of which were walked with frame pointers */
-	uint64_t unwind_stopped; /* table unwinding gave up before the outermost frame */
-	uint64_t py_samples;	 /* samples with Python frames */
-	uint64_t py_no_thread;	 /* Python process, thread state not known yet */
+	uint64_t no_unwind_info;   /* samples taken before the process's tables were ready */
+	uint64_t unwind_fp;	   /* of which were walked with frame pointers */
+	uint64_t unwind_stopped;   /* table unwinding gave up before the outermost frame */
+	uint64_t unwind_heuristic; /* a frame reached by a frame-pointer step (no row for a PC) */
+	uint64_t missing_frames;   /* stacks given a [missing frames] marker */
+	uint64_t py_samples;	   /* samples with Python frames */
+	uint64_t py_no_thread;	   /* Python process, thread state not known yet */
 	uint64_t py_err, py_trunc;
 	uint64_t py_frames_dropped; /* code objects that could not be read */
 	uint64_t gil_held;	    /* Python samples whose thread held the GIL */

@@ -38,6 +38,7 @@
 #include "collect/pytrack.h"
 #include "collect/sideband.h"
 #include "collect/uprobes.h"
+#include "symbolize/perfmap.h"
 #include "cpu.skel.h"
 #include "proc/cgroup.h"
 #include "proc/objfile.h"
@@ -223,9 +224,12 @@ static bool dec_user_resolve(void *ctx, uint64_t ip, struct sframe *f)
 		*f = (struct sframe){ .obj = OBJ_UNMAPPED, .addr = ip };
 		return false;
 	}
-	if (m->obj == OBJ_ANON)
-		*f = (struct sframe){ .obj = OBJ_ANON, .addr = ip };
-	else
+	if (m->obj == OBJ_ANON) {
+		uint32_t id = r->jit ? perfmaps__lookup(r->jit, r->dpid, ip) : 0;
+
+		*f = id ? (struct sframe){ .obj = OBJ_JIT, .addr = id }
+			: (struct sframe){ .obj = OBJ_ANON, .addr = ip };
+	} else
 		*f = (struct sframe){ .obj = m->obj, .addr = ip - m->start + m->pgoff };
 	return true;
 }
@@ -787,6 +791,7 @@ static void build_opts_init(struct recorder *r, struct build_opts *bo)
 	bo->per_container = env.per_container;
 	bo->cg = r->cg;
 	bo->synth_name = r->synth_name;
+	bo->jit = r->jit;
 	bo->synth_arg = r->synth_arg;
 	bo->stack_labels = feature_labels;
 	bo->stack_labels_arg = r;
@@ -1022,6 +1027,24 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			(unsigned long long)rec__counter(r, CNT_UNW_READ_FAILED),
 			(unsigned long long)rec__counter(r, CNT_UNW_ANON),
 			(unsigned long long)rec__counter(r, CNT_UNW_NO_MAPPING));
+	if (r->jit && (perfmaps__stats(r->jit)->files || perfmaps__stats(r->jit)->missed)) {
+		const struct perfmap_stats *js = perfmaps__stats(r->jit);
+
+		pr_info("jit: %llu perf maps read (%llu entries, %llu bad lines); %llu frames named "
+			"from them, %llu in anonymous code no map names",
+			(unsigned long long)js->files, (unsigned long long)js->entries,
+			(unsigned long long)js->bad, (unsigned long long)js->found,
+			(unsigned long long)js->missed);
+	}
+	if (r->st.dec.missing_frames)
+		pr_info("unwinding: %llu samples with a [missing frames] marker where the walk "
+			"stopped (reasons above)",
+			(unsigned long long)r->st.dec.missing_frames);
+	if (r->st.dec.unwind_heuristic)
+		pr_info("unwinding: %llu samples with frames reached by a frame-pointer step where "
+			"the tables had no row (%llu steps; pprof label unwind=heuristic)",
+			(unsigned long long)r->st.dec.unwind_heuristic,
+			(unsigned long long)rec__counter(r, CNT_UNW_FP_FALLBACK));
 	print_files_summary(r);
 	if (r->unw && r->st.unwind_no_room) {
 		uint64_t want = unwinder__rows_wanted(r->unw) * UNWIND_ROW_BYTES;
@@ -1243,6 +1266,7 @@ int record__run(const struct rec_mode *mode)
 	membudget__set(env.mem_budget);
 	r.objs = objtab__new();
 	r.procs = r.objs ? proctab__new(r.objs) : NULL;
+	r.jit = perfmaps__new();
 	r.stacks = stacks__new();
 	r.dirty = htab__new(64, HTAB_COPY_KEYS);
 	if (env.want_cgroup && !(r.cg = cgroups__new()))
@@ -1251,7 +1275,7 @@ int record__run(const struct rec_mode *mode)
 		err = -ENOMEM;
 	if (r.procs)
 		proctab__on_change(r.procs, on_proc_change, &r);
-	if (err || !r.key || !r.procs || !r.stacks || !r.dirty) {
+	if (err || !r.key || !r.procs || !r.stacks || !r.dirty || !r.jit) {
 		pr_err("out of memory");
 		goto cleanup;
 	}
@@ -1384,6 +1408,7 @@ cleanup:
 	stacks__free(r.stacks);
 	tl_log__free(r.tl);
 	proctab__free(r.procs);
+	perfmaps__free(r.jit);
 	objtab__free(r.objs);
 	free(r.key);
 	return status;

@@ -109,6 +109,7 @@ struct recorder {
 	struct ksyms *ks;
 	struct unwinder *unw;
 	struct pytrack *py;
+	struct perfmaps *jit;	 /* /tmp/perf-PID.map names of anonymous code */
 	struct continuous *cont; /* --continuous, or NULL */
 	struct cgroups *cg;	 /* cgroup id -> path, container (env.want_cgroup) */
 	struct htab *dirty;	 /* pids whose unwind description must be (re)written */

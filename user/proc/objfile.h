@@ -20,6 +20,7 @@ struct elfsym;
 #define OBJ_ANON     2 /* anonymous executable memory (JIT, trampolines) */
 #define OBJ_PYTHON   3 /* a Python frame: addr is a pytrack code id (0: unreadable) */
 #define OBJ_SYNTH    4 /* a frame a feature names (e.g. "[cuda] kernel"): build_opts.synth_name */
+#define OBJ_JIT	     5 /* JIT code the process's perf map names: addr is a perfmaps name id */
 #define OBJ_FIRST    16
 
 struct objfile {
