@@ -174,7 +174,7 @@ def test_rss_flat_over_1000_intervals(tmp_path):
             lines.append(line)
             if re.match(r"^bpfprof: bpfprof-\S+\.pb\.gz: \d+ samples", line):
                 count[0] += 1
-                for mark in (100, 1000):
+                for mark in (100, 300, 600, 1000):
                     if count[0] == mark:
                         rss[mark] = vm_rss_kib(p.pid)
 
@@ -197,7 +197,7 @@ def test_rss_flat_over_1000_intervals(tmp_path):
     err = "".join(lines[-20:])
     assert p.returncode == 0, err
     assert 1000 in rss, f"only {count[0]} intervals: {err}"
-    print(f"RSS after 100 intervals {rss[100]} KiB, after 1000 {rss[1000]} KiB")
+    print(f"RSS after 100/300/600/1000 intervals: {rss} KiB")
     assert rss[1000] <= rss[100] * 1.10, rss
 
 
