@@ -235,6 +235,27 @@ static void test_empty(void **state)
 	profile__free(p);
 }
 
+/* A blank name (spaces; control characters are already escaped visibly) would make a line of spaces: readers see no frame, or no count. */
+static void test_blank_name(void **state)
+{
+	struct profile *p = new_profile();
+	int64_t v[PROFILE_MAX_VALUES] = { 3 };
+	uint32_t s[2];
+	char *out;
+	int ret;
+
+	(void)state;
+	s[0] = frame(p, " ", FRAME_ROOT, 0);
+	assert_int_equal(profile__add_sample(p, s, 1, v, NULL, 0), 0);
+	s[1] = frame(p, "   ", FRAME_NATIVE, 0x10);
+	assert_int_equal(profile__add_sample(p, s, 2, v, NULL, 0), 0);
+	out = fold(p, 0, &ret);
+	assert_int_equal(ret, 0);
+	assert_string_equal(out, "[unknown] 3\n[unknown];[unknown] 3\n");
+	free(out);
+	profile__free(p);
+}
+
 /* 100k distinct stacks of depth 24 out of a shared frame pool: how a real machine looks. */
 static void test_100k_stacks_fast(void **state)
 {
@@ -299,9 +320,13 @@ static void test_100k_stacks_fast(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_merge_and_sort),	     cmocka_unit_test(test_byte_order),
-		cmocka_unit_test(test_merge_by_name),	     cmocka_unit_test(test_sanitize),
-		cmocka_unit_test(test_zero_and_value_index), cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_merge_and_sort),
+		cmocka_unit_test(test_byte_order),
+		cmocka_unit_test(test_merge_by_name),
+		cmocka_unit_test(test_sanitize),
+		cmocka_unit_test(test_zero_and_value_index),
+		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_blank_name),
 		cmocka_unit_test(test_100k_stacks_fast),
 	};
 

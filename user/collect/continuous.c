@@ -272,7 +272,9 @@ static int manifest__save(struct continuous *c)
 	int fd, err = 0;
 
 	for (int i = 0;; i++) {
-		snprintf(tmp, sizeof(tmp), MANIFEST ".%06x", (unsigned int)(rand() & 0xffffff));
+		/* unpredictable enough for a 0700 directory; O_EXCL makes a clash a retry */
+		snprintf(tmp, sizeof(tmp), MANIFEST ".%06x",
+			 (unsigned int)((getpid() * 2654435761u + mono_ns() + i) & 0xffffff));
 		fd = openat(c->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			    0600);
 		if (fd >= 0 || errno != EEXIST || i == 16)

@@ -77,7 +77,8 @@ static int name_id(struct folded_ctx *c, const char *s, uint32_t *id)
 	size_t len;
 	int ret;
 
-	if (!s || !*s)
+	/* a blank name would leave a line of spaces that readers take as no frame at all */
+	if (!s || !s[strspn(s, " \t")])
 		s = unknown_name;
 	len = strlen(s);
 	if (needs_sanitize(s)) {
