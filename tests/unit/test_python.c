@@ -984,7 +984,7 @@ static void test_thread_names(void **state)
 	}
 	assert_null(name_of(names, n, t->raw_ident));
 	/* what cleaning did to the awkward ones */
-	assert_string_equal(name_of(names, n, t->th[5].ident)->name, "tab?here");
+	assert_string_equal(name_of(names, n, t->th[5].ident)->name, "tab\\x09here");
 	assert_int_equal(strlen(name_of(names, n, t->th[6].ident)->name), PYNAME_MAX - 1);
 	/* max is respected */
 	assert_int_equal(pythreads__names(t->lv.pid, &t->lv.info, &hints, names, 3), 3);
@@ -1439,7 +1439,12 @@ static void test_name_clean(void **state)
 	pyname__clean("a\tb\nc\x7f"
 		      "d",
 		      out, sizeof(out));
-	assert_string_equal(out, "a?b?c?d");
+	assert_string_equal(out, "a\\x09b\\x0ac\\x7fd");
+	/* an escape is cut whole, never half */
+	pyname__clean("ab\x1b", out, 6);
+	assert_string_equal(out, "ab");
+	pyname__clean("ab\x1b", out, 7);
+	assert_string_equal(out, "ab\\x1b");
 	/* cut at a character boundary: "é" does not fit in the last byte */
 	pyname__clean("ab\xc3\xa9", out, 4);
 	assert_string_equal(out, "ab");

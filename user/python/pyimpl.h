@@ -183,8 +183,9 @@ int pykeys__parse(const struct pylayout *l, uint64_t addr, const uint8_t *hdr, s
  */
 int pylong__u64(const struct pylayout *l, const uint8_t *obj, size_t len, uint64_t *v);
 /*
- * A thread name as shown: control characters become '?', cut to fit outlen
- * (with its NUL) at a UTF-8 character boundary.
+ * A thread name as shown: control characters become a visible \xNN (as
+ * strsafe writes them), cut to fit outlen (with its NUL) at a character or
+ * escape boundary; invalid UTF-8 ends the name.
  */
 void pyname__clean(const char *in, char *out, size_t outlen);
 

@@ -168,12 +168,22 @@ void pyname__clean(const char *in, char *out, size_t outlen)
 	while (*s) {
 		size_t n = utf8_len(s);
 
-		if (!n || w + n >= outlen)
+		if (!n)
 			break;
-		if (n == 1 && (*s < 0x20 || *s == 0x7f))
-			out[w] = '?';
-		else
-			memcpy(out + w, s, n);
+		if (n == 1 && (*s < 0x20 || *s == 0x7f)) {
+			/* visibly, as strsafe does everywhere else: "\x1b", not a '?' */
+			if (w + 4 >= outlen)
+				break;
+			out[w++] = '\\';
+			out[w++] = 'x';
+			out[w++] = "0123456789abcdef"[*s >> 4];
+			out[w++] = "0123456789abcdef"[*s & 15];
+			s++;
+			continue;
+		}
+		if (w + n >= outlen)
+			break;
+		memcpy(out + w, s, n);
 		w += n;
 		s += n;
 	}
