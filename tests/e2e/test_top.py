@@ -73,6 +73,27 @@ def test_top_plain_text_when_not_a_tty():
         wl.wait()
 
 
+def test_top_cuts_names_by_character(tmp_path):
+    # A Python function whose name is 70 two-byte characters: cut by bytes at
+    # the name column (103 columns when not a terminal), the line would end in
+    # half a character; cut by characters the whole name fits.
+    name = "\u00e9" * 70
+    script = tmp_path / "wide.py"
+    script.write_text(f"def {name}():\n    x = 0\n    while True:\n        x += 1\n{name}()\n",
+                      encoding="utf-8")
+    wl = subprocess.Popen(["/usr/bin/python3", str(script)])
+    try:
+        time.sleep(0.5)
+        r = subprocess.run([BPFPROF, "top", "-p", str(wl.pid), "-d", "2.5", "-q"],
+                           capture_output=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        out = r.stdout.decode("utf-8")  # strict: a split character raises
+        assert f"{name} (wide.py:" in out, out
+    finally:
+        wl.kill()
+        wl.wait()
+
+
 def test_top_rejects_output():
     r = run(["top", "-o", "x.folded"])
     assert r.returncode == 2 and len(r.stderr.splitlines()) == 1

@@ -219,6 +219,25 @@ static void tally(struct top *t, const struct profile *p)
 	qsort(t->fns, t->nfns, sizeof(*t->fns), t->by_total ? cmp_total : cmp_self);
 }
 
+/*
+ * Bytes of s that fill at most cols columns, cut at a character boundary:
+ * cutting by bytes could split a UTF-8 sequence (the terminal shows garbage
+ * and may swallow what follows) and wastes columns on multi-byte names.
+ * One column per character: names are escaped (strsafe), so no controls.
+ */
+static int fit_cols(const char *s, int cols)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	int i = 0;
+
+	for (; cols > 0 && p[i]; cols--) {
+		i++;
+		while ((p[i] & 0xc0) == 0x80)
+			i++;
+	}
+	return i;
+}
+
 static void draw(struct top *t, uint64_t now)
 {
 	struct winsize ws = { .ws_row = 24, .ws_col = 80 };
@@ -251,7 +270,8 @@ static void draw(struct top *t, uint64_t now)
 		const struct fn_stat *f = &t->fns[i];
 		double d = t->samples ? 100.0 / t->samples : 0;
 
-		printf("%6.1f%% %6.1f%%  %.*s\n", f->self * d, f->total * d, name_w, f->name);
+		printf("%6.1f%% %6.1f%%  %.*s\n", f->self * d, f->total * d,
+		       fit_cols(f->name, name_w), f->name);
 	}
 	fflush(stdout);
 }
