@@ -1006,8 +1006,10 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			 (unsigned long long)(r->st.bad + r->st.dec.bad + r->st.unknown_kind),
 			 (unsigned long long)sb_lost);
 	pr_info("%llu samples, %llu lost%s, %zu processes, %.1f%% frames unresolved, %.1f s",
-		(unsigned long long)(r->st.received - r->st.before_exec), (unsigned long long)lost,
-		why, nprocs, bs->frames ? 100.0 * bs->unresolved / bs->frames : 0.0, secs);
+		(unsigned long long)(r->st.written_known ? r->st.written
+							 : r->st.received - r->st.before_exec),
+		(unsigned long long)lost, why, nprocs,
+		bs->frames ? 100.0 * bs->unresolved / bs->frames : 0.0, secs);
 	if (r->st.dec.kstack_err || r->st.dec.ustack_err || r->st.dec.ktrunc || r->st.dec.utrunc)
 		pr_info("stacks: %llu kernel and %llu user unreadable; %llu kernel and %llu user "
 			"truncated at %d/%d frames",
@@ -1194,11 +1196,12 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 	}
 	if (r->tl) { /* -f chrome: the timeline, not the aggregate */
 		*nprocs = count_processes(r->stacks);
-		err = tl_log__write(r->tl, r->objs, r->ks, &bo, r->out.f);
+		err = tl_log__write(r->tl, r->objs, r->ks, &bo, r->out.f, bs, &r->st.written);
 		if (err) {
 			pr_err("cannot write the trace: %s", strerror(-err));
 			return err;
 		}
+		r->st.written_known = r->cpu_samples >= 0;
 		return output__commit(&r->out);
 	}
 	err = profile__build(&p, r->stacks, r->objs, r->ks, &bo, bs);
@@ -1207,6 +1210,14 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 		return err;
 	}
 	*nprocs = count_processes(r->stacks);
+	if (p->value_types[bo.count_value].unit &&
+	    !strcmp(p->value_types[bo.count_value].unit, "count")) {
+		r->st.written = 0;
+		for (size_t i = 0; i < p->nsamples; i++)
+			if (p->samples[i].values[bo.count_value] > 0)
+				r->st.written += (uint64_t)p->samples[i].values[bo.count_value];
+		r->st.written_known = true;
+	}
 	err = output__write_profile(&r->out, p);
 	profile__free(p);
 	if (err) {
