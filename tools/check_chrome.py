@@ -19,8 +19,8 @@ same id, not earlier; timestamps are monotonic per track in file order;
 metadata names are strings. Exit status 0 when the file passes, 1 with one
 line per problem (at most 20) otherwise. --summary prints counts per phase
 and category, the named processes and threads, the tracks with slices but
-no thread_name ("unnamed_threads") and the sum of args.samples over
-slices (what bpfprof's CPU slices stand for) as JSON on stdout.
+no thread_name ("unnamed_threads") and otherData.cpu_samples (the CPU
+samples bpfprof's slices stand for; null if absent) as JSON on stdout.
 
 Usable as a module: check(obj) returns (problems, summary).
 """
@@ -56,7 +56,7 @@ def check(obj):
     problems = []
     summary = {"phases": defaultdict(int), "categories": defaultdict(int),
                "threads": {}, "processes": {}, "flows": 0, "unnamed_threads": [],
-               "samples": 0}
+               "samples": None}
 
     def bad(i, msg):
         problems.append(f"event {i}: {msg}")
@@ -65,6 +65,8 @@ def check(obj):
         events = obj.get("traceEvents")
         if not isinstance(events, list):
             return ["no traceEvents array"], summary
+        if isinstance(obj.get("otherData"), dict):
+            summary["samples"] = obj["otherData"].get("cpu_samples")
         if obj.get("displayTimeUnit", "ms") not in ("ms", "ns"):
             problems.append(f"displayTimeUnit {obj['displayTimeUnit']!r} is neither 'ms' nor 'ns'")
     elif isinstance(obj, list):
@@ -158,8 +160,6 @@ def check(obj):
                         bad(i, f"X {e.get('name')!r} at {ts} overlaps its enclosing slice "
                             f"(ends {ts + dur} > {outer[3]}) on {pid}/{tid}")
                     stack.append(["X", e.get("name"), ts, ts + dur])
-                if isinstance(e.get("args"), dict) and _is(e["args"].get("samples"), int):
-                    summary["samples"] += e["args"]["samples"]
         elif ph in ("s", "f"):
             fid = e.get("id")
             table = flows_s if ph == "s" else flows_f

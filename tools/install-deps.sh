@@ -23,6 +23,9 @@ PACKAGES=(
 	libc6-dbg
 	# tests: headless browser that loads the SVG flame graph (render, click, search)
 	chromium
+	# tests: node and npm for speedscope + puppeteer-core (tests/e2e/speedscope/, installed
+	# by the test with npm ci from its package-lock.json into build/e2e-js)
+	nodejs npm
 	# benchmark: the peer profiler and /usr/bin/time
 	linux-perf time
 	# CUDA: <sys/sdt.h> for the CUPTI injection library's USDT probes

@@ -263,7 +263,6 @@ struct slicer {
 	uint32_t pid, tid;
 	struct open_slice *open; /* root first */
 	size_t nopen, cap;
-	uint64_t root_samples; /* CPU samples the outermost open slice stands for */
 };
 
 static struct tl_event *new_slice(struct slicer *sl, uint64_t ts, uint64_t dur, const char *name,
@@ -285,14 +284,6 @@ static int close_to(struct slicer *sl, size_t depth, uint64_t at)
 		struct tl_event *ev = &sl->tl->events[sl->open[--sl->nopen].ev];
 
 		ev->dur = at - ev->ts;
-		if (!sl->nopen) {
-			struct tl_arg n = { .key = "samples", .num = (int64_t)sl->root_samples };
-			int err = copy_args(sl->tl, ev, &n, 1);
-
-			sl->root_samples = 0;
-			if (err)
-				return err;
-		}
 	}
 	return 0;
 }
@@ -362,7 +353,7 @@ int timeline__add_sample_slices(struct timeline *tl, uint32_t pid, uint32_t tid,
 			sl.open[sl.nopen++] =
 				(struct open_slice){ ev->name, (size_t)(ev - tl->events) };
 		}
-		sl.root_samples++;
+		tl->cpu_samples++;
 		last = ts;
 	}
 	err = close_to(&sl, 0, last + period_ns);

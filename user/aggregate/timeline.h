@@ -74,6 +74,7 @@ struct timeline {
 	size_t nprocs, cap_procs;
 	struct tl_track *threads;
 	size_t nthreads, cap_threads;
+	uint64_t cpu_samples; /* given to timeline__add_sample_slices */
 	struct timeline_priv *priv;
 };
 
@@ -135,9 +136,8 @@ struct tl_sample {
  * first sample that differs. A sample stands for period_ns of CPU, so the
  * last of a run closes period_ns after it (or where a block begins, if
  * sooner), and a gap longer than two periods (the thread was off CPU)
- * closes everything. The outermost slice of a run has args.samples, the
- * samples it stands for (their sum over a trace is the CPU samples in it).
- * A block is one TL_OFFCPU_SLICE slice (category "off_cpu") holding its
+ * closes everything. Slices carry no arguments: speedscope tells frames
+ * apart by name and arguments. tl->cpu_samples counts the samples. A block is one TL_OFFCPU_SLICE slice (category "off_cpu") holding its
  * stack; a sample that claims to be inside a block counts from its end. A
  * sample with no frames is one "[unknown]" slice. Returns 0 or -errno.
  */
