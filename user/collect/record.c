@@ -806,6 +806,24 @@ static void build_opts_init(struct recorder *r, struct build_opts *bo)
 }
 
 /*
+ * The samples a written profile holds (its samples/count value summed; a
+ * record that is no sample, such as a Python code object, is not one),
+ * added to r->st.written, what the summary and the interval lines report.
+ * A profile without a count value (--off-cpu or --alloc alone) leaves the
+ * record count in charge.
+ */
+static void count_written(struct recorder *r, const struct profile *p, uint32_t cv)
+{
+	if (cv >= p->nvalues || !p->value_types[cv].unit ||
+	    strcmp(p->value_types[cv].unit, "count"))
+		return;
+	for (size_t i = 0; i < p->nsamples; i++)
+		if (p->samples[i].values[cv] > 0)
+			r->st.written += (uint64_t)p->samples[i].values[cv];
+	r->st.written_known = true;
+}
+
+/*
  * Continuous mode: this interval's stacks become its file, the stack table
  * starts empty, and names of cgroups no interval has needed for a while are
  * let go. Failures are counted by continuous__write; recording goes on.
@@ -832,7 +850,9 @@ static int end_interval(struct recorder *r)
 		if (!p)
 			return -ENOMEM;
 	}
-	t.samples = r->st.received;
+	if (!err)
+		count_written(r, p, bo.count_value);
+	t.samples = r->st.written_known ? r->st.written : r->st.received;
 	t.lost = rec__counter(r, CNT_RB_FULL) + r->st.agg_failed + r->st.bad + r->st.dec.bad;
 	t.processes = count_processes(r->stacks);
 	err = continuous__write(r->cont, p, &t);
@@ -1210,14 +1230,7 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 		return err;
 	}
 	*nprocs = count_processes(r->stacks);
-	if (p->value_types[bo.count_value].unit &&
-	    !strcmp(p->value_types[bo.count_value].unit, "count")) {
-		r->st.written = 0;
-		for (size_t i = 0; i < p->nsamples; i++)
-			if (p->samples[i].values[bo.count_value] > 0)
-				r->st.written += (uint64_t)p->samples[i].values[bo.count_value];
-		r->st.written_known = true;
-	}
+	count_written(r, p, bo.count_value);
 	err = output__write_profile(&r->out, p);
 	profile__free(p);
 	if (err) {
