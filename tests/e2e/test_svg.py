@@ -496,16 +496,22 @@ res.both = fg.search('rare_');
 res.mixed = fg.search('mixed');
 res.work_or_rare = fg.search('work|rare_fn');
 fg.search(null);
+var svgel = document.getElementById('bpfprof-fg'), box = document.getElementById('frames');
+res.h0 = +svgel.getAttribute('height');
 click(frame('p7').children[1]);
 res.zoomed = {rare: st('rare_fn'), leaf: st('rare_leaf'), work: st('work'), p7: st('p7'),
-              drawn: fg.frames.length};
+              drawn: fg.frames.length, h: +svgel.getAttribute('height'),
+              shift: box.getAttribute('transform'),
+              leaf_top: frame('rare_leaf').children[1].getBoundingClientRect().top,
+              title_bottom: document.getElementById('title').getBoundingClientRect().bottom};
 click(frame('rare_fn').children[1]);
 res.zoomed2 = {rare: st('rare_fn'), leaf: st('rare_leaf'), p7: st('p7'), main: st('main'),
                reset: shown('unzoom')};
 res.search_zoomed = fg.search('rare_leaf');
 res.leaf_fill = st('rare_leaf').fill;
 click(document.getElementById('unzoom'));
-res.unzoomed = {rare: st('rare_fn'), drawn: fg.frames.length, reset: shown('unzoom')};
+res.unzoomed = {rare: st('rare_fn'), drawn: fg.frames.length, reset: shown('unzoom'),
+                h: +svgel.getAttribute('height'), shift: box.getAttribute('transform')};
 """)
     want = 100 * 500 / total
     assert res["merged"] >= 100 + 49, res["merged"]
@@ -520,6 +526,10 @@ res.unzoomed = {rare: st('rare_fn'), drawn: fg.frames.length, reset: shown('unzo
     assert z["rare"] and z["rare"]["shown"], z
     assert abs(z["rare"]["w"] - 1180 * 10 / 2000) < 0.05, z
     assert z["p7"]["w"] > 1179 and z["drawn"] > len(frames), z
+    # rare_leaf is a row deeper than anything drawn before: the picture grows
+    # by a row and the frames move down, below the title, not above the top
+    assert z["h"] == res["h0"] + 16 and z["shift"] == "translate(0,16)", z
+    assert z["leaf_top"] > z["title_bottom"], z
     # and clicked: rare_fn fills the width, rare_leaf below it too, callers greyed
     z2 = res["zoomed2"]
     assert abs(z2["rare"]["w"] - 1180) < 0.05 and abs(z2["leaf"]["w"] - 1180) < 0.05, z2
@@ -528,3 +538,4 @@ res.unzoomed = {rare: st('rare_fn'), drawn: fg.frames.length, reset: shown('unzo
     # reset: the merged frames are gone again
     u = res["unzoomed"]
     assert u["rare"] is None and u["drawn"] == len(frames) and not u["reset"], u
+    assert u["h"] == res["h0"] and u["shift"] == "translate(0,0)", u

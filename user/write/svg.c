@@ -60,7 +60,7 @@ struct svg_ctx {
 	uint64_t total;
 	uint64_t hidden;       /* nodes folded into their parents */
 	uint64_t hidden_value; /* value of the outermost of them */
-	uint32_t max_depth;    /* of all nodes: a merged one can be zoomed into view */
+	uint32_t max_depth;    /* of drawn nodes (a zoom that draws deeper ones grows the SVG) */
 	uint32_t *ref;	       /* node -> index among the drawn frames, or among the merged */
 	FILE *out;
 };
@@ -226,7 +226,7 @@ static int layout(struct svg_ctx *c)
 			ch->offset = off;
 			off += ch->value;
 			ch->visible = n->visible && (double)ch->value >= thr;
-			if (ch->depth > c->max_depth)
+			if (ch->visible && ch->depth > c->max_depth)
 				c->max_depth = ch->depth;
 			if (!ch->visible) {
 				c->hidden++;
@@ -482,7 +482,8 @@ static const char svg_style[] =
  * click rescales the frames above the clicked one (below when inverted),
  * stretches the ones on its path to the root and hides the rest; frames
  * merged for being narrow (the "merged" JSON) that the zoom makes wide
- * enough are drawn for as long as it lasts, and can be clicked in turn.
+ * enough are drawn for as long as it lasts, and can be clicked in turn
+ * (the picture grows when they are deeper than the drawn frames).
  * Search: regex (substring if the regex does not compile), matched frames
  * turn magenta and the matched share is the union of their ranges over the
  * total, merged frames included (each name tested once).
@@ -521,9 +522,13 @@ static const char svg_script[] =
 	" if(!t){if(!s)return;t=document.createElementNS(SVGNS,'text');\n"
 	"t.setAttribute('y',(+r.getAttribute('y')+11).toFixed(0));g.appendChild(t);}\n"
 	" t.setAttribute('x',(x+3).toFixed(2));if(s!==LB[i]){t.textContent=s;LB[i]=s;}}\n"
+	"var H0=+svg.getAttribute('height'),BOT=[det,mat].map(function(e){return +e.getAttribute('y');});\n"
+	"function grow(dm){var ex=Math.max(0,dm-MAXD)*FH;if(!INV)box.setAttribute('transform','translate(0,'+ex+')');\n"
+	" svg.setAttribute('height',H0+ex);svg.setAttribute('viewBox','0 0 '+W+' '+(H0+ex));\n"
+	" det.setAttribute('y',BOT[0]+ex);mat.setAttribute('y',BOT[1]+ex);}\n"
 	"function drop(){for(var j=N0;j<N;j++)box.removeChild(F[j]);F.length=O.length=V.length=D.length=NM.length=\n"
 	"XS.length=WS.length=LB.length=N=N0;}\n"
-	"function reveal(zo,zv,zd){var s=FW/zv,j,g,r,nm;\n"
+	"function reveal(zo,zv,zd){var s=FW/zv,j,g,r,nm,dm=0;\n"
 	" for(j=0;j<HM;j++){if(HO[j]+HV[j]<=zo||HO[j]>=zo+zv||HV[j]*s<MINW)continue;\n"
 	"  nm=MN[HN[j]];g=document.createElementNS(SVGNS,'g');g.setAttribute('class',nm[1]);\n"
 	"  g.dataset.o=HO[j];g.dataset.v=HV[j];g.dataset.d=HD[j];g._h=j;\n"
@@ -532,9 +537,11 @@ static const char svg_script[] =
 	"  r=document.createElementNS(SVGNS,'rect');\n"
 	"  r.setAttribute('y',(INV?TOP+HD[j]*FH:TOP+(MAXD-HD[j])*FH).toFixed(0));\n"
 	"  r.setAttribute('height',FH-1);r.setAttribute('fill',nm[2]);g.appendChild(r);\n"
-	"  box.appendChild(g);g._i=N;F[N]=g;O[N]=HO[j];V[N]=HV[j];D[N]=HD[j];NM[N]=nm[0];XS[N]=WS[N]=-1;LB[N]=null;N++;}}\n"
+	"  box.appendChild(g);g._i=N;F[N]=g;O[N]=HO[j];V[N]=HV[j];D[N]=HD[j];NM[N]=nm[0];XS[N]=WS[N]=-1;LB[N]=null;N++;\n"
+	"  if(HD[j]>dm)dm=HD[j];}\n"
+	" return dm;}\n"
 	"function zoom(z){var zo=O[z],zv=V[z],zd=D[z],zh=F[z]._h,s=FW/zv,all=z==root,IN=[],n=0,j;\n"
-	" drop();if(!all)reveal(zo,zv,zd);\n"
+	" drop();grow(all?0:reveal(zo,zv,zd));\n"
 	" if(zh!==undefined)for(j=N0;j<N;j++)if(F[j]._h===zh)z=j;\n"
 	" for(j=0;j<N;j++){IN[j]=!(O[j]+V[j]<=zo||O[j]>=zo+zv);if(IN[j])n++;}\n"
 	" MK.forEach(function(j){if(j<N0)F[j].classList.remove(MODE);});\n"
