@@ -806,16 +806,16 @@ static void build_opts_init(struct recorder *r, struct build_opts *bo)
 }
 
 /*
- * The samples a written profile holds (its samples/count value summed; a
- * record that is no sample, such as a Python code object, is not one),
- * added to r->st.written, what the summary and the interval lines report.
- * A profile without a count value (--off-cpu or --alloc alone) leaves the
- * record count in charge.
+ * The CPU samples a written profile holds (its samples/count value summed;
+ * a record that is no sample, such as a Python code object, is not one),
+ * added to r->st.written, what the summary and the interval lines report,
+ * as the trace writer counts its own. A run without CPU sampling (--off-cpu,
+ * --alloc or --cuda alone) leaves the record count in charge, in every
+ * format alike.
  */
 static void count_written(struct recorder *r, const struct profile *p, uint32_t cv)
 {
-	if (cv >= p->nvalues || !p->value_types[cv].unit ||
-	    strcmp(p->value_types[cv].unit, "count"))
+	if (r->cpu_samples < 0 || cv != (uint32_t)r->cpu_samples || cv >= p->nvalues)
 		return;
 	for (size_t i = 0; i < p->nsamples; i++)
 		if (p->samples[i].values[cv] > 0)
