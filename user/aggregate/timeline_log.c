@@ -54,7 +54,7 @@ struct timeline *tl_log__timeline(struct tl_log *l)
 }
 
 static int add(struct tl_log *l, const struct stack_key *key, uint64_t ts, uint64_t dur,
-	       uint32_t tid, const char *tcomm)
+	       int64_t weight, uint32_t tid, const char *tcomm)
 {
 	char pname[17], tname[40];
 	size_t idx;
@@ -74,11 +74,10 @@ static int add(struct tl_log *l, const struct stack_key *key, uint64_t ts, uint6
 		return err;
 	/*
 	 * value 0: the stack's own index + 1, so that the built profile says which
-	 * it is; value 1: its CPU samples, what the builder weighs frames by
+	 * it is; value 1: what the builder weighs frames by (CPU samples)
 	 */
 	stacks__vals(l->keys, idx)->v[0] = (int64_t)idx + 1;
-	if (!dur)
-		stacks__vals(l->keys, idx)->v[1]++;
+	stacks__vals(l->keys, idx)->v[1] += weight;
 	l->cpu[l->ncpu++] =
 		(struct tl_cpu){ .ts = ts, .dur = dur, .stack = idx, .pid = key->pid, .tid = tid };
 	memcpy(pname, key->pcomm, 16);
@@ -95,13 +94,13 @@ static int add(struct tl_log *l, const struct stack_key *key, uint64_t ts, uint6
 int tl_log__cpu(struct tl_log *l, const struct stack_key *key, uint64_t ts, uint32_t tid,
 		const char *tcomm)
 {
-	return add(l, key, ts, 0, tid, tcomm);
+	return add(l, key, ts, 0, 1, tid, tcomm);
 }
 
 int tl_log__offcpu(struct tl_log *l, const struct stack_key *key, uint64_t start, uint64_t dur,
-		   uint32_t tid, const char *tcomm)
+		   uint64_t weight, uint32_t tid, const char *tcomm)
 {
-	return add(l, key, start, dur ? dur : 1, tid, tcomm);
+	return add(l, key, start, dur ? dur : 1, (int64_t)weight, tid, tcomm);
 }
 
 static int cmp_cpu(const void *a, const void *b)

@@ -124,7 +124,8 @@ static void offcpu_record(struct recorder *r, void *priv, const struct prof_samp
 		o->bad++;
 		return;
 	}
-	if (r->tl && tl_log__offcpu(r->tl, k, h->time_ns, h->aux1, h->tid, h->comm))
+	if (r->tl && tl_log__offcpu(r->tl, k, h->time_ns, h->aux1,
+				    r->cpu_samples < 0 ? h->weight : 0, h->tid, h->comm))
 		r->st.agg_failed++;
 	v[o->v_off] = (int64_t)h->weight;
 	if (o->v_wall >= 0)
