@@ -19,7 +19,8 @@ same id, not earlier; timestamps are monotonic per track in file order;
 metadata names are strings. Exit status 0 when the file passes, 1 with one
 line per problem (at most 20) otherwise. --summary prints counts per phase
 and category, the named processes and threads, the tracks with slices but
-no thread_name ("unnamed_threads") and otherData.cpu_samples (the CPU
+no thread_name ("unnamed_threads"), the processes of those tracks with no
+process_name ("unnamed_processes") and otherData.cpu_samples (the CPU
 samples bpfprof's slices stand for; null if absent) as JSON on stdout.
 
 Usable as a module: check(obj) returns (problems, summary).
@@ -56,6 +57,7 @@ def check(obj):
     problems = []
     summary = {"phases": defaultdict(int), "categories": defaultdict(int),
                "threads": {}, "processes": {}, "flows": 0, "unnamed_threads": [],
+               "unnamed_processes": [],
                "samples": None}
 
     def bad(i, msg):
@@ -174,6 +176,8 @@ def check(obj):
                 problems.append(f"B {name!r} at {ts} on {pid}/{tid} never ends")
     summary["unnamed_threads"] = sorted(f"{pid}/{tid}" for pid, tid in tracks
                                         if f"{pid}/{tid}" not in summary["threads"])
+    summary["unnamed_processes"] = sorted({str(pid) for pid, _ in tracks} -
+                                          set(summary["processes"]))
     for fid, ts in flows_s.items():
         if fid not in flows_f:
             problems.append(f"flow {fid!r} starts at {ts} and never ends")

@@ -103,7 +103,7 @@ def test_speedscope_renders_cpu_and_offcpu_trace(speedscope, tmp_path, lang):
     assert problems == [], problems[:10]
     # slices with known ends: no B/E at all; every track named
     assert summary["phases"].get("X", 0) > 100 and "B" not in summary["phases"]
-    assert summary["unnamed_threads"] == []
+    assert summary["unnamed_threads"] == [] and summary["unnamed_processes"] == []
     # the command's process, named (the python workload prints no pid)
     pids = [p for p, n in summary["processes"].items() if n == comm]
     assert len(pids) == 1, summary["processes"]

@@ -125,6 +125,7 @@ def test_chrome_trace_of_a_cuda_run(tmp_path):
     assert summary["categories"].get("cpu", 0) > 0
     assert "B" not in summary["phases"] and "E" not in summary["phases"]
     assert summary["samples"] > 0
+    assert summary["unnamed_threads"] == [] and summary["unnamed_processes"] == []
 
 
 def _pythons():
