@@ -59,9 +59,10 @@ def from_pprof(path):
         if line.startswith("-----------+"):
             cur = None
             continue
-        m = re.match(r"^\s+(\d+)\s{3}(\S.*)$", line)
+        # the value, then the leaf's name (blank for a frame pprof has no name for)
+        m = re.match(r"^\s+(\d+)(?:\s+(.*))?$", line)
         if cur is None and m:
-            cur = [int(m.group(1)), [m.group(2).strip()]]
+            cur = [int(m.group(1)), [(m.group(2) or "").strip()]]
             stacks.append(cur)
         elif cur is not None and line:
             # a frame pprof shows with a blank name is a line of spaces
