@@ -221,7 +221,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 {
 	struct offcpu_thread *th;
 	struct walk_slot *w;
-	__u64 d, weight, r, sampled = 0, size;
+	__u64 d, weight, r, size;
 
 	th = bpf_task_storage_get(&offcpu_threads, next, 0, 0);
 	if (!th || !th->ts)
@@ -237,7 +237,6 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 		if (r >= d)
 			return;
 		weight = min_block_ns;
-		sampled = 1;
 		ocount(OFFCPU_CNT_SHORT_SAMPLED, 1);
 	} else {
 		weight = d;
@@ -247,8 +246,10 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 	if (size < sizeof(w->s.hdr) || size > sizeof(w->s))
 		return;
 	w->s.hdr.weight = weight;
+	/* when and how long, for the trace (-f chrome); a reused walk is older */
+	w->s.hdr.time_ns = now - d;
 	w->s.hdr.aux0 = th->state;
-	w->s.hdr.aux1 = sampled;
+	w->s.hdr.aux1 = d;
 	if (output(&w->s, size, urgent(&w->s))) {
 		count(CNT_RB_FULL);
 		ocount(OFFCPU_CNT_LOST, 1);

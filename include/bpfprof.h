@@ -30,7 +30,9 @@ enum sample_kind {
 	SAMPLE_CPU = 1,	    /* on-CPU sample; weight 1 */
 	SAMPLE_ALLOC = 2,   /* heap: sampled allocation (aux0 address, aux1 size) */
 	SAMPLE_FREE = 3,    /* heap: a sampled block retired */
-	SAMPLE_OFF_CPU = 4, /* off-CPU: weight = nanoseconds blocked */
+	SAMPLE_OFF_CPU = 4, /* off-CPU: weight = nanoseconds blocked (sampled: --min-block),
+			     * time_ns = when the block began, aux0 = task state,
+			     * aux1 = the block's real length in ns */
 	SAMPLE_CUDA = 5,    /* CUDA driver call */
 	SAMPLE_GPU = 6,	    /* GPU activity record */
 	SAMPLE_PYCODE = 7,  /* a Python code object's snapshot (struct pycode_snap) */

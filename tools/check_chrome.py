@@ -4,15 +4,24 @@
 
     tools/check_chrome.py TRACE.json [--summary]
 
-Checks: the file is JSON (object form with traceEvents, or a bare array);
-every event has the fields its phase requires, with the right types; B/E are
-balanced per thread (every E closes an open B, nothing is left open, and an
-E never comes before its B); every flow start (s) has exactly one flow end
-(f) with the same id, not earlier; complete (X) slices on one thread nest
-(none overlaps another partially); timestamps are monotonic per track in
-file order. Exit status 0 when the file passes, 1 with one line per problem
-(at most 20) otherwise. --summary prints counts per phase and category as
-JSON on stdout (for tests).
+Checks (the Trace Event Format document, and what viewers built on it need:
+chrome://tracing, Perfetto's JSON importer, speedscope): the file is JSON
+(object form with traceEvents, or a bare array); displayTimeUnit, if given,
+is "ms" or "ns"; every event has the fields its phase requires, with the
+right types; B/E are balanced per thread (every E closes an open B, nothing
+is left open, and an E never comes before its B) and an E that names
+itself names the B it closes (speedscope refuses an E whose name differs;
+we require E to carry the name, since it rejects a missing one too);
+complete (X) slices and B/E spans on one thread nest with each other (none
+overlaps another partially: at one timestamp an E closes before the next
+slice opens); every flow start (s) has exactly one flow end (f) with the
+same id, not earlier; timestamps are monotonic per track in file order;
+metadata names are strings. Exit status 0 when the file passes, 1 with one
+line per problem (at most 20) otherwise. --summary prints counts per phase
+and category, the named processes and threads, the tracks with slices but
+no thread_name ("unnamed_threads"), the processes of those tracks with no
+process_name ("unnamed_processes") and otherData.cpu_samples (the CPU
+samples bpfprof's slices stand for; null if absent) as JSON on stdout.
 
 Usable as a module: check(obj) returns (problems, summary).
 """
@@ -26,7 +35,7 @@ NUM = (int, float)
 REQUIRED = {
     "X": {"name": str, "dur": NUM},
     "B": {"name": str},
-    "E": {},
+    "E": {"name": str},
     "s": {"name": str, "id": (int, str)},
     "f": {"name": str, "id": (int, str)},
     "C": {"name": str, "args": dict},
@@ -47,7 +56,9 @@ def _is(v, types):
 def check(obj):
     problems = []
     summary = {"phases": defaultdict(int), "categories": defaultdict(int),
-               "threads": {}, "processes": {}, "flows": 0}
+               "threads": {}, "processes": {}, "flows": 0, "unnamed_threads": [],
+               "unnamed_processes": [],
+               "samples": None}
 
     def bad(i, msg):
         problems.append(f"event {i}: {msg}")
@@ -56,13 +67,19 @@ def check(obj):
         events = obj.get("traceEvents")
         if not isinstance(events, list):
             return ["no traceEvents array"], summary
+        if isinstance(obj.get("otherData"), dict):
+            summary["samples"] = obj["otherData"].get("cpu_samples")
+        if obj.get("displayTimeUnit", "ms") not in ("ms", "ns"):
+            problems.append(f"displayTimeUnit {obj['displayTimeUnit']!r} is neither 'ms' nor 'ns'")
     elif isinstance(obj, list):
         events = obj
     else:
         return ["top level is neither an object nor an array"], summary
 
-    open_b = defaultdict(list)      # (pid, tid) -> [(name, ts)]
-    open_x = defaultdict(list)      # (pid, tid) -> [end ts] of enclosing X
+    # (pid, tid) -> the open spans, outermost first: [kind, name, ts, end]
+    # (end None for a B until its E); X and B/E share one stack per thread
+    open_s = defaultdict(list)
+    tracks = set()
     last_ts = {}                    # track -> ts
     flows_s = {}
     flows_f = {}
@@ -101,6 +118,8 @@ def check(obj):
                 continue
             if not isinstance(e.get("args"), dict) or key not in e["args"]:
                 bad(i, f"M {e.get('name')}: args.{key} missing")
+            elif key == "name" and not isinstance(e["args"]["name"], str):
+                bad(i, f"M {e.get('name')}: args.name is not a string")
             elif e["name"] == "thread_name":
                 summary["threads"][f"{pid}/{tid}"] = e["args"]["name"]
             elif e["name"] == "process_name":
@@ -115,25 +134,34 @@ def check(obj):
             for k, v in (e.get("args") or {}).items():
                 if not _is(v, NUM):
                     bad(i, f"C: series {k!r} is not a number")
-        elif ph == "B":
-            open_b[(pid, tid)].append((e.get("name"), ts))
-        elif ph == "E":
-            if not open_b[(pid, tid)]:
-                bad(i, f"E on {pid}/{tid} at {ts} closes nothing")
+        elif ph in ("B", "E", "X"):
+            stack = open_s[(pid, tid)]
+            tracks.add((pid, tid))
+            # X slices that ended by now are closed (1 ns of slack for µs floats)
+            while stack and stack[-1][0] == "X" and stack[-1][3] <= ts + 1e-6:
+                stack.pop()
+            if ph == "B":
+                stack.append(["B", e.get("name"), ts, None])
+            elif ph == "E":
+                if not stack:
+                    bad(i, f"E on {pid}/{tid} at {ts} closes nothing")
+                elif stack[-1][0] != "B":
+                    bad(i, f"E on {pid}/{tid} at {ts} would close X {stack[-1][1]!r} that "
+                        f"ends at {stack[-1][3]}")
+                else:
+                    b = stack.pop()
+                    if "name" in e and e["name"] != b[1]:
+                        bad(i, f"E {e['name']!r} on {pid}/{tid} at {ts} closes B {b[1]!r}")
             else:
-                open_b[(pid, tid)].pop()
-        elif ph == "X":
-            dur = e.get("dur")
-            if _is(dur, NUM):
-                if dur < 0:
-                    bad(i, "X: negative dur")
-                stack = open_x[(pid, tid)]
-                while stack and stack[-1] <= ts:
-                    stack.pop()
-                if stack and ts + dur > stack[-1] + 1e-6:
-                    bad(i, f"X {e.get('name')!r} at {ts} overlaps its enclosing slice "
-                        f"(ends {ts + dur} > {stack[-1]}) on {pid}/{tid}")
-                stack.append(ts + dur)
+                dur = e.get("dur")
+                if _is(dur, NUM):
+                    if dur < 0:
+                        bad(i, "X: negative dur")
+                    outer = stack[-1] if stack else None
+                    if outer and outer[0] == "X" and ts + dur > outer[3] + 1e-6:
+                        bad(i, f"X {e.get('name')!r} at {ts} overlaps its enclosing slice "
+                            f"(ends {ts + dur} > {outer[3]}) on {pid}/{tid}")
+                    stack.append(["X", e.get("name"), ts, ts + dur])
         elif ph in ("s", "f"):
             fid = e.get("id")
             table = flows_s if ph == "s" else flows_f
@@ -142,9 +170,14 @@ def check(obj):
             table[fid] = ts
             if ph == "f" and e.get("bp") not in (None, "e"):
                 bad(i, "f: bp must be 'e'")
-    for (pid, tid), stack in open_b.items():
-        for name, ts in stack:
-            problems.append(f"B {name!r} at {ts} on {pid}/{tid} never ends")
+    for (pid, tid), stack in open_s.items():
+        for kind, name, ts, _ in stack:
+            if kind == "B":
+                problems.append(f"B {name!r} at {ts} on {pid}/{tid} never ends")
+    summary["unnamed_threads"] = sorted(f"{pid}/{tid}" for pid, tid in tracks
+                                        if f"{pid}/{tid}" not in summary["threads"])
+    summary["unnamed_processes"] = sorted({str(pid) for pid, _ in tracks} -
+                                          set(summary["processes"]))
     for fid, ts in flows_s.items():
         if fid not in flows_f:
             problems.append(f"flow {fid!r} starts at {ts} and never ends")

@@ -23,6 +23,9 @@ PACKAGES=(
 	libc6-dbg
 	# tests: headless browser that loads the SVG flame graph (render, click, search)
 	chromium
+	# tests: node (and npm, below) for speedscope + puppeteer-core (tests/e2e/speedscope/,
+	# installed by the test with npm ci from its package-lock.json into build/e2e-js)
+	nodejs
 	# benchmark: the peer profiler and /usr/bin/time
 	linux-perf time
 	# CUDA: <sys/sdt.h> for the CUPTI injection library's USDT probes
@@ -42,6 +45,8 @@ for p in "${PACKAGES[@]}"; do
 	status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
 	[[ $status == installed ]] || missing+=("$p")
 done
+# Debian's npm, unless a nodejs that brings its own (NodeSource's) is installed
+command -v npm >/dev/null || missing+=(npm)
 
 if ((${#missing[@]} == 0)); then
 	echo "install-deps: all ${#PACKAGES[@]} packages already installed"

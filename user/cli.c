@@ -831,7 +831,7 @@ static const struct cli_opt opts[] = {
 	  "where to write ('-' = stdout, the default)" },
 	{ "format", 'f', "FMT", S_OPTIONS, NULL, parse_format,
 	  "folded | pprof | chrome | svg; default from the extension of -o: .pb.gz/.pprof -> "
-	  "pprof, .json -> chrome (Perfetto, chrome://tracing), .svg -> svg, anything else "
+	  "pprof, .json -> chrome (Perfetto, chrome://tracing, speedscope), .svg -> svg, anything else "
 	  "-> folded; stdout -> folded" },
 	{ "inverted", 0, NULL, S_OPTIONS, &env.inverted, NULL,
 	  "svg: icicle graph, stacks merged leaf first (callers)" },

@@ -449,11 +449,93 @@ t0 = performance.now();
 res.pct = fg.search('C1[0-9]::');
 res.search_ms = performance.now() - t0;
 """)
-    # the chain's 20 callers, itself, 19 callees, 4 roots
-    assert res["shown"] == 44
+    # the chain's 20 callers, itself, 19 callees, 4 roots, and its 112 leaves,
+    # merged at full view, 10.5 px each now
+    assert res["shown"] == 44 + 112
     assert abs(res["pct"] - 100 * 10 / 900) < 0.01
     print(f"\n100k stacks: {src.stat().st_size / 1e6:.1f} MB folded -> {size / 1e6:.2f} MB svg, "
           f"{len(frames)} frames drawn, {hidden} merged; bpfprof flamegraph {render_s:.2f} s, "
           f"chromium load+screenshot {shot_s:.2f} s; in the page: zoom {res['zoom_all_ms']:.0f}"
           f"/{res['zoom_ms']:.0f} ms, unzoom {res['unzoom_ms']:.0f} ms, "
           f"search {res['search_ms']:.0f} ms")
+
+
+def narrow_folded(path):
+    """50 callers of 2% each; under each, rare_fn (0.01% of the total, with
+    rare_leaf below it) beside a wide `work`: rare_fn is only ever in frames
+    too narrow to draw, 0.5% in all; `mixed` is wide under p0 and narrow
+    under the others."""
+    with open(path, "w") as f:
+        for i in range(50):
+            f.write(f"app;main;p{i};work 1990\n")
+            f.write(f"app;main;p{i};rare_fn;rare_leaf 10\n")
+        f.write("app;main;p0;mixed 500\n")
+        for i in range(1, 50):
+            f.write(f"app;main;p{i};mixed 5\n")
+    return 50 * 2000 + 500 + 49 * 5
+
+
+def test_search_and_zoom_reach_merged_frames(tmp_path):
+    """Search counts frames merged for being narrow at their true share, and
+    zooming into their parent draws them, clickable in turn."""
+    src = tmp_path / "narrow.folded"
+    total = narrow_folded(src)
+    out = tmp_path / "narrow.svg"
+    r = subprocess.run([BPFPROF, "flamegraph", "-q", str(src), "-o", str(out)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    root, frames = frames_of(out)
+    names = {f["name"] for f in frames}
+    assert "rare_fn" not in names and "rare_leaf" not in names and "p7" in names
+    assert int(root.get("data-total")) == total
+    res = in_browser(tmp_path, out, """
+res.merged = fg.merged;
+res.rare = fg.search('rare_fn');
+res.leaf = fg.search('^rare_leaf$');
+res.both = fg.search('rare_');
+res.mixed = fg.search('mixed');
+res.work_or_rare = fg.search('work|rare_fn');
+fg.search(null);
+var svgel = document.getElementById('bpfprof-fg'), box = document.getElementById('frames');
+res.h0 = +svgel.getAttribute('height');
+click(frame('p7').children[1]);
+res.zoomed = {rare: st('rare_fn'), leaf: st('rare_leaf'), work: st('work'), p7: st('p7'),
+              drawn: fg.frames.length, h: +svgel.getAttribute('height'),
+              shift: box.getAttribute('transform'),
+              leaf_top: frame('rare_leaf').children[1].getBoundingClientRect().top,
+              title_bottom: document.getElementById('title').getBoundingClientRect().bottom};
+click(frame('rare_fn').children[1]);
+res.zoomed2 = {rare: st('rare_fn'), leaf: st('rare_leaf'), p7: st('p7'), main: st('main'),
+               reset: shown('unzoom')};
+res.search_zoomed = fg.search('rare_leaf');
+res.leaf_fill = st('rare_leaf').fill;
+click(document.getElementById('unzoom'));
+res.unzoomed = {rare: st('rare_fn'), drawn: fg.frames.length, reset: shown('unzoom'),
+                h: +svgel.getAttribute('height'), shift: box.getAttribute('transform')};
+""")
+    want = 100 * 500 / total
+    assert res["merged"] >= 100 + 49, res["merged"]
+    # the true shares, ±0.1% (they are exact here)
+    assert abs(res["rare"] - want) < 0.1 and res["rare"] > 0.4, res
+    assert abs(res["leaf"] - want) < 0.1, res
+    assert abs(res["both"] - want) < 0.1, res
+    assert abs(res["mixed"] - 100 * (500 + 49 * 5) / total) < 0.1, res
+    assert abs(res["work_or_rare"] - 100 * (50 * 2000) / total) < 0.1, res
+    # zoomed into p7: its rare_fn is 10/2000 of the width (5.9 px), drawn
+    z = res["zoomed"]
+    assert z["rare"] and z["rare"]["shown"], z
+    assert abs(z["rare"]["w"] - 1180 * 10 / 2000) < 0.05, z
+    assert z["p7"]["w"] > 1179 and z["drawn"] > len(frames), z
+    # rare_leaf is a row deeper than anything drawn before: the picture grows
+    # by a row and the frames move down, below the title, not above the top
+    assert z["h"] == res["h0"] + 16 and z["shift"] == "translate(0,16)", z
+    assert z["leaf_top"] > z["title_bottom"], z
+    # and clicked: rare_fn fills the width, rare_leaf below it too, callers greyed
+    z2 = res["zoomed2"]
+    assert abs(z2["rare"]["w"] - 1180) < 0.05 and abs(z2["leaf"]["w"] - 1180) < 0.05, z2
+    assert "p" in z2["p7"]["cls"].split() and z2["reset"], z2
+    assert abs(res["search_zoomed"] - want) < 0.1 and res["leaf_fill"] == "rgb(230,0,230)"
+    # reset: the merged frames are gone again
+    u = res["unzoomed"]
+    assert u["rare"] is None and u["drawn"] == len(frames) and not u["reset"], u
+    assert u["h"] == res["h0"] and u["shift"] == "translate(0,0)", u

@@ -3,8 +3,8 @@
  * The timeline model (user/aggregate/timeline.c) and the Chrome Trace Event
  * Format writer (user/write/chrome.c): JSON that parses, the fields each
  * phase needs, escaping, µs timestamps with ns decimals, event order, GPU
- * tracks, and nested slices built from CPU sample sequences with every B
- * closed by its E.
+ * tracks, and nested X slices built from CPU sample sequences and off-CPU
+ * blocks.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -252,7 +252,8 @@ static void test_timestamps_and_order(void **state)
 	assert_non_null(c);
 	/* the parent comes before the slice it contains at the same ts */
 	assert_true(a < b && b < c);
-	assert_contains(out, "\"ts\":1.234,\"dur\":0.999");
+	/* in 1/1024 µs: 1234 ns is 1264 steps, its end 2233 ns 2287 */
+	assert_contains(out, "\"ts\":1.234375,\"dur\":0.9990234375");
 	assert_contains(out, "\"ts\":0.000,\"dur\":5.000");
 	free(out);
 	timeline__free(tl);
@@ -312,25 +313,27 @@ static void test_counter(void **state)
 	timeline__free(tl);
 }
 
-/* ---- CPU samples → slices ---- */
+/* ---- CPU samples and off-CPU blocks → slices ---- */
 
 struct want {
-	char ph;
 	const char *name;
-	uint64_t ts;
+	uint64_t ts, dur;
+	uint16_t depth;
 };
 
-static void check_events(const struct timeline *tl, const struct want *w, size_t n)
+static void check_slices(const struct timeline *tl, const struct want *w, size_t n)
 {
 	assert_int_equal(tl->nevents, n);
 	for (size_t i = 0; i < n; i++) {
 		const struct tl_event *e = &tl->events[i];
 
-		if (e->ph != w[i].ph || e->ts != w[i].ts ||
-		    (w[i].name && (!e->name || strcmp(e->name, w[i].name))))
-			fail_msg("event %zu: got %c %s @%lu, want %c %s @%lu", i, e->ph,
-				 e->name ? e->name : "-", (unsigned long)e->ts, w[i].ph,
-				 w[i].name ? w[i].name : "-", (unsigned long)w[i].ts);
+		if (e->ph != 'X' || e->ts != w[i].ts || e->dur != w[i].dur ||
+		    e->depth != w[i].depth || strcmp(e->name, w[i].name) || e->nargs)
+			fail_msg(
+				"event %zu: got %c %s @%lu+%lu d%u (%u args), want X %s @%lu+%lu d%u",
+				i, e->ph, e->name ? e->name : "-", (unsigned long)e->ts,
+				(unsigned long)e->dur, e->depth, e->nargs, w[i].name,
+				(unsigned long)w[i].ts, (unsigned long)w[i].dur, w[i].depth);
 	}
 }
 
@@ -343,40 +346,107 @@ static void test_sample_slices(void **state)
 	/* "work_c" under a different parent is a different slice */
 	static const char *axc[] = { "main", "x", "work_c" };
 	const struct tl_sample s[] = {
-		{ 0, abc, 3, 0 },
-		{ 10, abc, 3, 0 },
-		{ 20, abd, 3, 0 },
-		{ 30, ae, 2, 0 },
+		{ 0, 0, abc, 3, 0 },
+		{ 10, 0, abc, 3, 0 },
+		{ 20, 0, abd, 3, 0 },
+		{ 30, 0, ae, 2, 0 },
 		/* gap: off CPU from 40 to 100 */
-		{ 100, a, 1, 0 },
-		{ 110, axc, 3, 0 },
+		{ 100, 0, a, 1, 0 },
+		{ 110, 0, axc, 3, 0 },
 	};
+	/* in order of opening; each with its end known */
 	const struct want w[] = {
-		{ 'B', "main", 0 },	{ 'B', "run", 0 },     { 'B', "work_c", 0 },
-		{ 'E', NULL, 20 },	{ 'B', "work_d", 20 }, { 'E', NULL, 30 },
-		{ 'E', NULL, 30 },	{ 'B', "other", 30 },  { 'E', NULL, 40 },
-		{ 'E', NULL, 40 },	{ 'B', "main", 100 },  { 'B', "x", 110 },
-		{ 'B', "work_c", 110 }, { 'E', NULL, 120 },    { 'E', NULL, 120 },
-		{ 'E', NULL, 120 },
+		{ "main", 0, 40, 0 },	 { "run", 0, 30, 1 },	   { "work_c", 0, 20, 2 },
+		{ "work_d", 20, 10, 2 }, { "other", 30, 10, 1 },   { "main", 100, 20, 0 },
+		{ "x", 110, 10, 1 },	 { "work_c", 110, 10, 2 },
 	};
 	struct timeline *tl = timeline__new();
 	char *out;
 
 	(void)state;
 	assert_int_equal(timeline__add_sample_slices(tl, 5, 6, s, 6, 10, "cpu"), 0);
-	check_events(tl, w, sizeof(w) / sizeof(w[0]));
+	check_slices(tl, w, sizeof(w) / sizeof(w[0]));
 	out = render(tl);
-	assert_int_equal(count(out, "\"ph\":\"B\""), 8);
-	assert_int_equal(count(out, "\"ph\":\"E\""), 8);
+	assert_int_equal(count(out, "\"ph\":\"X\""), 8);
+	assert_int_equal(count(out, "\"ph\":\"B\""), 0);
+	assert_int_equal(count(out, "\"ph\":\"E\""), 0);
+	assert_contains(out, "\"dur\":0.0400390625,\"name\":\"main\",\"cat\":\"cpu\"}");
+	assert_contains(out, "\"cpu_samples\":6}");
 	free(out);
 	timeline__free(tl);
 }
 
 /*
- * Balance over a long random walk, and in the written order (which sorts):
- * every E closes the innermost open B of its thread, nothing is left open.
+ * A slice and the one after it meet at one timestamp (work_c ends where
+ * work_d begins), and a parent opens with its child at one ts and one
+ * length: in the written order the outer slice comes first and the earlier
+ * sibling before the later, whatever the insertion order.
  */
-static void test_sample_slices_balance_after_sort(void **state)
+static void test_same_timestamp_nesting(void **state)
+{
+	static const char *ab[] = { "a", "b" };
+	static const char *ac[] = { "a", "c" };
+	const struct tl_sample s[] = { { 0, 0, ab, 2, 0 }, { 10, 0, ac, 2, 0 } };
+	struct timeline *tl = timeline__new();
+	char *out, *pa, *pb, *pc;
+
+	(void)state;
+	assert_int_equal(timeline__add_sample_slices(tl, 1, 2, s, 2, 10, "cpu"), 0);
+	/* a child of the same length as its parent, inserted first */
+	assert_int_equal(timeline__add_slice(tl, 1, 3, 50, 7, "inner", NULL, NULL, 0), 0);
+	assert_int_equal(timeline__add_slice(tl, 1, 3, 50, 7, "outer", NULL, NULL, 0), 0);
+	tl->events[tl->nevents - 1].depth = 0;
+	tl->events[tl->nevents - 2].depth = 1;
+	out = render(tl);
+	pa = strstr(out, "\"name\":\"a\"");
+	pb = strstr(out, "\"name\":\"b\"");
+	pc = strstr(out, "\"name\":\"c\"");
+	assert_true(pa && pb && pc && pa < pb && pb < pc);
+	assert_contains(out, "\"ts\":0.000,\"dur\":0.009765625,\"name\":\"b\"");
+	assert_contains(out, "\"ts\":0.009765625,\"dur\":0.009765625,\"name\":\"c\"");
+	assert_true(strstr(out, "\"outer\"") < strstr(out, "\"inner\""));
+	free(out);
+	timeline__free(tl);
+}
+
+/*
+ * Off-CPU blocks between CPU runs: the run before a block ends where the
+ * block begins (not a period after its last sample), the block is one
+ * "[off-CPU]" slice holding its stack, a sample stamped inside a block
+ * counts from its end, and a sample without frames is "[unknown]".
+ */
+static void test_offcpu_blocks(void **state)
+{
+	static const char *m[] = { "main", "spin" };
+	static const char *blk[] = { "main", "read", "vfs_read_[k]" };
+	const struct tl_sample s[] = {
+		{ 0, 0, m, 2, 0 },     { 10, 0, m, 2, 0 },
+		{ 14, 30, blk, 3, 0 }, { 40, 0, m, 2, 0 }, /* inside the block: from 44 */
+		{ 54, 0, NULL, 0, 0 },
+	};
+	const struct want w[] = {
+		{ "main", 0, 14, 0 },  { "spin", 0, 14, 1 },  { "[off-CPU]", 14, 30, 0 },
+		{ "main", 14, 30, 1 }, { "read", 14, 30, 2 }, { "vfs_read_[k]", 14, 30, 3 },
+		{ "main", 44, 10, 0 }, { "spin", 44, 10, 1 }, { "[unknown]", 54, 10, 0 },
+	};
+	struct timeline *tl = timeline__new();
+	char *out;
+
+	(void)state;
+	assert_int_equal(timeline__add_sample_slices(tl, 5, 6, s, 5, 10, "cpu"), 0);
+	check_slices(tl, w, sizeof(w) / sizeof(w[0]));
+	out = render(tl);
+	assert_contains(out, "\"name\":\"[off-CPU]\",\"cat\":\"off_cpu\"");
+	free(out);
+	timeline__free(tl);
+}
+
+/*
+ * Nesting over a long random walk, in the written order (which sorts): on
+ * each thread every slice lies inside the slices still open, compared as a
+ * viewer does, in doubles, with no slack; cpu_samples counts the samples.
+ */
+static void test_sample_slices_nest_after_sort(void **state)
 {
 	static const char *names[] = { "f0", "f1", "f2", "f3" };
 	struct timeline *tl = timeline__new();
@@ -384,7 +454,8 @@ static void test_sample_slices_balance_after_sort(void **state)
 	const char *frames[400][6];
 	unsigned int seed = 12345;
 	char *out, *p;
-	int depth[3] = { 0 }, maxdepth = 0;
+	int64_t samples = 0;
+	int maxdepth = 0, nblocks = 0;
 
 	(void)state;
 	for (uint32_t tid = 1; tid <= 2; tid++) {
@@ -392,29 +463,47 @@ static void test_sample_slices_balance_after_sort(void **state)
 
 		for (int i = 0; i < 400; i++) {
 			uint32_t n = 1 + (uint32_t)(rand_r(&seed) % 6);
+			uint64_t dur = rand_r(&seed) % 12 ? 0 : 5 + rand_r(&seed) % 40;
 
 			for (uint32_t d = 0; d < n; d++)
 				frames[i][d] = names[rand_r(&seed) % (d ? 4 : 1)];
-			/* mostly one period apart, sometimes a gap */
+			/* mostly one period apart, sometimes a gap, sometimes a block */
 			t += rand_r(&seed) % 10 ? 10 : 35;
-			s[i] = (struct tl_sample){ t, frames[i], n, 0 };
+			s[i] = (struct tl_sample){ t, dur, frames[i], n, 0 };
+			nblocks += dur != 0;
 		}
 		assert_int_equal(timeline__add_sample_slices(tl, 9, tid, s, 400, 10, "cpu"), 0);
 	}
+	assert_true(nblocks > 20);
 	out = render(tl);
-	for (p = out; (p = strstr(p, "{\"ph\":\"")); p++) {
-		char ph = p[7];
-		int tid = atoi(strstr(p, "\"tid\":") + 6);
+	for (uint32_t tid = 1; tid <= 2; tid++) {
+		double end[64];
+		int depth = 0;
+		char key[32];
 
-		if (ph == 'B')
-			depth[tid]++;
-		else if (ph == 'E')
-			assert_true(--depth[tid] >= 0);
-		if (depth[tid] > maxdepth)
-			maxdepth = depth[tid];
+		snprintf(key, sizeof(key), "\"tid\":%u,", tid);
+		for (p = out; (p = strstr(p, "{\"ph\":\"X\"")); p++) {
+			char *q = strstr(p, "\"tid\":");
+			double ts, dur;
+
+			if (strncmp(q, key, strlen(key)))
+				continue;
+			ts = strtod(strstr(p, "\"ts\":") + 5, NULL);
+			dur = strtod(strstr(p, "\"dur\":") + 6, NULL);
+			/* exact: every time is a whole number of 1/1024 µs */
+			while (depth && end[depth - 1] <= ts)
+				depth--;
+			if (depth)
+				assert_true(ts + dur <= end[depth - 1]);
+			assert_true(depth < 64);
+			end[depth++] = ts + dur;
+			if (depth > maxdepth)
+				maxdepth = depth;
+		}
 	}
-	assert_int_equal(depth[1], 0);
-	assert_int_equal(depth[2], 0);
+	samples = atoi(strstr(out, "\"cpu_samples\":") + 14);
+	assert_int_equal(samples, 800 - nblocks);
+	assert_int_equal(tl->cpu_samples, 800 - nblocks);
 	assert_true(maxdepth >= 3);
 	free(out);
 	timeline__free(tl);
@@ -423,7 +512,7 @@ static void test_sample_slices_balance_after_sort(void **state)
 static void test_samples_out_of_order(void **state)
 {
 	static const char *a[] = { "main" };
-	const struct tl_sample s[] = { { 20, a, 1, 0 }, { 10, a, 1, 0 } };
+	const struct tl_sample s[] = { { 20, 0, a, 1, 0 }, { 10, 0, a, 1, 0 } };
 	struct timeline *tl = timeline__new();
 
 	(void)state;
@@ -442,7 +531,9 @@ int main(void)
 		cmocka_unit_test(test_flows_and_gpu_tracks),
 		cmocka_unit_test(test_counter),
 		cmocka_unit_test(test_sample_slices),
-		cmocka_unit_test(test_sample_slices_balance_after_sort),
+		cmocka_unit_test(test_same_timestamp_nesting),
+		cmocka_unit_test(test_offcpu_blocks),
+		cmocka_unit_test(test_sample_slices_nest_after_sort),
 		cmocka_unit_test(test_samples_out_of_order),
 	};
 

@@ -339,7 +339,15 @@ static void test_prune_tiny_stacks(void **state)
 	assert_non_null(strstr(d.text, "data-hidden=\"20000\""));
 	assert_non_null(strstr(d.text, "20,000 frames narrower than 0.1% of the width (1.2 px) "
 				       "merged into their parents: 0.99% of the total"));
-	assert_true(len < 16384);
+	/*
+	 * The merged frames are carried for search and zoom, compactly: their
+	 * names once each, then four numbers a frame (tiny_N is a new name
+	 * every time, the worst case)
+	 */
+	assert_non_null(strstr(d.text, "<script type=\"application/json\" id=\"merged\">"));
+	assert_non_null(strstr(d.text, "[\"tiny_9999\",\"n\",\"rgb("));
+	printf("prune: %zu bytes for 4 frames drawn and 20000 merged\n", len);
+	assert_true(len < 16384 + 20000 * 48);
 	doc_free(&d);
 
 	/* a finer threshold draws them all */
@@ -348,6 +356,33 @@ static void test_prune_tiny_stacks(void **state)
 	assert_non_null(strstr(d.text, "data-hidden=\"0\""));
 	assert_null(strstr(d.text, "merged into their parents"));
 	doc_free(&d);
+	profile__free(p);
+}
+
+/*
+ * The merged frames' record: names once, then (parent, name, offset from
+ * the parent, value) per frame, parents first; a parent < 0 is drawn frame
+ * -1 - parent in document order (all, a, b here), one >= 0 a merged one.
+ * A name with a quote and a '>' is JSON-escaped, so CDATA cannot end early.
+ */
+static void test_merged_record(void **state)
+{
+	struct profile *p = new_profile();
+	char *out, *js;
+
+	(void)state;
+	sample(p, "a;b", 100000, 0);
+	sample(p, "a;c\">]]>", 50, 0);
+	sample(p, "a;c\">]]>;d", 20, 0);
+	out = render(p, NULL);
+	js = strstr(out, "<script type=\"application/json\" id=\"merged\"><![CDATA[");
+	assert_non_null(js);
+	assert_non_null(strstr(js, "{\"names\":[\n[\"c\\\"\\u003e]]\\u003e\",\"n\",\"rgb("));
+	assert_non_null(strstr(js, "[\"d\",\"n\",\"rgb("));
+	/* c under a (drawn #1) after b: offset 100000, value 70; d under c (merged #0) */
+	assert_non_null(strstr(js, "\"n\":[-2,0,100000,70,0,1,0,20]}"));
+	assert_non_null(strstr(out, "data-hidden=\"2\""));
+	free(out);
 	profile__free(p);
 }
 
@@ -597,10 +632,15 @@ static void test_guess_kind(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_merge_and_totals), cmocka_unit_test(test_escaping),
-		cmocka_unit_test(test_inverted),	 cmocka_unit_test(test_prune_tiny_stacks),
-		cmocka_unit_test(test_kind_colours),	 cmocka_unit_test(test_units),
-		cmocka_unit_test(test_empty_profile),	 cmocka_unit_test(test_folded_read),
+		cmocka_unit_test(test_merge_and_totals),
+		cmocka_unit_test(test_escaping),
+		cmocka_unit_test(test_inverted),
+		cmocka_unit_test(test_prune_tiny_stacks),
+		cmocka_unit_test(test_merged_record),
+		cmocka_unit_test(test_kind_colours),
+		cmocka_unit_test(test_units),
+		cmocka_unit_test(test_empty_profile),
+		cmocka_unit_test(test_folded_read),
 		cmocka_unit_test(test_guess_kind),
 	};
 

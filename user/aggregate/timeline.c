@@ -251,58 +251,114 @@ int timeline__add_counter(struct timeline *tl, uint32_t pid, uint64_t ts, const 
 	return copy_args(tl, ev, series, nseries);
 }
 
-/* ---- CPU samples → nested B/E slices ---- */
+/* ---- CPU samples and off-CPU blocks → nested X slices ---- */
+
+struct open_slice {
+	const char *name; /* interned */
+	size_t ev;	  /* index into tl->events (which moves as it grows) */
+};
+
+struct slicer {
+	struct timeline *tl;
+	uint32_t pid, tid;
+	struct open_slice *open; /* root first */
+	size_t nopen, cap;
+};
+
+static struct tl_event *new_slice(struct slicer *sl, uint64_t ts, uint64_t dur, const char *name,
+				  const char *cat, size_t depth)
+{
+	struct tl_event *ev = new_event(sl->tl, TL_COMPLETE, sl->pid, sl->tid, ts, name, cat);
+
+	if (!ev)
+		return NULL;
+	ev->dur = dur;
+	ev->depth = depth > UINT16_MAX ? UINT16_MAX : (uint16_t)depth;
+	return ev;
+}
+
+/* Close the open slices deeper than depth at `at`. */
+static int close_to(struct slicer *sl, size_t depth, uint64_t at)
+{
+	while (sl->nopen > depth) {
+		struct tl_event *ev = &sl->tl->events[sl->open[--sl->nopen].ev];
+
+		ev->dur = at - ev->ts;
+	}
+	return 0;
+}
+
+static int add_block(struct slicer *sl, const struct tl_sample *s, uint64_t ts)
+{
+	if (!new_slice(sl, ts, s->dur, TL_OFFCPU_SLICE, "off_cpu", 0))
+		return -ENOMEM;
+	for (uint32_t d = 0; d < s->nframes; d++)
+		if (!new_slice(sl, ts, s->dur, s->frames[d], "off_cpu", d + 1))
+			return -ENOMEM;
+	return 0;
+}
 
 int timeline__add_sample_slices(struct timeline *tl, uint32_t pid, uint32_t tid,
 				const struct tl_sample *samples, size_t n, uint64_t period_ns,
 				const char *cat)
 {
-	const char **open = NULL; /* interned names of the open slices, root first */
-	size_t nopen = 0, cap = 0, i;
-	uint64_t last = 0;
+	static const char *const unknown[] = { "[unknown]" };
+	struct slicer sl = { .tl = tl, .pid = pid, .tid = tid };
+	uint64_t last = 0, busy_until = 0; /* last CPU sample, end of the last block */
+	size_t i;
 	int err = 0;
-
-#define CLOSE_TO(depth, at)                                                       \
-	do {                                                                      \
-		while (nopen > (depth)) {                                         \
-			if (!new_event(tl, TL_END, pid, tid, (at), NULL, NULL)) { \
-				err = -ENOMEM;                                    \
-				goto out;                                         \
-			}                                                         \
-			nopen--;                                                  \
-		}                                                                 \
-	} while (0)
 
 	for (i = 0; i < n; i++) {
 		const struct tl_sample *s = &samples[i];
+		const char *const *frames = s->nframes ? s->frames : unknown;
+		uint32_t nframes = s->nframes ? s->nframes : 1;
+		uint64_t ts = s->ts > busy_until ? s->ts : busy_until;
 		size_t common = 0, d;
 
-		if (i && s->ts < last) {
+		if (i && s->ts < samples[i - 1].ts) {
 			err = -EINVAL; /* not in time order */
 			goto out;
 		}
-		if (i && s->ts - last > 2 * period_ns)
-			CLOSE_TO(0, last + period_ns);
-		while (common < nopen && common < s->nframes &&
-		       open[common] == timeline__intern(tl, s->frames[common]))
+		if (s->dur) {
+			/* the thread left the CPU: what ran before ends here at the latest */
+			if (sl.nopen)
+				err = close_to(&sl, 0,
+					       last + period_ns < ts ? last + period_ns : ts);
+			if (!err)
+				err = add_block(&sl, s, ts);
+			if (err)
+				goto out;
+			if (ts + s->dur > busy_until)
+				busy_until = ts + s->dur;
+			continue;
+		}
+		if (sl.nopen && ts - last > 2 * period_ns) {
+			err = close_to(&sl, 0, last + period_ns);
+			if (err)
+				goto out;
+		}
+		while (common < sl.nopen && common < nframes &&
+		       sl.open[common].name == timeline__intern(tl, frames[common]))
 			common++;
-		CLOSE_TO(common, s->ts);
-		for (d = common; d < s->nframes; d++) {
-			struct tl_event *ev =
-				new_event(tl, TL_BEGIN, pid, tid, s->ts, s->frames[d], cat);
+		err = close_to(&sl, common, ts);
+		if (err)
+			goto out;
+		for (d = common; d < nframes; d++) {
+			struct tl_event *ev = new_slice(&sl, ts, 0, frames[d], cat, d);
 
-			if (!ev || grow((void **)&open, &cap, nopen, sizeof(*open))) {
+			if (!ev || grow((void **)&sl.open, &sl.cap, sl.nopen, sizeof(*sl.open))) {
 				err = -ENOMEM;
 				goto out;
 			}
-			open[nopen++] = ev->name;
+			sl.open[sl.nopen++] =
+				(struct open_slice){ ev->name, (size_t)(ev - tl->events) };
 		}
-		last = s->ts;
+		tl->cpu_samples++;
+		last = ts;
 	}
-	CLOSE_TO(0, last + period_ns);
+	err = close_to(&sl, 0, last + period_ns);
 out:
-#undef CLOSE_TO
-	free(open);
+	free(sl.open);
 	return err;
 }
 
@@ -332,5 +388,7 @@ int timeline__event_cmp(const struct tl_event *a, const struct tl_event *b)
 		return rank(a->ph) < rank(b->ph) ? -1 : 1;
 	if (a->dur != b->dur)
 		return a->dur > b->dur ? -1 : 1;
+	if (a->depth != b->depth)
+		return a->depth < b->depth ? -1 : 1;
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }

@@ -10,11 +10,13 @@
  * process per (owning process, device), with pids from GPU_PID_BASE up so
  * they never collide with real pids (Linux caps pids at 2^22).
  *
- * Events: complete slices (X) with a name, category and arguments; begin/end
- * pairs (B/E), which timeline__add_sample_slices builds from a thread's CPU
- * samples; flow arrows (s/f pairs sharing an id) from a slice on one track
- * to a slice on another; counter samples (C). The writer (user/write/chrome.c)
- * is a pure function of this.
+ * Events: complete slices (X) with a name, category and arguments (the
+ * timeline is written once the run is over, so every slice's end is known:
+ * timeline__add_sample_slices builds X slices from a thread's CPU samples and
+ * off-CPU blocks too); begin/end pairs (B/E, the E named like its B) exist
+ * in the model for spans whose end is not known; flow arrows (s/f pairs
+ * sharing an id) from a slice on one track to a slice on another; counter
+ * samples (C). The writer (user/write/chrome.c) is a pure function of this.
  */
 #ifndef BPFPROF_TIMELINE_H
 #define BPFPROF_TIMELINE_H
@@ -45,14 +47,15 @@ struct tl_event {
 	uint64_t dur;	     /* X: duration in ns */
 	uint64_t id;	     /* s/f: flow id */
 	uint64_t seq;	     /* insertion order: ties at equal ts keep it */
-	const char *name;    /* interned; E: NULL */
+	const char *name;    /* interned; E: its B's name */
 	const char *cat;     /* interned or NULL */
 	struct tl_arg *args; /* X/C: nargs of them (C: one per series) */
 	uint32_t pid;
 	uint32_t tid;
 	uint16_t nargs;
-	char ph; /* enum tl_phase */
-	uint8_t pad[5];
+	uint16_t depth; /* X from samples: nesting depth on its track (ties at equal ts, dur) */
+	char ph;	/* enum tl_phase */
+	uint8_t pad[3];
 };
 
 /* Name (and optional sort index) of a process (tid == 0 in procs) or thread. */
@@ -71,6 +74,7 @@ struct timeline {
 	size_t nprocs, cap_procs;
 	struct tl_track *threads;
 	size_t nthreads, cap_threads;
+	uint64_t cpu_samples; /* given to timeline__add_sample_slices */
 	struct timeline_priv *priv;
 };
 
@@ -110,22 +114,32 @@ int timeline__add_flow(struct timeline *tl, uint64_t id, const char *name, const
 int timeline__add_counter(struct timeline *tl, uint32_t pid, uint64_t ts, const char *name,
 			  const struct tl_arg *series, size_t nseries);
 
-/* One CPU sample of a thread: its stack, root first. */
+/*
+ * One CPU sample of a thread (dur 0: it stands for one period), or one
+ * off-CPU block (dur > 0: blocked from ts for dur ns): its stack, root first.
+ */
 struct tl_sample {
 	uint64_t ts;
+	uint64_t dur;
 	const char *const *frames;
 	uint32_t nframes;
 	uint32_t pad;
 };
 
+#define TL_OFFCPU_SLICE "[off-CPU]"
+
 /*
- * Turn one thread's CPU samples (in time order) into nested B/E slices, as
- * py-spy's chrometrace does: a frame opens at the first sample that has it
- * and stays open while the following samples have the same frames from the
- * root down to it; it closes at the first sample that differs. A sample
- * stands for period_ns of CPU, so the last of a run closes period_ns after
- * it, and a gap longer than two periods (the thread was off CPU) closes
- * everything. Every B gets its E. Returns 0 or -errno.
+ * Turn one thread's CPU samples and off-CPU blocks (in time order, a block
+ * by its start) into nested X slices, as py-spy's chrometrace does: a frame
+ * opens at the first sample that has it and stays open while the following
+ * samples have the same frames from the root down to it; it closes at the
+ * first sample that differs. A sample stands for period_ns of CPU, so the
+ * last of a run closes period_ns after it (or where a block begins, if
+ * sooner), and a gap longer than two periods (the thread was off CPU)
+ * closes everything. Slices carry no arguments: speedscope tells frames
+ * apart by name and arguments. tl->cpu_samples counts the samples. A block is one TL_OFFCPU_SLICE slice (category "off_cpu") holding its
+ * stack; a sample that claims to be inside a block counts from its end. A
+ * sample with no frames is one "[unknown]" slice. Returns 0 or -errno.
  */
 int timeline__add_sample_slices(struct timeline *tl, uint32_t pid, uint32_t tid,
 				const struct tl_sample *samples, size_t n, uint64_t period_ns,
@@ -133,8 +147,8 @@ int timeline__add_sample_slices(struct timeline *tl, uint32_t pid, uint32_t tid,
 
 /*
  * Output order: by time; at equal times E before anything that opens, longer
- * slices before the slices they contain, then insertion order. A qsort-style
- * comparison of two events.
+ * slices before the slices they contain (at equal length the outer one
+ * first), then insertion order. A qsort-style comparison of two events.
  */
 int timeline__event_cmp(const struct tl_event *a, const struct tl_event *b);
 

@@ -9,6 +9,7 @@
 
 struct tl_cpu {
 	uint64_t ts;
+	uint64_t dur;	/* 0: a CPU sample; else an off-CPU block from ts */
 	uint64_t stack; /* stacks__intern index */
 	uint32_t pid, tid;
 };
@@ -52,8 +53,8 @@ struct timeline *tl_log__timeline(struct tl_log *l)
 	return l->tl;
 }
 
-int tl_log__cpu(struct tl_log *l, const struct stack_key *key, uint64_t ts, uint32_t tid,
-		const char *tcomm)
+static int add(struct tl_log *l, const struct stack_key *key, uint64_t ts, uint64_t dur,
+	       int64_t weight, uint32_t tid, const char *tcomm)
 {
 	char pname[17], tname[40];
 	size_t idx;
@@ -71,9 +72,14 @@ int tl_log__cpu(struct tl_log *l, const struct stack_key *key, uint64_t ts, uint
 	err = stacks__intern(l->keys, key, &idx);
 	if (err)
 		return err;
-	/* value 0: the stack's own index + 1, so that the built profile says which it is */
+	/*
+	 * value 0: the stack's own index + 1, so that the built profile says which
+	 * it is; value 1: what the builder weighs frames by (CPU samples)
+	 */
 	stacks__vals(l->keys, idx)->v[0] = (int64_t)idx + 1;
-	l->cpu[l->ncpu++] = (struct tl_cpu){ .ts = ts, .stack = idx, .pid = key->pid, .tid = tid };
+	stacks__vals(l->keys, idx)->v[1] += weight;
+	l->cpu[l->ncpu++] =
+		(struct tl_cpu){ .ts = ts, .dur = dur, .stack = idx, .pid = key->pid, .tid = tid };
 	memcpy(pname, key->pcomm, 16);
 	pname[16] = '\0';
 	memcpy(tname, tcomm, 16);
@@ -85,6 +91,18 @@ int tl_log__cpu(struct tl_log *l, const struct stack_key *key, uint64_t ts, uint
 	return 0;
 }
 
+int tl_log__cpu(struct tl_log *l, const struct stack_key *key, uint64_t ts, uint32_t tid,
+		const char *tcomm)
+{
+	return add(l, key, ts, 0, 1, tid, tcomm);
+}
+
+int tl_log__offcpu(struct tl_log *l, const struct stack_key *key, uint64_t start, uint64_t dur,
+		   uint64_t weight, uint32_t tid, const char *tcomm)
+{
+	return add(l, key, start, dur ? dur : 1, (int64_t)weight, tid, tcomm);
+}
+
 static int cmp_cpu(const void *a, const void *b)
 {
 	const struct tl_cpu *x = a, *y = b;
@@ -93,14 +111,16 @@ static int cmp_cpu(const void *a, const void *b)
 		return x->pid < y->pid ? -1 : 1;
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
-	return (x->ts > y->ts) - (x->ts < y->ts);
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	/* a block that begins with a sample's timestamp first: the sample is after it */
+	return (x->dur < y->dur) - (x->dur > y->dur);
 }
 
 int tl_log__write(struct tl_log *l, struct objtab *objs, const struct ksyms *ks,
-		  const struct build_opts *o, FILE *out)
+		  const struct build_opts *o, FILE *out, struct build_stats *bs, uint64_t *nsamples)
 {
 	struct build_opts bo = *o;
-	struct build_stats bs;
 	struct profile *p = NULL;
 	const struct psample **by_stack = NULL;
 	struct span {
@@ -112,14 +132,18 @@ int tl_log__write(struct tl_log *l, struct objtab *objs, const struct ksyms *ks,
 	size_t nstacks = stacks__count(l->keys), i, j, nnames = 0;
 	int err = 0;
 
+	memset(bs, 0, sizeof(*bs));
+	*nsamples = 0;
 	if (l->ncpu) {
 		bo.per_pid = bo.per_thread = false;
 		memset(bo.value_types, 0, sizeof(bo.value_types));
 		bo.value_types[0] = (struct pvaluetype){ "stack", "id" };
-		bo.nvalues = 1;
-		bo.default_value = bo.count_value = 0;
+		bo.value_types[1] = (struct pvaluetype){ "samples", "count" };
+		bo.nvalues = 2;
+		bo.default_value = 0;
+		bo.count_value = 1;
 		bo.period_type = (struct pvaluetype){ 0 };
-		err = profile__build(&p, l->keys, objs, ks, &bo, &bs);
+		err = profile__build(&p, l->keys, objs, ks, &bo, bs);
 		if (err)
 			goto out;
 		by_stack = calloc(nstacks + 1, sizeof(*by_stack));
@@ -164,8 +188,11 @@ int tl_log__write(struct tl_log *l, struct objtab *objs, const struct ksyms *ks,
 				const struct span *sp = &span[l->cpu[j].stack];
 
 				samples[n++] = (struct tl_sample){ .ts = l->cpu[j].ts,
+								   .dur = l->cpu[j].dur,
 								   .frames = &names[sp->off],
 								   .nframes = sp->n };
+				if (!l->cpu[j].dur)
+					(*nsamples)++;
 			}
 			err = timeline__add_sample_slices(l->tl, l->cpu[i].pid, l->cpu[i].tid,
 							  samples, n, l->period_ns, "cpu");

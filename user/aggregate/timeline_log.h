@@ -27,13 +27,25 @@ struct timeline *tl_log__timeline(struct tl_log *l);
 /* One CPU sample of (pid, tid) at ts: key is its stack (copied). */
 int tl_log__cpu(struct tl_log *l, const struct stack_key *key, uint64_t ts, uint32_t tid,
 		const char *tcomm);
+/*
+ * One off-CPU block of (pid, tid) from start for dur ns, blocked in key's
+ * stack; weight: what its frames count for in the unresolved share (0 where
+ * the run samples the CPU: the summary then weighs by CPU samples, as the
+ * profile formats do; the block's nanoseconds in an --off-cpu-only run).
+ */
+int tl_log__offcpu(struct tl_log *l, const struct stack_key *key, uint64_t start, uint64_t dur,
+		   uint64_t weight, uint32_t tid, const char *tcomm);
 
 /*
  * Name the sampled stacks (o: as for the profile; per_pid/per_thread are
  * ignored, the tracks say which process and thread), turn each thread's
- * samples into slices and write the Chrome trace. Returns 0 or -errno.
+ * samples and blocks into slices and write the Chrome trace. *bs: frames and
+ * unresolved frames weighted by CPU samples (or blocks' weights), as
+ * profile__build counts them for folded/pprof/svg; *samples: the CPU
+ * samples written. Returns 0 or
+ * -errno.
  */
 int tl_log__write(struct tl_log *l, struct objtab *objs, const struct ksyms *ks,
-		  const struct build_opts *o, FILE *out);
+		  const struct build_opts *o, FILE *out, struct build_stats *bs, uint64_t *samples);
 
 #endif

@@ -13,6 +13,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "aggregate/timeline_log.h"
 #include "collect/offcpu.h"
 #include "collect/recorder.h"
 #include "offcpu.skel.h"
@@ -123,6 +124,9 @@ static void offcpu_record(struct recorder *r, void *priv, const struct prof_samp
 		o->bad++;
 		return;
 	}
+	if (r->tl && tl_log__offcpu(r->tl, k, h->time_ns, h->aux1,
+				    r->cpu_samples < 0 ? h->weight : 0, h->tid, h->comm))
+		r->st.agg_failed++;
 	v[o->v_off] = (int64_t)h->weight;
 	if (o->v_wall >= 0)
 		v[o->v_wall] = (int64_t)h->weight;

@@ -806,6 +806,24 @@ static void build_opts_init(struct recorder *r, struct build_opts *bo)
 }
 
 /*
+ * The CPU samples a written profile holds (its samples/count value summed;
+ * a record that is no sample, such as a Python code object, is not one),
+ * added to r->st.written, what the summary and the interval lines report,
+ * as the trace writer counts its own. A run without CPU sampling (--off-cpu,
+ * --alloc or --cuda alone) leaves the record count in charge, in every
+ * format alike.
+ */
+static void count_written(struct recorder *r, const struct profile *p, uint32_t cv)
+{
+	if (r->cpu_samples < 0 || cv != (uint32_t)r->cpu_samples || cv >= p->nvalues)
+		return;
+	for (size_t i = 0; i < p->nsamples; i++)
+		if (p->samples[i].values[cv] > 0)
+			r->st.written += (uint64_t)p->samples[i].values[cv];
+	r->st.written_known = true;
+}
+
+/*
  * Continuous mode: this interval's stacks become its file, the stack table
  * starts empty, and names of cgroups no interval has needed for a while are
  * let go. Failures are counted by continuous__write; recording goes on.
@@ -832,7 +850,9 @@ static int end_interval(struct recorder *r)
 		if (!p)
 			return -ENOMEM;
 	}
-	t.samples = r->st.received;
+	if (!err)
+		count_written(r, p, bo.count_value);
+	t.samples = r->st.written_known ? r->st.written : r->st.received;
 	t.lost = rec__counter(r, CNT_RB_FULL) + r->st.agg_failed + r->st.bad + r->st.dec.bad;
 	t.processes = count_processes(r->stacks);
 	err = continuous__write(r->cont, p, &t);
@@ -1006,8 +1026,10 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			 (unsigned long long)(r->st.bad + r->st.dec.bad + r->st.unknown_kind),
 			 (unsigned long long)sb_lost);
 	pr_info("%llu samples, %llu lost%s, %zu processes, %.1f%% frames unresolved, %.1f s",
-		(unsigned long long)(r->st.received - r->st.before_exec), (unsigned long long)lost,
-		why, nprocs, bs->frames ? 100.0 * bs->unresolved / bs->frames : 0.0, secs);
+		(unsigned long long)(r->st.written_known ? r->st.written
+							 : r->st.received - r->st.before_exec),
+		(unsigned long long)lost, why, nprocs,
+		bs->frames ? 100.0 * bs->unresolved / bs->frames : 0.0, secs);
 	if (r->st.dec.kstack_err || r->st.dec.ustack_err || r->st.dec.ktrunc || r->st.dec.utrunc)
 		pr_info("stacks: %llu kernel and %llu user unreadable; %llu kernel and %llu user "
 			"truncated at %d/%d frames",
@@ -1194,11 +1216,12 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 	}
 	if (r->tl) { /* -f chrome: the timeline, not the aggregate */
 		*nprocs = count_processes(r->stacks);
-		err = tl_log__write(r->tl, r->objs, r->ks, &bo, r->out.f);
+		err = tl_log__write(r->tl, r->objs, r->ks, &bo, r->out.f, bs, &r->st.written);
 		if (err) {
 			pr_err("cannot write the trace: %s", strerror(-err));
 			return err;
 		}
+		r->st.written_known = r->cpu_samples >= 0;
 		return output__commit(&r->out);
 	}
 	err = profile__build(&p, r->stacks, r->objs, r->ks, &bo, bs);
@@ -1207,6 +1230,7 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 		return err;
 	}
 	*nprocs = count_processes(r->stacks);
+	count_written(r, p, bo.count_value);
 	err = output__write_profile(&r->out, p);
 	profile__free(p);
 	if (err) {

@@ -42,6 +42,13 @@ struct rec_stats {
 	uint64_t before_exec;	 /* -- CMD: the child's records before its exec (our code) */
 	uint64_t agg_failed;	 /* could not be added to the stack table */
 	uint64_t unwind_no_room; /* samples with a frame in a file --unwind-mem had no room for */
+	/*
+	 * Samples in the written output (the sum of its samples/count value, or
+	 * the CPU samples of a trace); what the summary reports when known, so
+	 * that it says what the file holds, not how many records arrived
+	 */
+	uint64_t written;
+	bool written_known;
 	struct decode_stats dec; /* stack records decoded (collect/decode.h) */
 };
 

@@ -4,10 +4,14 @@
  * Perfetto's UI open: {"traceEvents": [...], "displayTimeUnit": "ns",
  * "otherData": {...}}.
  *
- * Timestamps are microseconds with three decimals (ns precision), counted
- * from the earliest event so that the numbers stay short whatever the
- * machine's uptime; otherData.clock_origin_ns says which CLOCK_MONOTONIC
- * instant is 0.
+ * Timestamps are microseconds counted from the earliest event, so that the
+ * numbers stay short whatever the machine's uptime; otherData.clock_origin_ns
+ * says which CLOCK_MONOTONIC instant is 0. They are written in steps of
+ * 1/1024 µs (0.98 ns), not 1/1000: such a number is exact as a double, so a
+ * viewer that computes a slice's end as ts + dur (speedscope does) gets the
+ * very number another slice ending or beginning there has. With decimal
+ * thousandths 6742.255 + 0.02 != 6742.275 in floating point, and a parent
+ * seemed to end after its child, or before the next slice began.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -97,13 +101,34 @@ static void put_str(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-/* ns → µs with three decimals, relative to origin (may be negative). */
-static void put_us(FILE *out, uint64_t ts, uint64_t origin)
+/* ns → 1/1024 µs steps, rounded (symmetric, so that it may be negative). */
+static int64_t steps(uint64_t ts, uint64_t origin)
 {
 	uint64_t d = ts >= origin ? ts - origin : origin - ts;
+	/* d * 1024 / 1000 without overflow for any uptime */
+	uint64_t q = d / 125 * 128 + ((d % 125) * 128 + 62) / 125;
 
-	fprintf(out, "%s%" PRIu64 ".%03u", ts >= origin ? "" : "-", d / 1000,
-		(unsigned int)(d % 1000));
+	return ts >= origin ? (int64_t)q : -(int64_t)q;
+}
+
+/* A count of 1/1024 µs as a decimal that parses back to exactly that double. */
+static void put_steps(FILE *out, int64_t q)
+{
+	uint64_t a = q < 0 ? (uint64_t)-q : (uint64_t)q;
+	/* 1/1024 = 0.0009765625: ten decimals are exact; trailing zeros dropped */
+	uint64_t frac = (a & 1023) * 9765625ULL;
+	char digits[16];
+	int n;
+
+	snprintf(digits, sizeof(digits), "%010" PRIu64, frac);
+	for (n = 10; n > 3 && digits[n - 1] == '0'; n--)
+		;
+	fprintf(out, "%s%" PRIu64 ".%.*s", q < 0 ? "-" : "", a >> 10, n, digits);
+}
+
+static void put_us(FILE *out, uint64_t ts, uint64_t origin)
+{
+	put_steps(out, steps(ts, origin));
 }
 
 static void put_args(FILE *out, const struct tl_arg *args, size_t n)
@@ -152,8 +177,9 @@ static void put_event(FILE *out, const struct tl_event *e, uint64_t origin)
 	fputs("\"ts\":", out);
 	put_us(out, e->ts, origin);
 	if (e->ph == TL_COMPLETE) {
+		/* the end rounded as every timestamp is: ts + dur is exactly it */
 		fputs(",\"dur\":", out);
-		put_us(out, e->dur, 0);
+		put_steps(out, steps(e->ts + e->dur, origin) - steps(e->ts, origin));
 	}
 	if (e->ph == TL_FLOW_START || e->ph == TL_FLOW_END)
 		fprintf(out, ",\"id\":%" PRIu64, e->id);
@@ -167,7 +193,7 @@ static void put_event(FILE *out, const struct tl_event *e, uint64_t origin)
 		fputs(",\"cat\":", out);
 		put_str(out, e->cat);
 	}
-	if (e->ph == TL_COMPLETE || e->ph == TL_COUNTER) {
+	if ((e->ph == TL_COMPLETE && e->nargs) || e->ph == TL_COUNTER) {
 		fputs(",\"args\":", out);
 		put_args(out, e->args, e->nargs);
 	}
@@ -209,8 +235,9 @@ int chrome__write(const struct timeline *tl, FILE *out)
 	}
 	fprintf(out,
 		"\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"producer\":\"bpfprof\","
-		"\"clock\":\"CLOCK_MONOTONIC\",\"clock_origin_ns\":%" PRIu64 "}}\n",
-		origin);
+		"\"clock\":\"CLOCK_MONOTONIC\",\"clock_origin_ns\":%" PRIu64
+		",\"cpu_samples\":%" PRIu64 "}}\n",
+		origin, tl->cpu_samples);
 	free(order);
 	return ferror(out) ? -EIO : 0;
 }

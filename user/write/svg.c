@@ -60,7 +60,8 @@ struct svg_ctx {
 	uint64_t total;
 	uint64_t hidden;       /* nodes folded into their parents */
 	uint64_t hidden_value; /* value of the outermost of them */
-	uint32_t max_depth;    /* of visible nodes */
+	uint32_t max_depth;    /* of drawn nodes (a zoom that draws deeper ones grows the SVG) */
+	uint32_t *ref;	       /* node -> index among the drawn frames, or among the merged */
 	FILE *out;
 };
 
@@ -225,10 +226,9 @@ static int layout(struct svg_ctx *c)
 			ch->offset = off;
 			off += ch->value;
 			ch->visible = n->visible && (double)ch->value >= thr;
-			if (ch->visible) {
-				if (ch->depth > c->max_depth)
-					c->max_depth = ch->depth;
-			} else {
+			if (ch->visible && ch->depth > c->max_depth)
+				c->max_depth = ch->depth;
+			if (!ch->visible) {
 				c->hidden++;
 				if (n->visible)
 					c->hidden_value += ch->value;
@@ -480,41 +480,72 @@ static const char svg_style[] =
 /*
  * Zoom: every frame carries its offset, width (value units) and depth, so a
  * click rescales the frames above the clicked one (below when inverted),
- * stretches the ones on its path to the root and hides the rest. Search:
- * regex (substring if the regex does not compile), matched frames turn
- * magenta and the matched share is the union of their ranges over the total.
+ * stretches the ones on its path to the root and hides the rest; frames
+ * merged for being narrow (the "merged" JSON) that the zoom makes wide
+ * enough are drawn for as long as it lasts, and can be clicked in turn
+ * (the picture grows when they are deeper than the drawn frames).
+ * Search: regex (substring if the regex does not compile), matched frames
+ * turn magenta and the matched share is the union of their ranges over the
+ * total, merged frames included (each name tested once).
  */
 static const char svg_script[] =
 	"(function(){\n"
-	"var svg=document.getElementById('bpfprof-fg'),ds=svg.dataset,W=+ds.w,PAD=+ds.pad,"
-	"CW=+ds.cw,FW=W-2*PAD,\n"
-	/* a static copy: a live children list is re-walked after every DOM change */
-	"box=document.getElementById('frames'),F=Array.prototype.slice.call(box.children),"
-	"N=F.length,\n"
+	"var svg=document.getElementById('bpfprof-fg'),ds=svg.dataset,W=+ds.w,PAD=+ds.pad,CW=+ds.cw,FW=W-2*PAD,\n"
+	"INV=ds.inv=='1',TOP=+ds.top,FH=+ds.fh,MAXD=+ds.maxd,MINW=+ds.minw,TY=ds.vtype,UN=ds.vunit,\n"
+	"SVGNS='http://www.w3.org/2000/svg',\n"
+	"box=document.getElementById('frames'),F=Array.prototype.slice.call(box.children),N=F.length,N0=N,\n"
 	"O=[],V=[],D=[],NM=[],MK=[],MODE='',PAR=[],root=0,term=null,\n"
-	"det=document.getElementById('details'),mat=document.getElementById('matched'),"
+	"det=document.getElementById('details'),mat=document.getElementById('matched'),\n"
 	"unz=document.getElementById('unzoom'),sb=document.getElementById('search');\n"
-	"for(var i=0;i<N;i++){var g=F[i],d=g.dataset;O[i]=+d.o;V[i]=+d.v;D[i]=+d.d;"
+	"for(var i=0;i<N;i++){var g=F[i],d=g.dataset;O[i]=+d.o;V[i]=+d.v;D[i]=+d.d;\n"
 	"NM[i]=g.firstElementChild.textContent.split('\\n')[0];g._i=i;if(!D[i])root=i;}\n"
 	"var T=N?V[root]:0,XS=[],WS=[],LB=[];\n"
 	"for(i=0;i<N;i++){XS[i]=PAD+O[i]*FW/T;WS[i]=V[i]*FW/T;LB[i]=null;}\n"
-	"function fit(n,w){var k=Math.floor((w-6)/CW);if(k<3)return '';"
+	"var MJ=document.getElementById('merged'),M=MJ?JSON.parse(MJ.textContent):{names:[],n:[]},\n"
+	"MN=M.names,HM=M.n.length/4,HP=[],HN=[],HO=[],HV=[],HD=[];\n"
+	"for(i=0;i<HM;i++){var p=M.n[4*i],po,pd;if(p<0){po=O[-1-p];pd=D[-1-p];}else{po=HO[p];pd=HD[p];}\n"
+	"HP[i]=p;HN[i]=M.n[4*i+1];HO[i]=po+M.n[4*i+2];HV[i]=M.n[4*i+3];HD[i]=pd+1;}\n"
+	"M=null;\n"
+	"function sig(v,u){return(v<10?v.toFixed(2):v<100?v.toFixed(1):v.toFixed(0))+' '+u;}\n"
+	"function dur(ns){return ns<1e3?ns.toFixed(0)+' ns':ns<1e6?sig(ns/1e3,'\\u00b5s'):ns<1e9?sig(ns/1e6,'ms'):\n"
+	"ns<600e9?sig(ns/1e9,'s'):(ns/60e9).toFixed(1)+' min';}\n"
+	"function fmt(v){var k={nanoseconds:1,microseconds:1e3,milliseconds:1e6,seconds:1e9}[UN],d,j;\n"
+	"if(UN=='count'||!UN)return v.toLocaleString('en-US')+' '+(v==1&&TY.length>1&&TY.slice(-1)=='s'?TY.slice(0,-1):TY);\n"
+	"if(UN=='bytes'){if(v<1024)return v+' B';for(d=v/1024,j=0;d>=1024&&j<5;j++)d/=1024;\n"
+	"return sig(d,['KiB','MiB','GiB','TiB','PiB','EiB'][j]);}\n"
+	"if(k)return dur(v*k);return v.toLocaleString('en-US')+' '+UN;}\n"
+	"function fit(n,w){var k=Math.floor((w-6)/CW);if(k<3)return '';\n"
 	"return n.length<=k?n:n.slice(0,k-2)+'..';}\n"
 	"function place(i,x,w){if(Math.abs(x-XS[i])<.005&&Math.abs(w-WS[i])<.005)return;\n"
 	" var g=F[i],r=g.children[1],t=g.children[2],s=fit(NM[i],w);XS[i]=x;WS[i]=w;\n"
 	" r.setAttribute('x',x.toFixed(2));r.setAttribute('width',w.toFixed(2));\n"
-	" if(!t){if(!s)return;t=document.createElementNS('http://www.w3.org/2000/svg','text');"
+	" if(!t){if(!s)return;t=document.createElementNS(SVGNS,'text');\n"
 	"t.setAttribute('y',(+r.getAttribute('y')+11).toFixed(0));g.appendChild(t);}\n"
 	" t.setAttribute('x',(x+3).toFixed(2));if(s!==LB[i]){t.textContent=s;LB[i]=s;}}\n"
-	"function zoom(z){var zo=O[z],zv=V[z],zd=D[z],s=FW/zv,all=z==root,IN=[],n=0,j;\n"
+	"var H0=+svg.getAttribute('height'),BOT=[det,mat].map(function(e){return +e.getAttribute('y');});\n"
+	"function grow(dm){var ex=Math.max(0,dm-MAXD)*FH;if(!INV)box.setAttribute('transform','translate(0,'+ex+')');\n"
+	" svg.setAttribute('height',H0+ex);svg.setAttribute('viewBox','0 0 '+W+' '+(H0+ex));\n"
+	" det.setAttribute('y',BOT[0]+ex);mat.setAttribute('y',BOT[1]+ex);}\n"
+	"function drop(){for(var j=N0;j<N;j++)box.removeChild(F[j]);F.length=O.length=V.length=D.length=NM.length=\n"
+	"XS.length=WS.length=LB.length=N=N0;}\n"
+	"function reveal(zo,zv,zd){var s=FW/zv,j,g,r,nm,dm=0;\n"
+	" for(j=0;j<HM;j++){if(HO[j]+HV[j]<=zo||HO[j]>=zo+zv||HV[j]*s<MINW)continue;\n"
+	"  nm=MN[HN[j]];g=document.createElementNS(SVGNS,'g');g.setAttribute('class',nm[1]);\n"
+	"  g.dataset.o=HO[j];g.dataset.v=HV[j];g.dataset.d=HD[j];g._h=j;\n"
+	"  var tt=document.createElementNS(SVGNS,'title');\n"
+	"  tt.textContent=nm[0]+'\\n'+fmt(HV[j])+' ('+(T?100*HV[j]/T:0).toFixed(2)+'%)';g.appendChild(tt);\n"
+	"  r=document.createElementNS(SVGNS,'rect');\n"
+	"  r.setAttribute('y',(INV?TOP+HD[j]*FH:TOP+(MAXD-HD[j])*FH).toFixed(0));\n"
+	"  r.setAttribute('height',FH-1);r.setAttribute('fill',nm[2]);g.appendChild(r);\n"
+	"  box.appendChild(g);g._i=N;F[N]=g;O[N]=HO[j];V[N]=HV[j];D[N]=HD[j];NM[N]=nm[0];XS[N]=WS[N]=-1;LB[N]=null;N++;\n"
+	"  if(HD[j]>dm)dm=HD[j];}\n"
+	" return dm;}\n"
+	"function zoom(z){var zo=O[z],zv=V[z],zd=D[z],zh=F[z]._h,s=FW/zv,all=z==root,IN=[],n=0,j;\n"
+	" drop();grow(all?0:reveal(zo,zv,zd));\n"
+	" if(zh!==undefined)for(j=N0;j<N;j++)if(F[j]._h===zh)z=j;\n"
 	" for(j=0;j<N;j++){IN[j]=!(O[j]+V[j]<=zo||O[j]>=zo+zv);if(IN[j])n++;}\n"
-	/*
-	 * Mark whichever set is smaller, the frames shown or the ones hidden,
-	 * and let one class on the container hide the rest: touching 36k
-	 * elements costs half a second, touching the few that change does not.
-	 */
-	" MK.forEach(function(j){F[j].classList.remove(MODE);});"
-	"PAR.forEach(function(j){F[j].classList.remove('p');});MK=[];PAR=[];\n"
+	" MK.forEach(function(j){if(j<N0)F[j].classList.remove(MODE);});\n"
+	"PAR.forEach(function(j){if(j<N0)F[j].classList.remove('p');});MK=[];PAR=[];\n"
 	" box.classList.remove('zv','zh');MODE=all?'':2*n<N?'v':'h';\n"
 	" if(MODE)box.classList.add('z'+MODE);\n"
 	" for(j=0;j<N;j++){\n"
@@ -523,28 +554,29 @@ static const char svg_script[] =
 	"  if(D[j]>zd)place(j,PAD+(O[j]-zo)*s,V[j]*s);\n"
 	"  else{place(j,PAD,FW);if(D[j]<zd){F[j].classList.add('p');PAR.push(j);}}}\n"
 	" if(z==root)unz.classList.add('hide');else unz.classList.remove('hide');\n"
-	" svg.dataset.zoom=NM[z];}\n"
+	" svg.dataset.zoom=NM[z];if(term!==null)search(term);}\n"
 	"function unzoom(){zoom(root);}\n"
-	"function search(t){var re=null,iv=[],sum=0,end=-Infinity;\n"
+	"function search(t){var re=null,iv=[],sum=0,end=-Infinity,mn=[],j;\n"
 	" if(t!==null&&t!==''){try{re=new RegExp(t);}catch(e){re=null;}}else t=null;\n"
 	" term=t;\n"
-	" for(var j=0;j<N;j++){var r=F[j].children[1],m=t!==null&&D[j]>0&&"
-	"(re?re.test(NM[j]):NM[j].indexOf(t)>=0);\n"
-	"  if(m){if(!r.dataset.c)r.dataset.c=r.getAttribute('fill');"
-	"r.setAttribute('fill','rgb(230,0,230)');iv.push(j);}\n"
+	" function hit(n){return t!==null&&(re?re.test(n):n.indexOf(t)>=0);}\n"
+	" for(j=0;j<N;j++){var r=F[j].children[1],m=D[j]>0&&hit(NM[j]);\n"
+	"  if(m){if(!r.dataset.c)r.dataset.c=r.getAttribute('fill');\n"
+	"r.setAttribute('fill','rgb(230,0,230)');if(j<N0)iv.push([O[j],O[j]+V[j]]);}\n"
 	"  else if(r.dataset.c){r.setAttribute('fill',r.dataset.c);delete r.dataset.c;}}\n"
-	" iv.sort(function(a,b){return O[a]-O[b];});\n"
-	" iv.forEach(function(j){var e=O[j]+V[j];if(O[j]>=end){sum+=V[j];end=e;}"
-	"else if(e>end){sum+=e-end;end=e;}});\n"
+	" if(t!==null){for(j=0;j<MN.length;j++)mn[j]=hit(MN[j][0]);\n"
+	"  for(j=0;j<HM;j++)if(mn[HN[j]])iv.push([HO[j],HO[j]+HV[j]]);}\n"
+	" iv.sort(function(a,b){return a[0]-b[0];});\n"
+	" iv.forEach(function(e){if(e[0]>=end){sum+=e[1]-e[0];end=e[1];}\n"
+	"else if(e[1]>end){sum+=e[1]-end;end=e[1];}});\n"
 	" var pct=T?100*sum/T:0;\n"
 	" mat.textContent=t===null?'':'Matched: '+pct.toFixed(1)+'%';\n"
 	" mat.dataset.pct=t===null?'':pct;sb.textContent=t===null?'Search':'Reset Search';\n"
 	" return pct;}\n"
-	"function ask(){var t=prompt('Search frames (regular expression, or substring):',"
-	"term||'');if(t!==null)search(t);}\n"
+	"function ask(){var t=prompt('Search frames (regular expression, or substring):',term||'');if(t!==null)search(t);}\n"
 	"function frameOf(e){var g=e.target;while(g&&g.parentNode!==box)g=g.parentNode;return g;}\n"
 	"box.addEventListener('click',function(e){var g=frameOf(e);if(g)zoom(g._i);});\n"
-	"box.addEventListener('mouseover',function(e){var g=frameOf(e);if(g)det.textContent="
+	"box.addEventListener('mouseover',function(e){var g=frameOf(e);if(g)det.textContent=\n"
 	"g.firstElementChild.textContent.replace('\\n',' \\u2014 ');});\n"
 	"box.addEventListener('mouseout',function(){det.textContent=' ';});\n"
 	"unz.addEventListener('click',unzoom);\n"
@@ -552,8 +584,8 @@ static const char svg_script[] =
 	"document.addEventListener('keydown',function(e){\n"
 	" if((e.ctrlKey||e.metaKey)&&e.key=='f'){e.preventDefault();ask();}\n"
 	" else if(e.key=='Escape'){search(null);unzoom();}});\n"
-	"window.bpfprofFlame={zoom:function(i){zoom(i);},unzoom:unzoom,search:search,"
-	"frames:F,total:T};\n"
+	"window.bpfprofFlame={zoom:function(i){zoom(i);},unzoom:unzoom,search:search,\n"
+	"frames:F,total:T,merged:HM};\n"
 	"})();\n";
 
 struct header {
@@ -606,7 +638,7 @@ static void header_lines(struct svg_ctx *c, struct header *h)
 		fmt_int(nh, sizeof(nh), c->hidden);
 		snprintf(h->line[h->n++], sizeof(h->line[0]),
 			 "%s frame%s narrower than %.3g%% of the width (%.2g px) merged into "
-			 "their parents: %.2f%% of the total",
+			 "their parents: %.2f%% of the total (zoom in to see them)",
 			 nh, c->hidden == 1 ? "" : "s", c->min_frac * 100,
 			 c->min_frac * (SVG_WIDTH - 2 * SVG_PAD),
 			 c->total ? 100.0 * (double)c->hidden_value / (double)c->total : 0.0);
@@ -661,7 +693,7 @@ static void emit_frame(struct svg_ctx *c, uint32_t i, double top, double scale)
 static int emit_frames(struct svg_ctx *c, double top)
 {
 	double scale = c->total ? (double)(SVG_WIDTH - 2 * SVG_PAD) / (double)c->total : 0;
-	uint32_t *stack, sp = 0, i, k;
+	uint32_t *stack, sp = 0, i, k, drawn = 0;
 
 	if (!c->nodes[0].visible)
 		return 0;
@@ -674,6 +706,7 @@ static int emit_frames(struct svg_ctx *c, double top)
 
 		i = stack[--sp];
 		n = &c->nodes[i];
+		c->ref[i] = drawn++;
 		emit_frame(c, i, top, scale);
 		for (k = n->nchild; k-- > 0;) {
 			uint32_t ch = c->children[n->first + k];
@@ -683,6 +716,96 @@ static int emit_frames(struct svg_ctx *c, double top)
 		}
 	}
 	free(stack);
+	return 0;
+}
+
+/* A JSON string (the name of a merged frame), inside CDATA: "]]>" must not appear. */
+static void put_json_str(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t n;
+
+	fputc('"', f);
+	while (*s) {
+		if (*s == '"' || *s == '\\') {
+			fprintf(f, "\\%c", *s++);
+		} else if (*s < 0x20 || *s == '>' || *s == '<' || *s == '&') {
+			fprintf(f, "\\u%04x", *s++);
+		} else if ((n = utf8_seq(s))) {
+			fwrite(s, 1, n, f);
+			s += n;
+		} else {
+			fputs("\\ufffd", f);
+			s++;
+		}
+	}
+	fputc('"', f);
+}
+
+/*
+ * The frames merged for being narrow, so that a search counts them and a
+ * zoom draws those that become wide enough: {"names": [[name, class,
+ * colour]...], "n": [parent, name, offset, value, ...]}, four numbers a
+ * frame, parents before children; parent >= 0 is a merged frame, -1 - i
+ * the i-th drawn one; offset is from the parent's left edge.
+ */
+static int emit_merged(struct svg_ctx *c)
+{
+	uint32_t *stack, *name_ref, sp = 0, i, k, nmerged = 0, nnames = 0;
+	bool first = true;
+	int rgb[3];
+
+	stack = malloc(c->nnodes * sizeof(*stack));
+	name_ref = malloc((c->nnames + 1) * sizeof(*name_ref));
+	if (!stack || !name_ref) {
+		free(stack);
+		free(name_ref);
+		return -ENOMEM;
+	}
+	for (i = 0; i < c->nnames; i++)
+		name_ref[i] = UINT32_MAX;
+	/* names first: one entry per name merged frames use */
+	fputs("<script type=\"application/json\" id=\"merged\"><![CDATA[\n{\"names\":[", c->out);
+	for (i = 1; i < c->nnodes; i++) {
+		const struct sname *nm = &c->names[c->nodes[i].name];
+
+		if (c->nodes[i].visible || name_ref[c->nodes[i].name] != UINT32_MAX)
+			continue;
+		name_ref[c->nodes[i].name] = nnames++;
+		frame_colour(nm, 1, rgb);
+		fputs(first ? "\n[" : ",\n[", c->out);
+		first = false;
+		put_json_str(c->out, nm->s);
+		fprintf(c->out, ",\"%s\",\"rgb(%d,%d,%d)\"]",
+			nm->kind < sizeof(kind_class) / sizeof(kind_class[0]) ? kind_class[nm->kind]
+									      : "r",
+			rgb[0], rgb[1], rgb[2]);
+	}
+	fputs("],\n\"n\":[", c->out);
+	/* depth first from the root, children in name order: parents come first */
+	first = true;
+	if (c->nodes[0].visible)
+		stack[sp++] = 0;
+	while (sp) {
+		const struct node *n = &c->nodes[stack[--sp]];
+
+		for (k = n->nchild; k-- > 0;)
+			stack[sp++] = c->children[n->first + k];
+		if (n == c->nodes || n->visible)
+			continue;
+		i = (uint32_t)(n - c->nodes);
+		c->ref[i] = nmerged++;
+		fprintf(c->out, "%s%" PRId64 ",%u,%" PRIu64 ",%" PRIu64, first ? "" : ",",
+			c->nodes[n->parent].visible ? -1 - (int64_t)c->ref[n->parent]
+						    : (int64_t)c->ref[n->parent],
+			name_ref[n->name], n->offset - c->nodes[n->parent].offset, n->value);
+		if (nmerged % 8 == 0)
+			fputc('\n', c->out);
+		first = false;
+	}
+	fputs("]}\n]]></script>\n", c->out);
+	free(stack);
+	free(name_ref);
 	return 0;
 }
 
@@ -740,9 +863,15 @@ static int emit(struct svg_ctx *c, const char *title)
 		"<svg version=\"1.1\" id=\"bpfprof-fg\" width=\"%d\" height=\"%.0f\" "
 		"viewBox=\"0 0 %d %.0f\" xmlns=\"http://www.w3.org/2000/svg\" "
 		"data-w=\"%d\" data-pad=\"%d\" data-cw=\"%.2f\" data-inv=\"%d\" "
-		"data-hidden=\"%" PRIu64 "\" data-total=\"%" PRIu64 "\">\n",
+		"data-hidden=\"%" PRIu64 "\" data-total=\"%" PRIu64 "\" data-top=\"%.0f\" "
+		"data-fh=\"%d\" data-maxd=\"%u\" data-minw=\"%.4f\" data-vtype=\"",
 		SVG_WIDTH, height, SVG_WIDTH, height, SVG_WIDTH, SVG_PAD, CHAR_W, c->inverted,
-		c->hidden, c->total);
+		c->hidden, c->total, top, FRAME_H, c->max_depth,
+		c->min_frac * (SVG_WIDTH - 2 * SVG_PAD));
+	svg__escape(f, c->p->value_types[c->vi].type ? c->p->value_types[c->vi].type : "samples");
+	fputs("\" data-vunit=\"", f);
+	svg__escape(f, c->p->value_types[c->vi].unit ? c->p->value_types[c->vi].unit : "count");
+	fputs("\">\n", f);
 	fprintf(f, "<style>\n%s</style>\n", svg_style);
 	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"#f8f8f4\"/>\n");
 	fprintf(f, "<text id=\"title\" x=\"%d\" y=\"24\">", SVG_WIDTH / 2);
@@ -769,7 +898,10 @@ static int emit(struct svg_ctx *c, const char *title)
 	fputs("<g id=\"frames\">\n", f);
 	if (emit_frames(c, top))
 		return -ENOMEM;
-	fputs("</g>\n<script type=\"text/javascript\"><![CDATA[\n", f);
+	fputs("</g>\n", f);
+	if (emit_merged(c))
+		return -ENOMEM;
+	fputs("<script type=\"text/javascript\"><![CDATA[\n", f);
 	fputs(svg_script, f);
 	fputs("]]></script>\n</svg>\n", f);
 	return 0;
@@ -790,12 +922,15 @@ int svg__write(const struct profile *p, const struct svg_opts *o, FILE *out)
 	err = build_tree(&c);
 	if (!err)
 		err = layout(&c);
+	if (!err && !(c.ref = calloc(c.nnodes, sizeof(*c.ref))))
+		err = -ENOMEM;
 	if (!err) {
 		errno = 0;
 		err = emit(&c, title);
 	}
 	if (!err && (fflush(out) || ferror(out)))
 		err = errno ? -errno : -EIO;
+	free(c.ref);
 	free(c.children);
 	free(c.nodes);
 	htab__free(c.edges);

@@ -24,9 +24,10 @@ int folded__write(const struct profile *p, uint32_t value_index, FILE *out);
 int pprof__write(const struct profile *p, FILE *out);
 
 /*
- * Chrome Trace Event Format JSON (chrome://tracing, Perfetto) of a timeline:
- * process/thread name metadata, then every event in time order. Returns 0 or
- * -errno.
+ * Chrome Trace Event Format JSON (chrome://tracing, Perfetto, speedscope) of
+ * a timeline: process/thread name metadata, then every event in time order;
+ * otherData.cpu_samples says how many CPU samples the slices stand for.
+ * Returns 0 or -errno.
  */
 int chrome__write(const struct timeline *tl, FILE *out);
 struct svg_opts {
