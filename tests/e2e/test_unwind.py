@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import (BPFPROF, count_with, parse_folded, pyenv_pythons, run, summary_line, total,
+from conftest import (BPFPROF, count_with, have, parse_folded, pyenv_pythons, run, summary_line, total,
                       workload)
 
 SPLIT = {"work_a": 0.50, "work_b": 0.30, "work_c": 0.20}
@@ -296,3 +296,22 @@ def test_same_build_id_shares_one_table(tmp_path):
     work = [(f, c) for f, c in stacks if any(w in f for w in SPLIT)]
     good = sum(c for f, c in work if "main" in f and "dispatch" in f)
     assert total(work) > 500 and good >= 0.97 * total(work), (good, total(work))
+
+
+def test_jit_perf_map_in_pid_namespace(tmp_path):
+    """A JIT in a container names its perf map after its own pid (1 here),
+    in its own /tmp (a private tmpfs): the map is found through the
+    process's root under the pid of its namespace (NSpid), not the host's."""
+    if not have("unshare"):
+        pytest.skip("unshare (util-linux) not installed")
+    out = tmp_path / "jit_ns.folded"
+    r = run(["-F", "999", "-o", str(out), "--", "unshare", "--pid", "--fork", "--mount-proc",
+             "sh", "-c", f"mount -t tmpfs none /tmp && exec {workload('tiny_jit')} 3"])
+    assert r.returncode == 0, r.stderr
+    own = [(f, c) for f, c in parse_folded(out.read_text()) if f[0] == "tiny_jit"]
+    jit = [(f, c) for f, c in own if "JIT:spin_loop" in f]
+    # > 300: a share of 3 s at 999 Hz that a loaded 2-CPU host still gives
+    assert total(jit) >= 0.9 * total(own) and total(jit) > 300, (total(jit), total(own), own[:3])
+    under = sum(c for f, c in jit
+                if f[f.index("JIT:spin_loop") - 1] == "call_jit" and "main" in f)
+    assert under >= 0.95 * total(jit), (under, total(jit), jit[:3])
