@@ -372,7 +372,7 @@ struct bpf_pyproc {
 	__u64 gil_holder;     /* address of the GIL's last holder (PyThreadState *), 0: unknown */
 	__u64 gil_locked;     /* address of the GIL's locked flag (int) */
 	__u32 frame_span;     /* bytes of a frame that hold every field above (<= PYFRAME_SPAN) */
-	__u32 pad;
+	__s32 frame_globals;  /* f_globals, -1 if unknown: part of a code object's identity */
 	/*
 	 * Code object snapshots (SAMPLE_PYCODE): offsets into PyCodeObject,
 	 * PyASCIIObject/PyCompactUnicodeObject and PyBytesObject.
@@ -426,19 +426,29 @@ _Static_assert(sizeof(struct pysnap_obj) == 24, "pysnap_obj layout");
 struct pycode_snap {
 	__u64 code;	  /* the code object's address */
 	__u16 code_bytes; /* bytes of its header at data[0] */
-	__u16 pad[3];
+	__u16 tag;	  /* pycode_seen_key.tag of the frame that showed it */
+	__u16 pad[2];
 	struct pysnap_obj name, file, lines; /* qualname (name before 3.11), filename, line table */
 	__u8 data[PYSNAP_DATA];
 };
 _Static_assert(sizeof(struct pycode_snap) == 16 + 3 * 24 + PYSNAP_DATA, "pycode_snap layout");
 
-/* pycode_seen's key: the code objects whose snapshot was sent. */
+/*
+ * pycode_seen's key: the code objects whose snapshot was sent. A code
+ * object's address alone does not name it for long: a module's code runs
+ * once and is freed, and the next module's code is often allocated at the
+ * same address (importing a package runs hundreds of them in a row). The
+ * tag, a 16-bit hash of the frame's f_globals (the module's dict, which
+ * outlives the import), tells such objects apart without reading them, so
+ * that the next module's code gets its own snapshot. PYCODE_TAG().
+ */
 struct pycode_seen_key {
 	__u32 tgid;
 	__u16 gen; /* bpf_pyproc.snap_gen */
-	__u16 pad;
+	__u16 tag; /* PYCODE_TAG(f_globals); 0: none */
 	__u64 code;
 };
+#define PYCODE_TAG(g) ((__u16)(((g) >> 4) ^ ((g) >> 20) ^ ((g) >> 36)))
 _Static_assert(sizeof(struct pycode_seen_key) == 16, "pycode_seen_key layout");
 
 /* A frame's fields are read in one copy of at most this many bytes. */
