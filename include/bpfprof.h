@@ -239,6 +239,8 @@ enum cuda_counter {
 	X(CNT_FILTER_FULL, "pid filter full", 1, "pid filter map full: a child was not followed") \
 	X(CNT_UNW_NO_PROC, "no unwind info", 1,                                                   \
 	  "no unwind info for the process yet (fell back or leaf only)")                          \
+	X(CNT_UNW_EXE_ONLY, "unwind: executable only", 0,                                         \
+	  "a process not described yet walked through its executable's table (exe_unwind)")       \
 	X(CNT_UNW_NO_MAPPING, "unwind: no mapping", 1, "a PC in no known executable mapping")     \
 	X(CNT_UNW_NO_ROW, "unwind: no row", 1, "a PC in a mapping whose table has no row for it") \
 	X(CNT_UNW_UNSUPPORTED, "unwind: unsupported rule", 1, "a CFA rule we cannot follow")      \
@@ -342,6 +344,28 @@ struct bpf_proc_unwind {
 	__u32 pad;
 	struct bpf_umap maps[MAX_UMAPS];
 };
+
+/*
+ * exe_unwind: an executable's mapping with a table, relative to the
+ * process's mm->start_code (the ELF loader puts the text at a fixed offset
+ * from it, PIE or not), keyed by the executable's inode as the kernel
+ * numbers it (s_dev, i_ino). A process not described yet (a short-lived
+ * one: a 2 ms program exits before user space has read its maps) is
+ * walked through its executable with this. Written when a process of that
+ * executable is described, deleted before the rows are freed.
+ */
+struct exe_unwind_key {
+	__u64 dev; /* the kernel's dev_t: major << 20 | minor */
+	__u64 ino;
+};
+
+struct exe_unwind {
+	__u64 start, end, bias; /* bpf_umap's, minus start_code */
+	__u32 first, count;
+	__u32 kind;
+	__u32 pad;
+};
+_Static_assert(sizeof(struct exe_unwind) == 40, "exe_unwind layout");
 
 /*
  * CPython. User space finds each interpreter's layout (per-version table for

@@ -315,3 +315,38 @@ def test_jit_perf_map_in_pid_namespace(tmp_path):
     under = sum(c for f, c in jit
                 if f[f.index("JIT:spin_loop") - 1] == "call_jit" and "main" in f)
     assert under >= 0.95 * total(jit), (under, total(jit), jit[:3])
+
+
+def test_storm_of_short_processes_reaches_main(tmp_path):
+    """A storm of 2 ms processes of one program (built without frame
+    pointers) on the whole machine: once its executable has a table (built
+    for the first processes), the later ones are walked from it from their
+    first sample on, described or not yet (exe_unwind: by the executable's
+    inode, relative to its start_code), so their work function reaches main.
+    The rest of such a process's samples are exec and the dynamic loader:
+    about 80% of a 2 ms dynamically linked program's life on this VM."""
+    out = tmp_path / "storm.folded"
+    p = subprocess.Popen([BPFPROF, "-a", "--per-pid", "-F", "999", "-o", str(out)],
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        while "recording" not in p.stderr.readline():
+            assert p.poll() is None, "bpfprof exited early"
+        subprocess.run([workload("storm"), "2"], stdout=subprocess.DEVNULL, check=True)
+        time.sleep(1)
+        r = subprocess.run([workload("storm"), "4"], capture_output=True, text=True, check=True)
+    finally:
+        p.send_signal(2)
+        _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    parent = int(r.stdout.split()[1])
+    work = main = 0
+    for f, c in parse_folded(out.read_text()):
+        m = re.match(r"^storm \[(\d+)\]$", f[0])
+        if not m or int(m.group(1)) <= parent or "storm_work" not in f:
+            continue  # the first storm, its parent, other processes
+        work += c
+        if "main" in f[:f.index("storm_work")]:
+            main += c
+    print(r.stdout.strip().splitlines()[-1], work, main)
+    assert work > 50, (work, r.stdout)
+    assert main >= 0.9 * work, (main, work)
