@@ -72,7 +72,7 @@ struct pycache {
 	 * walk's stack state: the verifier would tell apart every count of them
 	 * in each bpf_loop iteration (10x the instructions verified).
 	 */
-	__u64 newc[PYSNAP_PER_SAMPLE];
+	__u64 newc[PYSNAP_PER_SAMPLE]; /* code | tag << 48 */
 	__u32 nnew;
 	__u32 deferred;
 	struct pycache_slot s[PYCACHE_SLOTS];
@@ -138,14 +138,16 @@ static __always_inline int field(const struct pyframe_buf *b, __s32 off, __u32 s
  * Was code's snapshot sent? If not, keep it for after the walk (at most
  * PYSNAP_PER_SAMPLE per sample; the rest wait for a later sample).
  */
-static __always_inline void py_note(struct pystate *st, __u64 code)
+static __always_inline void py_note(struct pystate *st, __u64 code, __u16 tag)
 {
-	struct pycode_seen_key k = { .tgid = st->tgid, .gen = st->gen, .code = code };
+	struct pycode_seen_key k = { .tgid = st->tgid, .gen = st->gen, .tag = tag, .code = code };
 	struct pycache_slot *sl;
 	__u32 h, n;
 
 	if (!st->cache || !code)
 		return;
+	/* user addresses are below 2^48: the tag rides in the top bits from here on */
+	code |= (__u64)tag << 48;
 	h = ((__u32)(code >> 4) ^ (__u32)(code >> 20) ^ st->tgid) * 0x9e3779b1u;
 	sl = &st->cache->s[(h >> 16) & (PYCACHE_SLOTS - 1)];
 	if (sl->code == code && sl->tgid == st->tgid && sl->gen == st->gen &&
@@ -181,8 +183,9 @@ static long py_step(__u32 i, void *data)
 {
 	struct pystate *st = data;
 	const struct bpf_pyproc *pp = st->pp;
-	__u64 code = 0, raw = 0, next = 0, flags = 0, w = 0;
+	__u64 code = 0, raw = 0, next = 0, flags = 0, w = 0, g = 0;
 	struct pyframe_buf *b;
+	__u16 tag = 0;
 	__u32 idx, zero = 0, span = pp->frame_span;
 
 	if (!st->frame)
@@ -219,6 +222,8 @@ static long py_step(__u32 i, void *data)
 		return 1;
 	}
 	code &= ~7ULL; /* 3.14 tags f_executable's low bits; objects are 8-aligned */
+	if (pp->frame_globals >= 0 && !(code >> 48) && !field(b, pp->frame_globals, span, &g))
+		tag = PYCODE_TAG(g);
 	if (pp->model == PY_MODEL_FRAMEOBJ) {
 		raw = (__u32)w;		 /* int f_lasti */
 		flags = PYFRAME_F_ENTRY; /* one eval call per frame object */
@@ -228,7 +233,7 @@ static long py_step(__u32 i, void *data)
 		    (w & 0xff))
 			flags = PYFRAME_F_ENTRY;
 	}
-	py_note(st, code);
+	py_note(st, code, tag);
 	idx = st->base + 2 * st->n;
 	if (idx > PY_WORDS - 2) {
 		st->full = 1;
@@ -310,13 +315,15 @@ static __always_inline __u32 snap_obj(struct pysnap_buf *b, struct pysnap_obj *o
 }
 
 /*
- * Send the snapshot of the code object at code (tgid's), and remember it
- * was sent. A global function: verified once, called up to
+ * Send the snapshot of the code object at tagged's low 48 bits (tgid's),
+ * with the tag of its frame in the top 16 (py_note), and remember it was
+ * sent. A global function: verified once, called up to
  * PYSNAP_PER_SAMPLE times per sample.
  */
-__noinline int py_snapshot(__u32 tgid, __u32 tid, __u64 code)
+__noinline int py_snapshot(__u32 tgid, __u32 tid, __u64 tagged)
 {
-	struct pycode_seen_key k = { .tgid = tgid, .code = code };
+	__u64 code = tagged & ((1ULL << 48) - 1);
+	struct pycode_seen_key k = { .tgid = tgid, .tag = tagged >> 48, .code = code };
 	const struct bpf_pyproc *pp;
 	struct pysnap_buf *b;
 	__u32 zero = 0, n, used;
@@ -344,7 +351,8 @@ __noinline int py_snapshot(__u32 tgid, __u32 tid, __u64 code)
 	__builtin_memset(b->hdr.pcomm, 0, sizeof(b->hdr.pcomm));
 	b->snap.code = code;
 	b->snap.code_bytes = n;
-	b->snap.pad[0] = b->snap.pad[1] = b->snap.pad[2] = 0;
+	b->snap.tag = k.tag;
+	b->snap.pad[0] = b->snap.pad[1] = 0;
 	used = snap_obj(b, &b->snap.name, pp, snap_u64(b->snap.data, pp->co_name, n), n,
 			PYSNAP_NAME_MAX, true);
 	used = snap_obj(b, &b->snap.file, pp, snap_u64(b->snap.data, pp->co_filename, n), used,

@@ -31,6 +31,21 @@ struct {
 	__type(value, struct bpf_proc_unwind);
 } proc_unwind SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct exe_unwind_key);
+	__type(value, struct exe_unwind);
+} exe_unwind SEC(".maps");
+
+/* A one-mapping description made from exe_unwind, per CPU (too big for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bpf_proc_unwind);
+} exe_desc SEC(".maps");
+
 /*
  * Which row covers a pc: a per-CPU direct-mapped cache in front of the
  * binary search (a loop launching kernels, or a hot function sampled again
@@ -501,6 +516,41 @@ static __always_inline int uregs_uprobe_caller(struct pt_regs *ctx, struct uregs
 }
 
 /*
+ * A description of the current process that has only its executable, from
+ * exe_unwind (NULL: none). The current task must be of tgid: true of every
+ * caller (samples, probes of the running task).
+ */
+static __always_inline struct bpf_proc_unwind *exe_only(__u32 tgid)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct exe_unwind_key k = {};
+	struct bpf_proc_unwind *d;
+	const struct exe_unwind *e;
+	__u64 sc;
+	__u32 zero = 0;
+
+	if ((__u32)(bpf_get_current_pid_tgid() >> 32) != tgid)
+		return NULL;
+	k.ino = BPF_CORE_READ(task, mm, exe_file, f_inode, i_ino);
+	k.dev = BPF_CORE_READ(task, mm, exe_file, f_inode, i_sb, s_dev);
+	sc = BPF_CORE_READ(task, mm, start_code);
+	if (!k.ino || !sc)
+		return NULL;
+	e = bpf_map_lookup_elem(&exe_unwind, &k);
+	d = bpf_map_lookup_elem(&exe_desc, &zero);
+	if (!e || !d)
+		return NULL;
+	d->nmaps = 1;
+	d->maps[0].start = sc + e->start;
+	d->maps[0].end = sc + e->end;
+	d->maps[0].bias = sc + e->bias;
+	d->maps[0].first = e->first;
+	d->maps[0].count = e->count;
+	d->maps[0].kind = e->kind;
+	return d;
+}
+
+/*
  * Unwind the user stack of the current task from *r into frames[0..MAX_USTACK).
  * Returns the number of frames, or -1 when the process has no unwind info
  * (the caller falls back to frame pointers). *flags gets SAMPLE_F_* bits.
@@ -515,7 +565,12 @@ static __always_inline int unwind_user(const struct uregs *r, __u32 tgid, __u64 
 	st.info = bpf_map_lookup_elem(&proc_unwind, &tgid);
 	if (!st.info) {
 		count(CNT_UNW_NO_PROC);
-		return -1;
+		st.info = exe_only(tgid);
+		if (!st.info)
+			return -1;
+		/* still not described: user space is told (the caller's flag) */
+		*flags |= SAMPLE_F_NO_UNWIND_INFO;
+		count(CNT_UNW_EXE_ONLY);
 	}
 	gen = bpf_map_lookup_elem(&unwind_gen, &zero);
 	if (gen && *gen) {

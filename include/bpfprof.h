@@ -241,6 +241,8 @@ enum cuda_counter {
 	X(CNT_FILTER_FULL, "pid filter full", 1, "pid filter map full: a child was not followed") \
 	X(CNT_UNW_NO_PROC, "no unwind info", 1,                                                   \
 	  "no unwind info for the process yet (fell back or leaf only)")                          \
+	X(CNT_UNW_EXE_ONLY, "unwind: executable only", 0,                                         \
+	  "a process not described yet walked through its executable's table (exe_unwind)")       \
 	X(CNT_UNW_NO_MAPPING, "unwind: no mapping", 1, "a PC in no known executable mapping")     \
 	X(CNT_UNW_NO_ROW, "unwind: no row", 1, "a PC in a mapping whose table has no row for it") \
 	X(CNT_UNW_UNSUPPORTED, "unwind: unsupported rule", 1, "a CFA rule we cannot follow")      \
@@ -346,6 +348,28 @@ struct bpf_proc_unwind {
 };
 
 /*
+ * exe_unwind: an executable's mapping with a table, relative to the
+ * process's mm->start_code (the ELF loader puts the text at a fixed offset
+ * from it, PIE or not), keyed by the executable's inode as the kernel
+ * numbers it (s_dev, i_ino). A process not described yet (a short-lived
+ * one: a 2 ms program exits before user space has read its maps) is
+ * walked through its executable with this. Written when a process of that
+ * executable is described, deleted before the rows are freed.
+ */
+struct exe_unwind_key {
+	__u64 dev; /* the kernel's dev_t: major << 20 | minor */
+	__u64 ino;
+};
+
+struct exe_unwind {
+	__u64 start, end, bias; /* bpf_umap's, minus start_code */
+	__u32 first, count;
+	__u32 kind;
+	__u32 pad;
+};
+_Static_assert(sizeof(struct exe_unwind) == 40, "exe_unwind layout");
+
+/*
  * CPython. User space finds each interpreter's layout (per-version table for
  * 3.8-3.12, _Py_DebugOffsets for 3.13+) and writes it to `py_procs`; it also
  * keeps `py_threads` (tid -> PyThreadState address) from the interpreter's
@@ -374,7 +398,7 @@ struct bpf_pyproc {
 	__u64 gil_holder;     /* address of the GIL's last holder (PyThreadState *), 0: unknown */
 	__u64 gil_locked;     /* address of the GIL's locked flag (int) */
 	__u32 frame_span;     /* bytes of a frame that hold every field above (<= PYFRAME_SPAN) */
-	__u32 pad;
+	__s32 frame_globals;  /* f_globals, -1 if unknown: part of a code object's identity */
 	/*
 	 * Code object snapshots (SAMPLE_PYCODE): offsets into PyCodeObject,
 	 * PyASCIIObject/PyCompactUnicodeObject and PyBytesObject.
@@ -428,19 +452,29 @@ _Static_assert(sizeof(struct pysnap_obj) == 24, "pysnap_obj layout");
 struct pycode_snap {
 	__u64 code;	  /* the code object's address */
 	__u16 code_bytes; /* bytes of its header at data[0] */
-	__u16 pad[3];
+	__u16 tag;	  /* pycode_seen_key.tag of the frame that showed it */
+	__u16 pad[2];
 	struct pysnap_obj name, file, lines; /* qualname (name before 3.11), filename, line table */
 	__u8 data[PYSNAP_DATA];
 };
 _Static_assert(sizeof(struct pycode_snap) == 16 + 3 * 24 + PYSNAP_DATA, "pycode_snap layout");
 
-/* pycode_seen's key: the code objects whose snapshot was sent. */
+/*
+ * pycode_seen's key: the code objects whose snapshot was sent. A code
+ * object's address alone does not name it for long: a module's code runs
+ * once and is freed, and the next module's code is often allocated at the
+ * same address (importing a package runs hundreds of them in a row). The
+ * tag, a 16-bit hash of the frame's f_globals (the module's dict, which
+ * outlives the import), tells such objects apart without reading them, so
+ * that the next module's code gets its own snapshot. PYCODE_TAG().
+ */
 struct pycode_seen_key {
 	__u32 tgid;
 	__u16 gen; /* bpf_pyproc.snap_gen */
-	__u16 pad;
+	__u16 tag; /* PYCODE_TAG(f_globals); 0: none */
 	__u64 code;
 };
+#define PYCODE_TAG(g) ((__u16)(((g) >> 4) ^ ((g) >> 20) ^ ((g) >> 36)))
 _Static_assert(sizeof(struct pycode_seen_key) == 16, "pycode_seen_key layout");
 
 /* A frame's fields are read in one copy of at most this many bytes. */

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import (BPFPROF, count_with, parse_folded, pyenv_pythons, run, summary_line, total,
+from conftest import (BPFPROF, count_with, have, parse_folded, pyenv_pythons, run, summary_line, total,
                       workload)
 
 SPLIT = {"work_a": 0.50, "work_b": 0.30, "work_c": 0.20}
@@ -296,3 +296,57 @@ def test_same_build_id_shares_one_table(tmp_path):
     work = [(f, c) for f, c in stacks if any(w in f for w in SPLIT)]
     good = sum(c for f, c in work if "main" in f and "dispatch" in f)
     assert total(work) > 500 and good >= 0.97 * total(work), (good, total(work))
+
+
+def test_jit_perf_map_in_pid_namespace(tmp_path):
+    """A JIT in a container names its perf map after its own pid (1 here),
+    in its own /tmp (a private tmpfs): the map is found through the
+    process's root under the pid of its namespace (NSpid), not the host's."""
+    if not have("unshare"):
+        pytest.skip("unshare (util-linux) not installed")
+    out = tmp_path / "jit_ns.folded"
+    r = run(["-F", "999", "-o", str(out), "--", "unshare", "--pid", "--fork", "--mount-proc",
+             "sh", "-c", f"mount -t tmpfs none /tmp && exec {workload('tiny_jit')} 3"])
+    assert r.returncode == 0, r.stderr
+    own = [(f, c) for f, c in parse_folded(out.read_text()) if f[0] == "tiny_jit"]
+    jit = [(f, c) for f, c in own if "JIT:spin_loop" in f]
+    # > 300: a share of 3 s at 999 Hz that a loaded 2-CPU host still gives
+    assert total(jit) >= 0.9 * total(own) and total(jit) > 300, (total(jit), total(own), own[:3])
+    under = sum(c for f, c in jit
+                if f[f.index("JIT:spin_loop") - 1] == "call_jit" and "main" in f)
+    assert under >= 0.95 * total(jit), (under, total(jit), jit[:3])
+
+
+def test_storm_of_short_processes_reaches_main(tmp_path):
+    """A storm of 2 ms processes of one program (built without frame
+    pointers) on the whole machine: once its executable has a table (built
+    for the first processes), the later ones are walked from it from their
+    first sample on, described or not yet (exe_unwind: by the executable's
+    inode, relative to its start_code), so their work function reaches main.
+    The rest of such a process's samples are exec and the dynamic loader:
+    about 80% of a 2 ms dynamically linked program's life on this VM."""
+    out = tmp_path / "storm.folded"
+    p = subprocess.Popen([BPFPROF, "-a", "--per-pid", "-F", "999", "-o", str(out)],
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        while "recording" not in p.stderr.readline():
+            assert p.poll() is None, "bpfprof exited early"
+        subprocess.run([workload("storm"), "2"], stdout=subprocess.DEVNULL, check=True)
+        time.sleep(1)
+        r = subprocess.run([workload("storm"), "4"], capture_output=True, text=True, check=True)
+    finally:
+        p.send_signal(2)
+        _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    parent = int(r.stdout.split()[1])
+    work = main = 0
+    for f, c in parse_folded(out.read_text()):
+        m = re.match(r"^storm \[(\d+)\]$", f[0])
+        if not m or int(m.group(1)) <= parent or "storm_work" not in f:
+            continue  # the first storm, its parent, other processes
+        work += c
+        if "main" in f[:f.index("storm_work")]:
+            main += c
+    print(r.stdout.strip().splitlines()[-1], work, main)
+    assert work > 50, (work, r.stdout)
+    assert main >= 0.9 * work, (main, work)

@@ -83,6 +83,7 @@ struct code_key {
 struct snap {
 	struct code_key k; /* the table's key */
 	struct pycode c;
+	uint16_t tag; /* pycode_seen_key.tag BPF sent it under */
 };
 
 struct code_entry {
@@ -90,6 +91,7 @@ struct code_entry {
 	const struct pyinfo *info; /* of its process (pyp entries never move) */
 	uint32_t pid;
 	uint64_t validated_ns;
+	uint16_t tag; /* pycode_seen_key.tag of its snapshot (0: none came) */
 	/*
 	 * Not read yet (code zeroed): its snapshot may come after the sample
 	 * (BPF sends a few per sample), or a later live read may work.
@@ -363,8 +365,8 @@ static void scan_threads(struct pytrack *t, struct pyp *pp)
 /* BPF copies this much of each frame: every field it reads, 8 bytes each. */
 static void set_span(struct bpf_pyproc *b)
 {
-	int32_t offs[] = { b->frame_back, b->frame_code, b->frame_instr, b->frame_owner,
-			   b->frame_is_entry };
+	int32_t offs[] = { b->frame_back,  b->frame_code,     b->frame_instr,
+			   b->frame_owner, b->frame_is_entry, b->frame_globals };
 	int32_t max = 0;
 
 	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
@@ -519,9 +521,11 @@ static struct snap *take_snap(struct pytrack *t, const struct code_key *k)
  * its pycode_seen key so that BPF sends the new one's, and move the
  * process's epoch on so that no CPU's cache still says it was sent.
  */
-static void forget_seen(struct pytrack *t, struct pyp *pp, uint64_t addr)
+static void forget_seen(struct pytrack *t, struct pyp *pp, uint64_t addr, uint16_t tag)
 {
-	struct pycode_seen_key k = { .tgid = pp->pid, .gen = (uint16_t)pp->gen, .code = addr };
+	struct pycode_seen_key k = {
+		.tgid = pp->pid, .gen = (uint16_t)pp->gen, .tag = tag, .code = addr
+	};
 
 	if (t->seen_fd < 0 || pp->gone || !pp->python)
 		return;
@@ -532,23 +536,30 @@ static void forget_seen(struct pytrack *t, struct pyp *pp, uint64_t addr)
 
 /*
  * Read the code object live; where that fails (the process exited, the
- * object was freed) its snapshot stands in. A live read also tells whether
- * the snapshot is still of the object at that address.
+ * object was freed) its snapshot stands in. Where both are there and
+ * differ, the object was freed and another took its address since the
+ * sample: the snapshot, taken with the sample, is the sampled one (a
+ * module's code runs once; the next module's often lands on its address
+ * while the ring buffer waits to be drained). *tag: the snapshot's tag.
  */
-static int read_code(struct pytrack *t, struct pyp *pp, uint64_t addr, struct pycode *out)
+static int read_code(struct pytrack *t, struct pyp *pp, uint64_t addr, struct pycode *out,
+		     uint16_t *tag)
 {
 	struct code_key k = { .pid = pp->pid, .gen = pp->gen, .addr = addr };
 	struct snap *sn = take_snap(t, &k);
 	int err = pp->gone ? -ESRCH : pycode__read(pp->pid, &pp->info, addr, out);
 
+	*tag = sn ? sn->tag : 0;
 	if (!err) {
 		pp->code_type = out->ident[0];
-		if (sn && memcmp(sn->c.ident, out->ident, sizeof(out->ident))) {
-			t->st.snap_outdated++;
-			forget_seen(t, pp, addr);
+		if (!sn || !memcmp(sn->c.ident, out->ident, sizeof(out->ident))) {
+			free_snap(sn);
+			return 0;
 		}
-		free_snap(sn);
-		return 0;
+		/* the live one is another object: its own snapshot comes when it is sampled */
+		t->st.snap_outdated++;
+		forget_seen(t, pp, addr, sn->tag);
+		pycode__free(out);
 	}
 	if (!sn)
 		return err;
@@ -562,10 +573,13 @@ static int read_code(struct pytrack *t, struct pyp *pp, uint64_t addr, struct py
 static int resolve(struct pytrack *t, struct pyp *pp, struct code_entry *ce, uint64_t addr)
 {
 	struct pycode c;
-	int err = read_code(t, pp, addr, &c);
+	uint16_t tag;
+	int err = read_code(t, pp, addr, &c, &tag);
 
 	if (err)
 		return err;
+	if (tag)
+		ce->tag = tag;
 	lines_drop(t, ce);
 	pycode__free(&ce->code);
 	ce->code = c;
@@ -631,6 +645,7 @@ void pytrack__snapshot(struct pytrack *t, uint32_t pid, const void *snap, size_t
 		return;
 	}
 	sn->k = (struct code_key){ .pid = pid, .gen = pp->gen, .addr = sn->c.code_addr };
+	sn->tag = ((const struct pycode_snap *)snap)->tag; /* len checked by pycode__from_snap */
 	ret = htab__upsert(t->snaps, &sn->k, sizeof(sn->k), htab__hash(&sn->k, sizeof(sn->k)), &e);
 	if (ret < 0) {
 		free_snap(sn);
@@ -655,6 +670,20 @@ void pytrack__snapshot(struct pytrack *t, uint32_t pid, const void *snap, size_t
 	} else if (!memcmp(ce->code.ident, sn->c.ident, sizeof(sn->c.ident))) {
 		/* sent again (LRU) of an object read live already: not needed */
 		free_snap(take_snap(t, &sn->k));
+	} else {
+		/*
+		 * Another code object at an address we named: BPF saw it (its
+		 * frame's tag differs, or we dropped the key). The samples after
+		 * this snapshot are of it: a new entry for them, the old one
+		 * kept for the stacks already counted.
+		 */
+		struct code_key k = sn->k; /* decode takes sn and frees it */
+		uint64_t id = decode(t, pp, k.addr);
+
+		t->st.code_reused++;
+		e = htab__find(t->codes, &k, sizeof(k), htab__hash(&k, sizeof(k)));
+		if (e)
+			e->val = id;
 	}
 }
 
@@ -757,9 +786,21 @@ uint64_t pytrack__code(struct pytrack *t, uint32_t pid, uint64_t addr, uint64_t 
 			ret = pycode__same(pid, &pp->info, &ce->code);
 			if (ret == 1 || ret == -ESRCH) {
 				ce->validated_ns = now;
+			} else if (ce->tag) {
+				/*
+				 * Named from a tagged snapshot: a new object at
+				 * the address with another tag (another module's
+				 * code) came with its own snapshot, which took
+				 * the address over. This sample is older than
+				 * the live object and was of ce; whatever sits
+				 * there now with ce's tag is sent when sampled.
+				 */
+				forget_seen(t, pp, addr, ce->tag);
+				ce->validated_ns = now;
 			} else {
 				t->st.code_reused++;
-				forget_seen(t, pp, addr); /* BPF sends the new one's snapshot */
+				/* BPF sends the new one's snapshot */
+				forget_seen(t, pp, addr, ce->tag);
 				id = decode(t, pp, addr);
 				e = htab__find(t->codes, &k, sizeof(k), htab__hash(&k, sizeof(k)));
 				if (e)

@@ -693,6 +693,7 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 			pr_err("cannot map the unwind tables: %s", strerror(-err));
 			return err;
 		}
+		unwinder__set_exe_map(r->unw, bpf_map__fd(r->skel->maps.exe_unwind));
 		/* a few named targets: all their tables; the machine: what samples want */
 		unwinder__set_eager(r->unw, !env.all);
 	}

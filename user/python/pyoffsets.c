@@ -58,6 +58,7 @@ static const struct table_row table[] = {
 			 .frame_code = 32,
 			 .frame_back = 24,
 			 .frame_instr = 104,
+			 .frame_globals = 48,
 			 .frame_owner = -1,
 			 .frame_is_entry = -1 },
 		.l = { COMMON_OBJ, .rt_interp_head = 32, .is_threads_head = 8, .ts_thread_id = 176,
@@ -75,6 +76,7 @@ static const struct table_row table[] = {
 			 .frame_code = 32,
 			 .frame_back = 24,
 			 .frame_instr = 104,
+			 .frame_globals = 48,
 			 .frame_owner = -1,
 			 .frame_is_entry = -1 },
 		.l = { COMMON_OBJ, .rt_interp_head = 32, .is_threads_head = 8, .ts_thread_id = 176,
@@ -93,6 +95,7 @@ static const struct table_row table[] = {
 			 .frame_code = 32,
 			 .frame_back = 24,
 			 .frame_instr = 96,
+			 .frame_globals = 48,
 			 .frame_owner = -1,
 			 .frame_is_entry = -1 },
 		.l = { COMMON_OBJ, .rt_interp_head = 32, .is_threads_head = 8, .ts_thread_id = 176,
@@ -114,6 +117,7 @@ static const struct table_row table[] = {
 			 .frame_code = 32,
 			 .frame_back = 48,
 			 .frame_instr = 56,
+			 .frame_globals = 8,
 			 .frame_owner = -1,
 			 .frame_is_entry = 68 },
 		.l = { COMMON_OBJ,
@@ -148,6 +152,7 @@ static const struct table_row table[] = {
 			 .frame_code = 0,
 			 .frame_back = 8,
 			 .frame_instr = 56,
+			 .frame_globals = 24,
 			 .frame_owner = 70,
 			 .frame_is_entry = -1,
 			 .owner_cstack = 3 },
@@ -457,7 +462,8 @@ int pyoffsets__from_debug(const void *buf, size_t len, struct pyinfo *info)
 	struct pylayout l = { .ts_thread_id = -1, .is_modules = -1 };
 	struct bpf_pyproc b = { .model = PY_MODEL_IFRAME,
 				.cframe_current = -1,
-				.frame_is_entry = -1 };
+				.frame_is_entry = -1,
+				.frame_globals = -1 };
 	uint64_t version, ft;
 	int32_t ascii_size;
 	size_t i;
@@ -548,6 +554,15 @@ int pyoffsets__from_debug(const void *buf, size_t len, struct pyinfo *info)
 
 	b.version = (uint32_t)version;
 	b.owner_cstack = d->owner_first_shim;
+	/*
+	 * _Py_DebugOffsets has no f_globals. 3.13 and 3.14 keep 3.12's order
+	 * (f_executable, previous, f_funcobj, f_globals): where the block
+	 * agrees on the first two, take it; elsewhere code objects are told
+	 * apart by address alone.
+	 */
+	if (PYVER_MINOR((uint32_t)version) <= PYVER(3, 14) && b.frame_code == 0 &&
+	    b.frame_back == 8)
+		b.frame_globals = 24;
 	info->version = (uint32_t)version;
 	info->bpf = b;
 	info->code_adaptive = (uint32_t)l.co_code_adaptive;

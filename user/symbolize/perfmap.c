@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@ struct pmap {
 	struct perfmap_ent *ents;
 	int n;
 	off_t size;	  /* of the file when read */
+	uint32_t nspid;	  /* the pid the process knows itself by (0: not read yet) */
 	uint64_t checked; /* mono_ns of the last look at the file */
 };
 
@@ -162,6 +164,41 @@ int perfmaps__parse(struct perfmaps *pm, const char *buf, size_t len, struct per
 	return (int)n;
 }
 
+/*
+ * pid as the process itself sees it: the last NSpid of /proc/PID/status. A
+ * JIT in a container (a pid namespace) names its map after that pid, not the
+ * host's. 0 when the status cannot be read (the process is gone).
+ */
+static uint32_t ns_pid(uint32_t pid)
+{
+	char path[64], line[256];
+	uint32_t last;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	last = pid; /* a kernel without NSpid (before 4.1) has no pid namespaces to speak of */
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + 6, *end;
+
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		for (;;) {
+			unsigned long v = strtoul(p, &end, 10);
+
+			if (end == p || v > UINT32_MAX)
+				break;
+			last = (uint32_t)v;
+			p = end;
+		}
+		break;
+	}
+	fclose(f);
+	return last;
+}
+
 /* (Re)read pid's perf map, through its root, if it changed size. */
 static void pmap_load(struct perfmaps *pm, uint32_t pid, struct pmap *m)
 {
@@ -173,10 +210,15 @@ static void pmap_load(struct perfmaps *pm, uint32_t pid, struct pmap *m)
 	ssize_t r;
 
 	m->checked = mono_ns();
+	if (!m->nspid)
+		m->nspid = ns_pid(pid);
+	if (!m->nspid)
+		return;
 	root = tfile__root(pid);
 	if (root < 0)
 		return;
-	snprintf(path, sizeof(path), "/tmp/perf-%u.map", pid);
+	/* the process's /tmp, under its own pid (its namespace's) */
+	snprintf(path, sizeof(path), "/tmp/perf-%u.map", m->nspid);
 	fd = tfile__open(root, path, &st);
 	close(root);
 	if (fd < 0)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,10 +75,19 @@ struct pmap {
 struct pentry {
 	struct pmap *maps;
 	uint32_t nmaps;
+	bool exe_read; /* exe and start_code read from /proc (since the last sync: exec) */
+	struct exe_unwind_key exe; /* its executable (ino 0: unknown) */
+	uint64_t start_code;
+};
+
+/* An exe_unwind entry BPF has, and the table whose rows it names. */
+struct exe_ent {
+	struct exe_unwind_key k;
+	uint32_t tab;
 };
 
 struct bpf_store {
-	int rows_fd, procs_fd, gen_fd;
+	int rows_fd, procs_fd, gen_fd, exe_fd;
 };
 
 struct unwinder {
@@ -96,6 +106,8 @@ struct unwinder {
 	struct htab *procs;  /* pid -> struct pentry * */
 	struct htab *by_bid; /* build id -> objfile id owning its rows */
 	struct bpf_proc_unwind *buf;
+	struct exe_ent *exes; /* what exe_unwind holds */
+	uint32_t nexes, capexes;
 	struct unwinder_stats st;
 };
 
@@ -150,6 +162,20 @@ static int bpf_write_gen(void *ctx, uint32_t gen)
 	if (s->gen_fd < 0)
 		return -ENOENT;
 	return bpf_map_update_elem(s->gen_fd, &zero, &gen, BPF_ANY) ? -errno : 0;
+}
+
+static int bpf_write_exe(void *ctx, const struct exe_unwind_key *k, const struct exe_unwind *v)
+{
+	struct bpf_store *s = ctx;
+
+	return bpf_map_update_elem(s->exe_fd, k, v, BPF_ANY) ? -errno : 0;
+}
+
+static void bpf_delete_exe(void *ctx, const struct exe_unwind_key *k)
+{
+	struct bpf_store *s = ctx;
+
+	bpf_map_delete_elem(s->exe_fd, k);
 }
 
 /* A new generation of rows: BPF's cached row lookups made before are void. */
@@ -219,11 +245,18 @@ int unwinder__new_bpf(struct unwinder **out, int rows_map_fd, uint32_t rows_cap,
 	err = unwinder_alloc(&u, &s, rows_cap, objs);
 	if (err)
 		return err;
-	u->bpf = (struct bpf_store){ rows_map_fd, procs_map_fd, gen_map_fd };
+	u->bpf = (struct bpf_store){ rows_map_fd, procs_map_fd, gen_map_fd, -1 };
 	u->store.ctx = &u->bpf;
 	bump_gen(u);
 	*out = u;
 	return 0;
+}
+
+void unwinder__set_exe_map(struct unwinder *u, int exe_map_fd)
+{
+	u->bpf.exe_fd = exe_map_fd;
+	u->store.write_exe = exe_map_fd >= 0 ? bpf_write_exe : NULL;
+	u->store.delete_exe = exe_map_fd >= 0 ? bpf_delete_exe : NULL;
 }
 
 void unwinder__free(struct unwinder *u)
@@ -250,6 +283,7 @@ void unwinder__free(struct unwinder *u)
 	free(u->wanted);
 	free(u->free);
 	free(u->buf);
+	free(u->exes);
 	free(u);
 }
 
@@ -449,6 +483,117 @@ static uint32_t convert(struct unwinder *u, const struct unwind_row *in, size_t 
 	return w;
 }
 
+/*
+ * pid's executable as the kernel names it (s_dev as major << 20 | minor,
+ * i_ino) and its mm->start_code (/proc/PID/stat field 26). 0 or -errno.
+ */
+static int exe_identity(uint32_t pid, struct exe_unwind_key *k, uint64_t *start_code)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long v = 0;
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+	if (stat(path, &st))
+		return -errno;
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
+	if (!p)
+		return -EIO;
+	/* after ") ": field 3 (state) ... field 26 (startcode) */
+	for (int field = 3; field <= 26 && p; field++) {
+		p = strchr(p + 1, ' ');
+		if (p && field == 26)
+			v = strtoull(p + 1, NULL, 10);
+	}
+	if (!v)
+		return -ENOENT; /* a kernel thread, or hidden (ptrace access) */
+	k->dev = ((uint64_t)major(st.st_dev) << 20) | minor(st.st_dev);
+	k->ino = st.st_ino;
+	*start_code = v;
+	return 0;
+}
+
+/* Drop the exe_unwind entries that name table id's rows (before they are freed). */
+static void exes_forget(struct unwinder *u, uint32_t id)
+{
+	for (uint32_t i = 0; i < u->nexes;) {
+		if (u->exes[i].tab != id) {
+			i++;
+			continue;
+		}
+		u->store.delete_exe(u->store.ctx, &u->exes[i].k);
+		u->exes[i] = u->exes[--u->nexes];
+	}
+}
+
+/*
+ * After pid's description was written: its executable's mapping that holds
+ * start_code, if it has a table, becomes exe_unwind's entry for that
+ * executable, so that the next processes of it are walked through it before
+ * they are described.
+ */
+static void exe_write(struct unwinder *u, uint32_t pid, struct pentry *pe,
+		      const struct bpf_proc_unwind *b)
+{
+	struct exe_unwind v = { 0 };
+	uint32_t i, e;
+
+	if (!u->store.write_exe)
+		return;
+	if (!pe->exe_read) {
+		pe->exe_read = true;
+		if (exe_identity(pid, &pe->exe, &pe->start_code))
+			pe->exe.ino = 0;
+	}
+	if (!pe->exe.ino)
+		return;
+	for (i = 0; i < b->nmaps; i++)
+		if (b->maps[i].start <= pe->start_code && pe->start_code < b->maps[i].end)
+			break;
+	if (i == b->nmaps || b->maps[i].kind != UMAP_TABLE || !pe->maps[i].tab)
+		return; /* no table yet: tried again when it is built (procs_update) */
+	v.start = b->maps[i].start - pe->start_code;
+	v.end = b->maps[i].end - pe->start_code;
+	v.bias = b->maps[i].bias - pe->start_code;
+	v.first = b->maps[i].first;
+	v.count = b->maps[i].count;
+	v.kind = UMAP_TABLE;
+	for (e = 0; e < u->nexes; e++)
+		if (!memcmp(&u->exes[e].k, &pe->exe, sizeof(pe->exe)))
+			break;
+	if (e < u->nexes && u->exes[e].tab == pe->maps[i].tab)
+		return; /* written already (rows do not move while the table lives) */
+	if (e == u->nexes) {
+		if (u->nexes == u->capexes) {
+			uint32_t cap = u->capexes ? 2 * u->capexes : 16;
+			struct exe_ent *x = realloc(u->exes, cap * sizeof(*x));
+
+			if (!x)
+				return;
+			u->exes = x;
+			u->capexes = cap;
+		}
+		u->nexes++;
+	}
+	/* recorded before it is written: an eviction deletes it either way */
+	u->exes[e] = (struct exe_ent){ pe->exe, pe->maps[i].tab };
+	if (u->store.write_exe(u->store.ctx, &pe->exe, &v)) {
+		u->store.delete_exe(u->store.ctx, &pe->exe);
+		u->exes[e] = u->exes[--u->nexes];
+	}
+}
+
 /* Rewrite pid's description from pe and the tables as they are now. */
 static int proc_write(struct unwinder *u, uint32_t pid, struct pentry *pe)
 {
@@ -489,6 +634,8 @@ static int proc_write(struct unwinder *u, uint32_t pid, struct pentry *pe)
 	b->nmaps = pe->nmaps;
 	u->st.procs_synced++;
 	err = u->store.write_proc(u->store.ctx, pid, b);
+	if (!err)
+		exe_write(u, pid, pe, b);
 	if (err) {
 		/* BPF keeps what it had: say nothing uses the rows rather than lie */
 		for (uint32_t i = 0; i < pe->nmaps; i++)
@@ -528,6 +675,8 @@ static void evict(struct unwinder *u, uint32_t id)
 	struct otable *t = &u->tables[id];
 
 	t->state = OT_NONE;
+	if (u->store.delete_exe)
+		exes_forget(u, id);
 	procs_update(u, id, false); /* nobody points at the rows any more */
 	rows_free(u, t->first, t->count);
 	u->st.rows_used -= t->count;
@@ -909,6 +1058,7 @@ int unwinder__sync(struct unwinder *u, const struct proc *p)
 	pentry_release(u, pe);
 	pe->maps = maps;
 	pe->nmaps = n;
+	pe->exe_read = false; /* an exec changes both */
 	/*
 	 * A process is described when it runs, and its executable (the first
 	 * file mapped) is on nearly every stack it has: wanted now, not once a
