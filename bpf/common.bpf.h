@@ -57,6 +57,29 @@ static __always_inline void count(__u32 idx)
 		*c += 1;
 }
 
+/*
+ * count() for an index that varies by path (an unwinder's stop reason): a
+ * global function, so that the verifier does not track the constant key per
+ * path (an array lookup with a known key makes it precise), which kept every
+ * reason's states apart.
+ */
+__noinline int count_var(__u32 idx)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
+
+	if (c)
+		*c += 1;
+	return 0;
+}
+
+static __always_inline void count_add(__u32 idx, __u64 v)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
+
+	if (c)
+		*c += v;
+}
+
 /* The pid filter and the cgroup filter: a target passes both that are on. */
 static __always_inline bool is_target(__u32 tgid)
 {

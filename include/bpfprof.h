@@ -264,7 +264,8 @@ enum cuda_counter {
 	X(CNT_UNW_FP_FALLBACK, "unwind: frame-pointer steps", 0,                                  \
 	  "frames reached by a validated frame-pointer step where the tables had no row")         \
 	X(CNT_UNW_BAD_FP, "unwind: bad frame pointer", 1,                                         \
-	  "a file without CFI whose RBP is no frame pointer (below SP, or no code at [RBP+8])")
+	  "a file without CFI whose RBP is no frame pointer (below SP, or no code at [RBP+8])")   \
+	X(CNT_SAMPLE_NS, "sample ns", 0, "BPF time spent on recorded samples (timed with -v only)")
 
 enum bpf_counter {
 	BPF_COUNTERS(COUNTER_ENUM) CNT__MAX

@@ -638,6 +638,7 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 	REC_SET_COMMON_RODATA(r->skel->rodata);
 	r->skel->rodata->want_kernel = !env.no_kernel;
 	r->skel->rodata->want_user = !env.no_user;
+	r->skel->rodata->time_samples = log_level >= 2;
 	if (env.no_python || env.no_user) {
 		bpf_map__set_max_entries(r->skel->maps.py_procs, 1);
 		bpf_map__set_max_entries(r->skel->maps.py_threads, 1);
@@ -1120,6 +1121,19 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			struct bpf_prog_info info = { 0 };
 			uint32_t len = sizeof(info);
 
+			int cfd = bpf_map__fd(r->skel->maps.counters);
+			uint64_t runs = bpfmap__percpu_counter(cfd, CNT_SAMPLES);
+			uint64_t left = bpfmap__percpu_counter(cfd, CNT_FILTERED) +
+					bpfmap__percpu_counter(cfd, CNT_IDLE);
+			uint64_t walked = runs > left ? runs - left : 0;
+
+			/* the cost figure tools/cost.sh and tools/bench.sh quote */
+			if (walked)
+				pr_verbose(
+					"BPF: %.0f ns per walked sample (%llu samples timed in BPF; "
+					"every stack walk and the output included)",
+					(double)bpfmap__percpu_counter(cfd, CNT_SAMPLE_NS) / walked,
+					(unsigned long long)walked);
 			if (!bpf_obj_get_info_by_fd(bpf_program__fd(r->skel->progs.on_cpu_sample),
 						    &info, &len) &&
 			    info.run_cnt)
