@@ -24,6 +24,24 @@ const volatile bool want_user = true;
  */
 const volatile bool time_samples = false;
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SAMPLE_HIST_BUCKETS);
+	__type(key, __u32);
+	__type(value, __u64);
+} sample_hist SEC(".maps");
+
+static __always_inline void time_sample(__u64 t0)
+{
+	__u64 ns = bpf_ktime_get_ns() - t0, *c;
+	__u32 b = sample_hist_bucket(ns);
+
+	count_add(CNT_SAMPLE_NS, ns);
+	c = bpf_map_lookup_elem(&sample_hist, &b);
+	if (c)
+		*c += 1;
+}
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* One sample is ~4 KiB: too big for the 512-byte BPF stack. */
@@ -97,7 +115,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 			   (SAMPLE_F_NO_UNWIND_INFO | SAMPLE_F_STALE_MAPS | SAMPLE_F_PY_NO_THREAD)))
 		count(CNT_RB_FULL);
 	if (time_samples)
-		count_add(CNT_SAMPLE_NS, bpf_ktime_get_ns() - t0);
+		time_sample(t0);
 	return 0;
 }
 
