@@ -465,6 +465,10 @@ __noinline int python_frames(struct prof_sample *s, __u32 base)
 		st.gen = st.pp->snap_gen;
 		st.epoch = st.pp->snap_epoch;
 	}
+	st.n = opaque_zero_var; /* 0, unknown to the verifier (see there) */
+	st.last = opaque_zero_var;
+	st.err = opaque_zero_var;
+	st.full = opaque_zero_var;
 	bpf_loop(MAX_PYSTACK + 1, py_step, &st, 0);
 	/* before the sample is output: a snapshot always precedes its first sample */
 	if (st.cache) {

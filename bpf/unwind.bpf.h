@@ -547,6 +547,10 @@ static __always_inline int unwind_user(const struct uregs *r, __u32 tgid, __u64 
 	st.ip = r->ip;
 	st.sp = r->sp;
 	st.bp = r->bp;
+	st.n = opaque_zero_var; /* 0, unknown to the verifier (see there) */
+	st.stop = opaque_zero_var;
+	st.stale = opaque_zero_var;
+	st.heuristic = opaque_zero_var & 1;
 	bpf_loop(MAX_USTACK + 1, unwind_step, &st, 0);
 	if (st.stop == UNW_FULL)
 		*flags |= SAMPLE_F_USTACK_TRUNC;
