@@ -33,15 +33,29 @@ struct {
 	__type(value, __u64); /* PyThreadState * */
 } py_threads SEC(".maps");
 
-struct pyframe_buf {
-	__u8 data[PYFRAME_SPAN];
+/*
+ * Frames are copied through a window. From 3.11 on, _PyInterpreterFrames
+ * live in the thread's data stack, a caller below its callee: one copy of
+ * the page up to the leaf frame's end holds the next frames too, and a
+ * 30-frame walk costs a handful of probe reads, not 30. (Generator frames
+ * live in their generator object: a miss, one more copy.) 3.8-3.10 frame
+ * objects are scattered on the heap: one frame per copy, as before.
+ */
+#define PYWIN	   2048
+#define PYWIN_PAGE 4096 /* a copy never starts below its frame's page */
+
+struct pywin {
+	__u64 base;
+	__u32 len; /* 0: empty */
+	__u32 pad;
+	__u8 data[PYWIN];
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct pyframe_buf);
+	__type(value, struct pywin);
 } pyframe SEC(".maps");
 
 /* Code objects whose snapshot was sent, per process image (bpf_pyproc.snap_gen). */
@@ -100,6 +114,7 @@ struct {
 
 struct pystate {
 	const struct bpf_pyproc *pp;
+	struct pywin *win;
 	struct pycache *cache; /* NULL: no snapshots for this process */
 	__u32 tgid;
 	__u16 gen, epoch;
@@ -125,12 +140,42 @@ __noinline int py_read(__u64 addr, __u64 *v)
 
 #define PY_WORDS (MAX_KSTACK + MAX_USTACK + 2 * MAX_PYSTACK)
 
-/* The u64 at off in the frame copy, or -1 if off lies outside it. */
-static __always_inline int field(const struct pyframe_buf *b, __s32 off, __u32 span, __u64 *v)
+/*
+ * Make the frame's first span bytes present in the window; returns the
+ * frame's offset in it, or -1 when they cannot be read. A global function:
+ * inlined, its branches multiplied the verifier's states in py_step.
+ */
+__noinline long py_window(struct pywin *w, __u64 frame, __u32 span, __u32 batch)
 {
-	if (off < 0 || off > PYFRAME_SPAN - 8 || (__u32)off + 8 > span)
+	__u64 start = frame, end = frame + span, page = frame & ~(__u64)(PYWIN_PAGE - 1), len;
+
+	if (!w)
 		return -1;
-	*v = *(const __u64 *)&b->data[off & (PYFRAME_SPAN - 1)];
+	if (frame >= w->base && end <= w->base + w->len)
+		return frame - w->base;
+	if (batch) {
+		start = end > PYWIN ? end - PYWIN : 0;
+		if (start < page)
+			start = page;
+	}
+	len = end - start;
+	if (len < 8 || len > PYWIN || bpf_probe_read_user(w->data, len, (const void *)start)) {
+		w->len = 0;
+		return -1;
+	}
+	w->base = start;
+	w->len = len;
+	return frame - start;
+}
+
+/* The u64 at off in the frame at fo in the window, or -1 if off lies outside the frame. */
+static __always_inline int field(const struct pywin *w, long fo, __s32 off, __u32 span, __u64 *v)
+{
+	__u64 o = fo + off;
+
+	if (off < 0 || (__u32)off + 8 > span || o > PYWIN - 8)
+		return -1;
+	*v = *(const __u64 *)&w->data[o & (PYWIN - 1)];
 	return 0;
 }
 
@@ -184,9 +229,10 @@ static long py_step(__u32 i, void *data)
 	struct pystate *st = data;
 	const struct bpf_pyproc *pp = st->pp;
 	__u64 code = 0, raw = 0, next = 0, flags = 0, w = 0, g = 0;
-	struct pyframe_buf *b;
+	struct pywin *b = st->win;
+	__u32 idx, span = pp->frame_span;
 	__u16 tag = 0;
-	__u32 idx, zero = 0, span = pp->frame_span;
+	long fo;
 
 	if (!st->frame)
 		return 1;
@@ -194,15 +240,14 @@ static long py_step(__u32 i, void *data)
 		st->full = 1;
 		return 1;
 	}
-	b = bpf_map_lookup_elem(&pyframe, &zero);
 	if (!b || span < 8 || span > PYFRAME_SPAN ||
-	    bpf_probe_read_user(b->data, span, (const void *)st->frame) ||
-	    field(b, pp->frame_back, span, &next)) {
+	    (fo = py_window(b, st->frame, span, pp->model != PY_MODEL_FRAMEOBJ)) < 0 ||
+	    field(b, fo, pp->frame_back, span, &next)) {
 		st->err = 1;
 		return 1;
 	}
 	if (pp->frame_owner >= 0) {
-		if (field(b, pp->frame_owner, span, &w)) {
+		if (field(b, fo, pp->frame_owner, span, &w)) {
 			st->err = 1;
 			return 1;
 		}
@@ -217,19 +262,19 @@ static long py_step(__u32 i, void *data)
 			return 0;
 		}
 	}
-	if (field(b, pp->frame_code, span, &code) || field(b, pp->frame_instr, span, &w)) {
+	if (field(b, fo, pp->frame_code, span, &code) || field(b, fo, pp->frame_instr, span, &w)) {
 		st->err = 1;
 		return 1;
 	}
 	code &= ~7ULL; /* 3.14 tags f_executable's low bits; objects are 8-aligned */
-	if (pp->frame_globals >= 0 && !(code >> 48) && !field(b, pp->frame_globals, span, &g))
+	if (pp->frame_globals >= 0 && !(code >> 48) && !field(b, fo, pp->frame_globals, span, &g))
 		tag = PYCODE_TAG(g);
 	if (pp->model == PY_MODEL_FRAMEOBJ) {
 		raw = (__u32)w;		 /* int f_lasti */
 		flags = PYFRAME_F_ENTRY; /* one eval call per frame object */
 	} else {
 		raw = w;
-		if (pp->frame_is_entry >= 0 && !field(b, pp->frame_is_entry, span, &w) &&
+		if (pp->frame_is_entry >= 0 && !field(b, fo, pp->frame_is_entry, span, &w) &&
 		    (w & 0xff))
 			flags = PYFRAME_F_ENTRY;
 	}
@@ -408,6 +453,14 @@ __noinline int python_frames(struct prof_sample *s, __u32 base)
 	if (st.pp->model == PY_MODEL_CFRAME && p && py_read(p + st.pp->cframe_current, &p))
 		goto fail;
 	st.frame = p;
+	{
+		__u32 zero = 0;
+
+		/* empty: what is there is another walk's, maybe another process's */
+		st.win = bpf_map_lookup_elem(&pyframe, &zero);
+		if (st.win)
+			st.win->len = 0;
+	}
 	if (st.pp->code_read) {
 		__u32 zero = 0;
 
@@ -420,6 +473,10 @@ __noinline int python_frames(struct prof_sample *s, __u32 base)
 		st.gen = st.pp->snap_gen;
 		st.epoch = st.pp->snap_epoch;
 	}
+	st.n = opaque_zero_var; /* 0, unknown to the verifier (see there) */
+	st.last = opaque_zero_var;
+	st.err = opaque_zero_var;
+	st.full = opaque_zero_var;
 	bpf_loop(MAX_PYSTACK + 1, py_step, &st, 0);
 	/* before the sample is output: a snapshot always precedes its first sample */
 	if (st.cache) {

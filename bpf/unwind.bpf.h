@@ -282,7 +282,7 @@ static __always_inline void stack_window_reset(void)
 
 static __always_inline long unwind_fail(struct ustate *st, __u32 counter)
 {
-	count(counter);
+	count_var(counter);
 	st->stop = UNW_FAIL;
 	return 1;
 }
@@ -294,19 +294,41 @@ static __always_inline long unwind_fail(struct ustate *st, __u32 counter)
  * uses RBP as a general register would otherwise send the walk to garbage.
  * Returns 0, or -1 with the registers untouched.
  */
-static __always_inline int fp_try(struct ustate *st)
+struct fpregs {
+	__u64 ip, sp, bp;
+};
+
+/*
+ * A global function: inlined, its checks multiplied the states the verifier
+ * carries through every unwind_step path that may fall back to it (the
+ * unwinder was two thirds of the CPU object's verification, the bulk of
+ * -a's start-up).
+ */
+__noinline int fp_try_regs(struct bpf_proc_unwind *info, struct fpregs *r)
 {
 	__u64 ra, bp;
 
-	if (!st->bp || st->bp < st->sp || st->bp - st->sp > (1 << 20))
+	if (!info || !r || !r->bp || r->bp < r->sp || r->bp - r->sp > (1 << 20))
 		return -1;
-	if (read_stack(st->bp + 8, &ra) || read_stack(st->bp, &bp))
+	if (read_stack(r->bp + 8, &ra) || read_stack(r->bp, &bp))
 		return -1;
-	if (!find_umap(st->info, ra))
+	if (!find_umap(info, ra))
 		return -1;
-	st->sp = st->bp + 16;
-	st->bp = bp;
-	st->ip = ra;
+	r->sp = r->bp + 16;
+	r->bp = bp;
+	r->ip = ra;
+	return 0;
+}
+
+static __always_inline int fp_try(struct ustate *st)
+{
+	struct fpregs r = { .ip = st->ip, .sp = st->sp, .bp = st->bp };
+
+	if (fp_try_regs(st->info, &r))
+		return -1;
+	st->sp = r.sp;
+	st->bp = r.bp;
+	st->ip = r.ip;
 	st->exact_ip = false;
 	return 0;
 }
@@ -580,6 +602,10 @@ static __always_inline int unwind_user(const struct uregs *r, __u32 tgid, __u64 
 	st.ip = r->ip;
 	st.sp = r->sp;
 	st.bp = r->bp;
+	st.n = opaque_zero_var; /* 0, unknown to the verifier (see there) */
+	st.stop = opaque_zero_var;
+	st.stale = opaque_zero_var;
+	st.heuristic = opaque_zero_var & 1;
 	bpf_loop(MAX_USTACK + 1, unwind_step, &st, 0);
 	if (st.stop == UNW_FULL)
 		*flags |= SAMPLE_F_USTACK_TRUNC;

@@ -268,7 +268,8 @@ enum cuda_counter {
 	X(CNT_UNW_FP_FALLBACK, "unwind: frame-pointer steps", 0,                                  \
 	  "frames reached by a validated frame-pointer step where the tables had no row")         \
 	X(CNT_UNW_BAD_FP, "unwind: bad frame pointer", 1,                                         \
-	  "a file without CFI whose RBP is no frame pointer (below SP, or no code at [RBP+8])")
+	  "a file without CFI whose RBP is no frame pointer (below SP, or no code at [RBP+8])")   \
+	X(CNT_SAMPLE_NS, "sample ns", 0, "BPF time spent on recorded samples (timed with -v only)")
 
 enum bpf_counter {
 	BPF_COUNTERS(COUNTER_ENUM) CNT__MAX
@@ -476,6 +477,59 @@ struct pycode_seen_key {
 };
 #define PYCODE_TAG(g) ((__u16)(((g) >> 4) ^ ((g) >> 20) ^ ((g) >> 36)))
 _Static_assert(sizeof(struct pycode_seen_key) == 16, "pycode_seen_key layout");
+
+/*
+ * -v: a histogram of the BPF time of walked samples (the sample_hist map),
+ * log-linear: below 16 ns one bucket per ns, then 16 buckets per power of
+ * two (6% wide), so that a median can be quoted, which the few samples
+ * that build a new process's state or miss every cache do not move.
+ */
+#define SAMPLE_HIST_SUB	    16
+#define SAMPLE_HIST_BUCKETS 512
+
+/* The bucket of ns, and the first ns of bucket b. */
+static inline __u32 sample_hist_bucket(__u64 ns)
+{
+	__u32 l = 0;
+	__u64 v = ns;
+
+	if (ns < SAMPLE_HIST_SUB)
+		return ns;
+	if (v >> 32) {
+		v >>= 32;
+		l += 32;
+	}
+	if (v >> 16) {
+		v >>= 16;
+		l += 16;
+	}
+	if (v >> 8) {
+		v >>= 8;
+		l += 8;
+	}
+	if (v >> 4) {
+		v >>= 4;
+		l += 4;
+	}
+	if (v >> 2) {
+		v >>= 2;
+		l += 2;
+	}
+	if (v >> 1)
+		l += 1;
+	/* l >= 4: ns in [2^l, 2^(l+1)), 16 buckets of 2^(l-4) */
+	l = SAMPLE_HIST_SUB * (l - 3) + ((ns >> (l - 4)) & (SAMPLE_HIST_SUB - 1));
+	return l < SAMPLE_HIST_BUCKETS ? l : SAMPLE_HIST_BUCKETS - 1;
+}
+
+static inline __u64 sample_hist_floor(__u32 b)
+{
+	__u32 l = b / SAMPLE_HIST_SUB + 3;
+
+	if (b < SAMPLE_HIST_SUB)
+		return b;
+	return (__u64)(SAMPLE_HIST_SUB + b % SAMPLE_HIST_SUB) << (l - 4);
+}
 
 /* A frame's fields are read in one copy of at most this many bytes. */
 #define PYFRAME_SPAN 128

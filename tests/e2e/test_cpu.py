@@ -46,6 +46,26 @@ def test_command_split(tmp_path):
     assert {f[0] for f, _ in stacks} == {"cpu_split"}
 
 
+def test_verbose_bpf_cost_per_walked_sample(tmp_path):
+    """-v times each walked sample in BPF: a mean, a median and a 90th
+    percentile over as many samples as the counters say were walked (events
+    less filtered and idle), and the time is in the counters line."""
+    out = tmp_path / "run.folded"
+    r = run(["-v", "-F", "999", "-o", str(out), "--", workload("cpu_split"), "2"])
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"^bpfprof: BPF: (\d+) ns per walked sample, median (\d+) ns, "
+                  r"90th percentile (\d+) ns \((\d+) samples timed in BPF", r.stderr, re.M)
+    assert m, r.stderr
+    mean, med, p90, n = map(int, m.groups())
+    assert n > 100 and 0 < med <= p90, m.group(0)
+    assert 0 < mean < 10**7, m.group(0)  # under 10 ms a sample: ns, not garbage
+    c = re.search(r"^bpfprof: counters: (.*)$", r.stderr, re.M)
+    assert c, r.stderr
+    cnt = {k: int(v) for k, v in re.findall(r"bpf ([a-z: ]+?) (\d+)(?:,|$)", c.group(1))}
+    assert cnt["events"] - cnt.get("filtered", 0) - cnt.get("idle", 0) == n, (cnt, n)
+    assert abs(cnt["sample ns"] / n - mean) <= 1, (cnt, mean)
+
+
 def test_pid_split(tmp_path):
     out = tmp_path / "run.folded"
     w = subprocess.Popen([workload("cpu_split"), "--wait-stdin", "5"], stdin=subprocess.PIPE,

@@ -95,6 +95,33 @@ static void test_cut_never_overruns(void **state)
 	assert_int_equal(buf[30], 'x'); /* nothing written past len */
 }
 
+/* -v's histogram of sample times: every ns has one bucket, and buckets tile the line in order. */
+static void test_sample_hist_buckets(void **state)
+{
+	static const __u64 probe[] = { 0,   1,	 15,   16,   17,    31,		32,   33,
+				       100, 999, 1000, 2100, 65535, 1ull << 33, ~0ull };
+
+	(void)state;
+	for (__u32 b = 0; b + 1 < SAMPLE_HIST_BUCKETS; b++) {
+		__u64 lo = sample_hist_floor(b), hi = sample_hist_floor(b + 1);
+
+		assert_true(lo < hi);
+		assert_int_equal(sample_hist_bucket(lo), b);
+		assert_int_equal(sample_hist_bucket(hi - 1), b);
+		/* 16 buckets per power of two: at most 1/16 of the value wide */
+		assert_true(b < SAMPLE_HIST_SUB || (hi - lo) * SAMPLE_HIST_SUB <= lo);
+	}
+	for (size_t i = 0; i < sizeof(probe) / sizeof(probe[0]); i++) {
+		__u32 b = sample_hist_bucket(probe[i]);
+
+		assert_true(b < SAMPLE_HIST_BUCKETS);
+		assert_true(sample_hist_floor(b) <= probe[i]);
+		if (b + 1 < SAMPLE_HIST_BUCKETS)
+			assert_true(probe[i] < sample_hist_floor(b + 1));
+	}
+	assert_int_equal(sample_hist_bucket(~0ull), SAMPLE_HIST_BUCKETS - 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -102,6 +129,7 @@ int main(void)
 		cmocka_unit_test(test_losses_only),
 		cmocka_unit_test(test_families_append),
 		cmocka_unit_test(test_cut_never_overruns),
+		cmocka_unit_test(test_sample_hist_buckets),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

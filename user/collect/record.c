@@ -638,6 +638,7 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 	REC_SET_COMMON_RODATA(r->skel->rodata);
 	r->skel->rodata->want_kernel = !env.no_kernel;
 	r->skel->rodata->want_user = !env.no_user;
+	r->skel->rodata->time_samples = log_level >= 2;
 	if (env.no_python || env.no_user) {
 		bpf_map__set_max_entries(r->skel->maps.py_procs, 1);
 		bpf_map__set_max_entries(r->skel->maps.py_threads, 1);
@@ -767,6 +768,37 @@ static void format_counters(struct recorder *r, char *buf, size_t len, bool loss
 uint64_t rec__counter(struct recorder *r, enum bpf_counter c)
 {
 	return bpfmap__percpu_counter(bpf_map__fd(r->skel->maps.counters), c);
+}
+
+/*
+ * The median and 90th percentile of the walked samples' BPF time, from the
+ * sample_hist buckets (linear within a bucket).
+ */
+static void sample_hist_quantiles(int fd, double *med, double *p90)
+{
+	static uint64_t h[SAMPLE_HIST_BUCKETS];
+	uint64_t n = 0, acc = 0;
+	double want[2], *out[2] = { med, p90 };
+	uint32_t q = 0;
+
+	for (uint32_t b = 0; b < SAMPLE_HIST_BUCKETS; b++) {
+		h[b] = bpfmap__percpu_counter(fd, b);
+		n += h[b];
+	}
+	if (!n)
+		return;
+	want[0] = n * 0.5;
+	want[1] = n * 0.9;
+	for (uint32_t b = 0; b < SAMPLE_HIST_BUCKETS && q < 2; b++) {
+		double lo = sample_hist_floor(b);
+		double hi = b + 1 < SAMPLE_HIST_BUCKETS ? sample_hist_floor(b + 1) : lo;
+
+		while (q < 2 && h[b] && acc + h[b] >= want[q]) {
+			*out[q] = lo + (hi - lo) * (want[q] - acc) / h[b];
+			q++;
+		}
+		acc += h[b];
+	}
 }
 
 static size_t count_processes(const struct stacks *st);
@@ -1143,6 +1175,25 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			struct bpf_prog_info info = { 0 };
 			uint32_t len = sizeof(info);
 
+			int cfd = bpf_map__fd(r->skel->maps.counters);
+			uint64_t runs = bpfmap__percpu_counter(cfd, CNT_SAMPLES);
+			uint64_t left = bpfmap__percpu_counter(cfd, CNT_FILTERED) +
+					bpfmap__percpu_counter(cfd, CNT_IDLE);
+			uint64_t walked = runs > left ? runs - left : 0;
+
+			/* the cost figures tools/cost.sh and tools/bench.sh quote */
+			if (walked) {
+				double med = 0, p90 = 0;
+
+				sample_hist_quantiles(bpf_map__fd(r->skel->maps.sample_hist), &med,
+						      &p90);
+				pr_verbose("BPF: %.0f ns per walked sample, median %.0f ns, 90th "
+					   "percentile %.0f ns (%llu samples timed in BPF; every "
+					   "stack walk and the output included)",
+					   (double)bpfmap__percpu_counter(cfd, CNT_SAMPLE_NS) /
+						   walked,
+					   med, p90, (unsigned long long)walked);
+			}
 			if (!bpf_obj_get_info_by_fd(bpf_program__fd(r->skel->progs.on_cpu_sample),
 						    &info, &len) &&
 			    info.run_cnt)
