@@ -12,6 +12,8 @@ PACKAGES=(
 	protobuf-c-compiler libprotobuf-c-dev make gcc g++ binutils pkg-config
 	# --upload (Pyroscope HTTP ingest)
 	libcurl4-openssl-dev
+	# native source lines (DWARF) through elfutils' libdw
+	libdw-dev
 	# pprof's profile.proto (build) and go tool pprof (tests)
 	golang-go golang-github-google-pprof-dev
 	# tests
