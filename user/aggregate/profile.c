@@ -22,6 +22,7 @@ struct profile_priv {
 struct frame_key {
 	const char *name;
 	const char *func;
+	const char *sysname;
 	const char *file;
 	uint32_t line;
 	uint32_t start_line;
@@ -228,7 +229,8 @@ int profile__add_frame(struct profile *p, const struct pframe *f)
 	if (intern_opt(p, f->name ? f->name : "[unknown]", &key.name) ||
 	    intern_opt(p, f->file, &key.file))
 		return -ENOMEM;
-	if (f->func && intern_opt(p, f->func, &key.func))
+	if ((f->func && intern_opt(p, f->func, &key.func)) ||
+	    (f->sysname && intern_opt(p, f->sysname, &key.sysname)))
 		return -ENOMEM;
 	key.line = f->line;
 	key.start_line = f->start_line;
@@ -253,6 +255,7 @@ int profile__add_frame(struct profile *p, const struct pframe *f)
 	memset(dst, 0, sizeof(*dst));
 	dst->name = key.name;
 	dst->func = key.func ? key.func : key.name;
+	dst->sysname = key.sysname ? key.sysname : dst->func;
 	dst->file = key.file;
 	dst->line = key.line;
 	dst->start_line = key.start_line;

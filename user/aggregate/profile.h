@@ -38,10 +38,12 @@ struct pmapping {
 
 /* One distinct frame. Interned: a sample refers to frames by index. */
 struct pframe {
-	const char *name;    /* display name per DESIGN.md "Frame naming" (folded, svg, chrome) */
-	const char *func;    /* the function alone, no location (pprof Function.name); NULL: name */
-	const char *file;    /* source file, full path, or NULL */
-	uint32_t line;	     /* source line, or 0 */
+	const char *name; /* display name per DESIGN.md "Frame naming" (folded, svg, chrome) */
+	const char *func; /* the function alone, no location (pprof Function.name); NULL: name */
+	const char
+		*sysname; /* pprof Function.system_name, e.g. "json.decoder.<module>"; NULL: func */
+	const char *file; /* source file, full path, or NULL */
+	uint32_t line;	  /* source line, or 0 */
 	uint32_t start_line; /* first line of the function, or 0 */
 	uint32_t kind;	     /* enum frame_kind */
 	int32_t mapping;     /* index into profile.mappings, or -1 */

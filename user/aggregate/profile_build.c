@@ -27,6 +27,7 @@ struct builder {
 	const char *eval_name; /* the interned "_PyEval_EvalFrameDefault", once seen */
 	uint32_t cv;	       /* build_opts.count_value */
 	const struct build_opts *o;
+	char sysbuf[512]; /* a Python frame's dotted name, until profile__add_frame copies it */
 };
 
 #define UNRESOLVED_BIT	  (1ULL << 63)
@@ -210,10 +211,29 @@ const char *profile__short_path(const char *file)
 	return p == base ? base + 1 : p;
 }
 
+/*
+ * Python's dotted name of a function: its file's short path as a module
+ * ("torch/autograd/__init__.py" -> "torch.autograd"), then the qualname.
+ * Also what keeps pprof from taking "<module>" for a C++ template argument:
+ * it leaves a name alone that differs from its system name.
+ */
+static void dotted_name(char *buf, size_t len, const char *shortp, const char *qualname)
+{
+	size_t n = strlen(shortp), i, o = 0;
+
+	if (n > 3 && !strcmp(shortp + n - 3, ".py"))
+		n -= 3;
+	if (n >= 9 && !strncmp(shortp + n - 9, "/__init__", 9))
+		n -= 9;
+	for (i = 0; i < n && o + 1 < len; i++)
+		buf[o++] = shortp[i] == '/' ? '.' : shortp[i];
+	snprintf(buf + o, len - o, "%s%s", o ? "." : "", qualname);
+}
+
 static int python_frame(struct builder *b, const struct sframe *f, struct pframe *pf, char *buf,
 			size_t len, bool *unresolved)
 {
-	const char *qualname, *file;
+	const char *qualname, *file, *shortp;
 	uint32_t line;
 
 	pf->kind = FRAME_PYTHON;
@@ -224,9 +244,12 @@ static int python_frame(struct builder *b, const struct sframe *f, struct pframe
 		*unresolved = true;
 		return 0;
 	}
-	snprintf(buf, len, "%s (%s:%u)", qualname, profile__short_path(file), line);
+	shortp = profile__short_path(file);
+	snprintf(buf, len, "%s (%s:%u)", qualname, shortp, line);
+	dotted_name(b->sysbuf, sizeof(b->sysbuf), shortp, qualname);
 	pf->name = buf;
 	pf->func = qualname;
+	pf->sysname = b->sysbuf;
 	pf->file = file;
 	pf->line = line;
 	pf->start_line = pytrack__first_line(b->py, f->addr);

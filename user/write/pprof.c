@@ -235,7 +235,7 @@ static uint64_t function_id(struct pprof_ctx *c, const struct pframe *f, int *er
 	perftools__profiles__function__init(fn);
 	fn->id = c->nfns + 1;
 	fn->name = key[0];
-	fn->system_name = key[0];
+	fn->system_name = f->sysname ? str_index(c, f->sysname, err) : key[0];
 	fn->filename = key[1];
 	fn->start_line = f->start_line;
 	c->fn_ptrs[c->nfns++] = fn;
