@@ -66,7 +66,8 @@ static int kernel_frame(struct builder *b, const struct sframe *f, bool caller, 
 	{
 		struct pmapping m = { .path = "[kernel.kallsyms]",
 				      .start = f->addr,
-				      .limit = f->addr + 1 };
+				      .limit = f->addr + 1,
+				      .flags = *unresolved ? PMAP_UNNAMED : 0 };
 
 		pf->mapping = profile__add_mapping(b->p, &m);
 	}

@@ -81,7 +81,12 @@ int dwlines__open(struct dwlines **out, int fd)
 		dwlines__free(d);
 		return -ENOENT;
 	}
-	d->bytes = sizeof(*d) + debug_bytes(d->elf);
+	/*
+	 * What it holds is about twice the debug sections: libdw's CU, abbrev
+	 * and line tables come on top (a Python pprof run, libc + libpython +
+	 * ld.so: 28 MB of sections, peak RSS 48 MB above the folded run's).
+	 */
+	d->bytes = sizeof(*d) + 2 * debug_bytes(d->elf);
 	*out = d;
 	return 0;
 }

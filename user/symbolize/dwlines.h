@@ -3,8 +3,8 @@
  * dwlines: source file and line of a native address, from the DWARF of an
  * ELF file (the binary itself or its separate debug file, elfsym__dwarf_fd)
  * through elfutils' libdw. One per object, opened on the first lookup; what
- * it holds is the debug sections libdw read (decompressed), reported by
- * dwlines__bytes for the memory budget.
+ * it holds (the debug sections libdw read, decompressed, and its tables) is
+ * reported by dwlines__bytes for the memory budget.
  */
 #ifndef BPFPROF_DWLINES_H
 #define BPFPROF_DWLINES_H
@@ -17,7 +17,7 @@ struct dwlines;
 /* Read the DWARF of the ELF file open at fd; the fd becomes dwlines' own. Returns 0 or -errno. */
 int dwlines__open(struct dwlines **out, int fd);
 void dwlines__free(struct dwlines *d);
-/* Bytes of debug sections it holds. */
+/* Bytes it holds, about: twice its debug sections (libdw's tables on top of them). */
 size_t dwlines__bytes(const struct dwlines *d);
 
 struct dwline {
