@@ -9,7 +9,7 @@ import tempfile
 
 import pytest
 
-from conftest import count_with, have, parse_folded, run, total, workload
+from conftest import WORKLOADS, count_with, have, parse_folded, run, total, workload
 
 pytestmark = pytest.mark.skipif(not have("go"), reason="go (golang-go) not installed")
 
@@ -272,16 +272,26 @@ def test_native_lines_option(tmp_path):
     assert "work_a" in frames and not any("split.h" in f for f in frames)
 
 
-@pytest.mark.parametrize("mode", ["cpu", "alloc", "off-cpu"])
+FAKE_CUDA = os.path.join(WORKLOADS, "cuda", "libcuda.so.1")
+
+
+@pytest.mark.parametrize("mode", ["cpu", "alloc", "off-cpu", "cuda"])
 def test_pprof_two_decoders_agree(tmp_path, mode):
     """go tool pprof and the npm pprof-format decoder read the same profile: same
     sample types and totals; every id a sample or Line uses is defined; Python frames
     are Functions named without a location, native ones sit in a mapping."""
     script = os.path.join(PYDIR, {"cpu": "split.py", "alloc": "alloc.py",
-                                  "off-cpu": "offcpu_split.py"}[mode])
-    args = {"cpu": ["2"], "alloc": ["32", "64"], "off-cpu": ["2"]}[mode]
+                                  "off-cpu": "offcpu_split.py",
+                                  "cuda": "cuda_launch.py"}[mode])
+    args = {"cpu": ["2"], "alloc": ["32", "64"], "off-cpu": ["2"],
+            "cuda": [FAKE_CUDA, "2000", "500", "1", "0"]}[mode]
+    opts = [f"--{mode}"]
+    if mode == "cuda":
+        if not os.path.exists(FAKE_CUDA):
+            pytest.skip("no fake libcuda (CUDA toolkit headers missing)")
+        opts += ["--cuda-lib", FAKE_CUDA]
     pb = tmp_path / "p.pb.gz"
-    r = run([f"--{mode}", "-o", str(pb), "--", sys.executable, script] + args, timeout=180)
+    r = run(opts + ["-o", str(pb), "--", sys.executable, script] + args, timeout=180)
     assert r.returncode == 0, r.stderr
     d = decode(pb)
     raw = go_pprof("-raw", str(pb))
@@ -313,3 +323,9 @@ def test_pprof_two_decoders_agree(tmp_path, mode):
     # native frames of the interpreter sit in a mapping with a real range
     native = [l for l in d["locations"] if l["mapping"]]
     assert native and all(l["address"] for l in native)
+    if mode == "cuda":
+        # the kernel leaf is a Function of its own, under its Python caller
+        kern = [f for f in d["functions"] if f["name"].startswith("[cuda] vector_add")]
+        assert len(kern) == 1, [f["name"] for f in d["functions"] if "cuda" in f["name"]]
+        fwd = [f for f in py if f["name"] == "forward"]
+        assert fwd and fwd[0]["startLine"] == defs["forward"], fwd
