@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -140,14 +141,45 @@ static int build_header(struct pprof_ctx *c)
 }
 
 /*
+ * How much of the default value each mapping's code is on the stack of
+ * (each sample counted once per mapping): w[mapping index].
+ */
+static int mapping_weights(const struct profile *p, uint64_t *w)
+{
+	uint32_t *seen = calloc(p->nmappings, sizeof(*seen));
+	uint32_t dv = p->default_value < p->nvalues ? p->default_value : 0;
+
+	if (!seen)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct psample *s = &p->samples[i];
+		int64_t v = s->values[dv] > 0 ? s->values[dv] : 0;
+
+		for (uint32_t j = 0; j < s->nframes; j++) {
+			int32_t m = p->frames[s->frames[j]].mapping;
+
+			if (m < 0 || (size_t)m >= p->nmappings || seen[m] == i + 1)
+				continue;
+			seen[m] = (uint32_t)(i + 1);
+			w[m] += (uint64_t)v;
+		}
+	}
+	free(seen);
+	return 0;
+}
+
+/*
  * The main executable's mapping comes first (pprof takes mapping 1 for the
  * program: its "File:" header, its symbolization): programs before
- * libraries, each group in the order the profile met them.
+ * libraries, the program most of the profile ran in first (a pyenv shim's
+ * bash before exec'ing python is a program too), the rest in the order the
+ * profile met them.
  */
 static int build_mappings(struct pprof_ctx *c)
 {
 	const struct profile *p = c->p;
-	size_t i, k = 0, n = p->nmappings;
+	size_t i, k = 0, n = p->nmappings, best = n;
+	uint64_t *w;
 	int err = 0, pass;
 
 	if (!n)
@@ -155,14 +187,23 @@ static int build_mappings(struct pprof_ctx *c)
 	c->maps = calloc(n, sizeof(*c->maps));
 	c->map_ptrs = calloc(n, sizeof(*c->map_ptrs));
 	c->map_id = calloc(n, sizeof(*c->map_id));
-	if (!c->maps || !c->map_ptrs || !c->map_id)
+	w = calloc(n, sizeof(*w));
+	if (!c->maps || !c->map_ptrs || !c->map_id || !w || mapping_weights(p, w)) {
+		free(w);
 		return -ENOMEM;
-	for (pass = 0; pass < 2; pass++) {
+	}
+	for (i = 0; i < n; i++)
+		if ((p->mappings[i].flags & PMAP_MAIN) && (best == n || w[i] > w[best]))
+			best = i;
+	free(w);
+	for (pass = 0; pass < 3; pass++) {
 		for (i = 0; i < n; i++) {
 			const struct pmapping *m = &p->mappings[i];
 			PbMapping *pm = &c->maps[k];
+			bool is_main = m->flags & PMAP_MAIN;
 
-			if ((int)!(m->flags & PMAP_MAIN) != pass)
+			if ((pass == 0 && i != best) || (pass == 1 && (i == best || !is_main)) ||
+			    (pass == 2 && is_main))
 				continue;
 			perftools__profiles__mapping__init(pm);
 			pm->id = k + 1;
