@@ -75,7 +75,10 @@ static void test_own_lines(void **state)
 	dfd = elfsym__dwarf_fd(fd, NULL, NULL);
 	close(fd);
 	assert_true(dfd >= 0);
-	assert_int_equal(dwlines__open(&d, dfd), 0);
+	/* more than the limit would be held: refused before libdw reads it */
+	assert_int_equal(dwlines__open(&d, fcntl(dfd, F_DUPFD_CLOEXEC, 0), 4096), -EFBIG);
+	assert_null(d);
+	assert_int_equal(dwlines__open(&d, dfd, 0), 0);
 	assert_true(dwlines__bytes(d) > 0);
 
 	assert_int_equal(dwlines__lookup(d, (uint64_t)(uintptr_t)&probe - load_bias, &dl), 0);

@@ -405,7 +405,8 @@ int objtab__lines(struct objtab *t, struct objfile *o, uint64_t vaddr, struct dw
 		dfd = elfsym__dwarf_fd(fd, o->path[0] == '/' ? o->path : NULL, &opts);
 		if (fd != o->fd)
 			close(fd);
-		err = dfd < 0 ? dfd : dwlines__open(&o->dw, dfd);
+		/* one object may take half the budget, no more */
+		err = dfd < 0 ? dfd : dwlines__open(&o->dw, dfd, membudget__get() / 2);
 		if (err) {
 			if (err != -ENOMEM)
 				o->lines_err = err;

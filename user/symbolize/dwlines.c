@@ -55,7 +55,36 @@ static size_t debug_bytes(Elf *elf)
 	return n;
 }
 
-int dwlines__open(struct dwlines **out, int fd)
+/*
+ * What the debug sections will take once read, decompressed sizes from
+ * their compression headers: a small file may claim gigabytes.
+ */
+static uint64_t debug_size(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	uint64_t n = 0;
+	const char *name;
+	GElf_Chdr ch;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!name || (strncmp(name, ".debug_", 7) && strncmp(name, ".zdebug_", 8)))
+			continue;
+		if ((sh.sh_flags & SHF_COMPRESSED) && gelf_getchdr(scn, &ch))
+			n += ch.ch_size;
+		else
+			n += sh.sh_size;
+	}
+	return n;
+}
+
+int dwlines__open(struct dwlines **out, int fd, uint64_t max)
 {
 	struct dwlines *d;
 
@@ -75,6 +104,11 @@ int dwlines__open(struct dwlines **out, int fd)
 	if (!d->elf || elf_kind(d->elf) != ELF_K_ELF) {
 		dwlines__free(d);
 		return -ENOEXEC;
+	}
+	/* refused before libdw reads (and inflates) anything: held, it would count twice */
+	if (max && 2 * debug_size(d->elf) > max) {
+		dwlines__free(d);
+		return -EFBIG;
 	}
 	d->dw = dwarf_begin_elf(d->elf, DWARF_C_READ, NULL);
 	if (!d->dw) {

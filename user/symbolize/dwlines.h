@@ -14,8 +14,12 @@
 
 struct dwlines;
 
-/* Read the DWARF of the ELF file open at fd; the fd becomes dwlines' own. Returns 0 or -errno. */
-int dwlines__open(struct dwlines **out, int fd);
+/*
+ * Read the DWARF of the ELF file open at fd; the fd becomes dwlines' own.
+ * max: -EFBIG, before reading them, when the debug sections (decompressed
+ * sizes) would take more than max bytes held (0: no limit). Returns 0 or -errno.
+ */
+int dwlines__open(struct dwlines **out, int fd, uint64_t max);
 void dwlines__free(struct dwlines *d);
 /* Bytes it holds, about: twice its debug sections (libdw's tables on top of them). */
 size_t dwlines__bytes(const struct dwlines *d);
