@@ -12,10 +12,14 @@ PACKAGES=(
 	protobuf-c-compiler libprotobuf-c-dev make gcc g++ binutils pkg-config
 	# --upload (Pyroscope HTTP ingest)
 	libcurl4-openssl-dev
+	# native source lines (DWARF) through elfutils' libdw
+	libdw-dev
 	# pprof's profile.proto (build) and go tool pprof (tests)
 	golang-go golang-github-google-pprof-dev
 	# tests
 	libcmocka-dev python3-pytest xz-utils
+	# tests: node and npm, for the second pprof decoder (npm pprof-format, below)
+	nodejs
 	# tests: libFuzzer and the ASan/UBSan runtimes (make fuzz, make test SANITIZE=1),
 	# llvm-symbolizer for their reports
 	libclang-rt-14-dev llvm-14
@@ -40,6 +44,17 @@ PACKAGES=(
 	libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 heaptrack
 )
 
+# npm packages the tests use, pinned by their lock files; fetched once (npm ci)
+npm_deps() {
+	local here dir
+	here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	for dir in "$here/tests/e2e/pprof-format"; do
+		[[ -d $dir/node_modules ]] && continue
+		echo "install-deps: npm ci in ${dir#"$here"/}"
+		(cd "$dir" && npm ci --no-audit --no-fund)
+	done
+}
+
 missing=()
 for p in "${PACKAGES[@]}"; do
 	status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
@@ -50,6 +65,7 @@ command -v npm >/dev/null || missing+=(npm)
 
 if ((${#missing[@]} == 0)); then
 	echo "install-deps: all ${#PACKAGES[@]} packages already installed"
+	npm_deps
 	exit 0
 fi
 
@@ -62,3 +78,4 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
+npm_deps

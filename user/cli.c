@@ -848,6 +848,10 @@ static const struct cli_opt opts[] = {
 	{ "per-container", 0, NULL, S_OPTIONS, &env.per_container, NULL,
 	  "root frame: the short container id (12 digits), or the cgroup path of tasks in no "
 	  "container" },
+	{ "native-lines", 0, NULL, S_OPTIONS, &env.native_lines, NULL,
+	  "native frames named 'func (file.c:LINE)' in folded, svg and chrome output, from DWARF "
+	  "(the binary or its debug file); a pprof has them in any case, but in --continuous "
+	  "mode only with this option" },
 	{ "no-kernel", 0, NULL, S_OPTIONS, &env.no_kernel, NULL, "leave out kernel frames" },
 	{ "no-user", 0, NULL, S_OPTIONS, &env.no_user, NULL, "leave out user-space frames" },
 	{ "no-python", 0, NULL, S_OPTIONS, &env.no_python, NULL,

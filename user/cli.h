@@ -55,6 +55,7 @@ struct env {
 	enum out_format format;
 	bool per_pid;
 	bool per_thread;
+	bool native_lines; /* --native-lines: source lines in native frame names */
 	bool no_kernel;
 	bool no_user;
 	bool no_python;

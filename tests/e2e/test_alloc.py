@@ -45,8 +45,9 @@ def go_pprof(*args):
     return r.stdout
 
 
-def pprof_samples(path):
-    """`go tool pprof -raw`: (value type names, [(values, functions leaf first, labels)])."""
+def pprof_samples(path, full=False):
+    """`go tool pprof -raw`: (value type names, [(values, functions leaf first, labels)]).
+    full: each function as (name, file, line, start line), from its Location's Line."""
     raw = go_pprof("-raw", str(path))
     lines = raw.splitlines()
     i = lines.index("Samples:")
@@ -64,10 +65,12 @@ def pprof_samples(path):
             for k, v in re.findall(r"(\w+):\[([^\]]*)\]", l):
                 cur[2][k] = v
     for l in lines[lines.index("Locations") + 1:]:
-        # "ID: 0xADDR [M=N] NAME FILE:LINE s=0", FILE empty for native frames
-        m = re.match(r"^\s+(\d+): 0x[0-9a-f]+ (?:M=\d+ )?(.*) \S*:\d+ s=\d+", l)
+        # "ID: 0xADDR [M=N] NAME FILE:LINE s=START[(SYSTEM NAME)]", FILE empty where
+        # unknown, the system name where it differs (Python: "module.qualname")
+        m = re.match(r"^\s+(\d+): 0x[0-9a-f]+ (?:M=\d+ )?(.*?) (\S*):(\d+) s=(\d+)(?:\(.*\))?$", l)
         if m:
-            locs[int(m.group(1))] = m.group(2)
+            name, file, line, start = m.group(2), m.group(3), int(m.group(4)), int(m.group(5))
+            locs[int(m.group(1))] = (name, file, line, start) if full else name
     return types, [(v, [locs.get(x, "?") for x in ids], lab) for v, ids, lab in samples]
 
 
@@ -281,11 +284,16 @@ def test_python_function_attribution(tmp_path, python):
     pb = tmp_path / "py.pb.gz"
     r = run(["--alloc", "-o", str(pb), "--", python, os.path.join(PYDIR, "alloc.py"), "128", "256"])
     assert r.returncode == 0, r.stderr
-    types, samples = pprof_samples(pb)
+    types, samples = pprof_samples(pb, full=True)
+    script = os.path.join(PYDIR, "alloc.py")
+
+    def py(f, fn):
+        # the function alone in its name, the script's full path as its file
+        return f[0] == fn and os.path.realpath(f[1]) == os.path.realpath(script)
 
     def under(vtype, fn):
         i = types.index(vtype)
-        return sum(v[i] for v, fns, _ in samples if any(f.startswith(fn + " (alloc.py:") for f in fns))
+        return sum(v[i] for v, fns, _ in samples if any(py(f, fn) for f in fns))
 
     keep = under("inuse_space", "keep_buffers")
     assert within(keep, 128 * MIB, 0.12), (keep, r.stderr)
@@ -293,10 +301,13 @@ def test_python_function_attribution(tmp_path, python):
     assert within(churn, 256 * MIB, 0.12), (churn, r.stderr)
     assert under("inuse_space", "churn_buffers") <= 2 * MIB  # at most the last, if sampled late
     # the Python frame sits above the native allocation path, with its line
-    keep_frames = [fns for v, fns, _ in samples if any(f.startswith("keep_buffers") for f in fns)]
-    lines = {f for fns in keep_frames for f in fns if f.startswith("keep_buffers")}
-    want = [n for n, l in enumerate(open(os.path.join(PYDIR, "alloc.py")), 1) if "LINE:keep" in l]
-    assert lines == {f"keep_buffers (alloc.py:{want[0]})"}, lines
+    keep_frames = [fns for v, fns, _ in samples if any(py(f, "keep_buffers") for f in fns)]
+    lines = {f[2:] for fns in keep_frames for f in fns if py(f, "keep_buffers")}
+    src = open(script).read().splitlines()
+    want = [n for n, l in enumerate(src, 1) if "LINE:keep" in l]
+    first = [n for n, l in enumerate(src, 1) if l.startswith("def keep_buffers")]
+    # Line.line the allocating line, Function.start_line the def (co_firstlineno)
+    assert lines == {(want[0], first[0])}, lines
 
 
 def test_cpu_and_alloc_together(tmp_path):
@@ -460,7 +471,7 @@ def test_python_peak_space(tmp_path):
     assert r.returncode == 0, r.stderr
     types, samples = pprof_samples(pb)
     ip, ii = types.index("peak_space"), types.index("inuse_space")
-    held = lambda i, fn: sum(v[i] for v, fns, _ in samples if any(x.startswith(fn + " ") for x in fns))
+    held = lambda i, fn: sum(v[i] for v, fns, _ in samples if fn in fns)
     assert within(held(ip, "hold_a"), 48 * MIB, 0.10), held(ip, "hold_a")
     assert within(held(ip, "hold_b"), 32 * MIB, 0.10), held(ip, "hold_b")
     # freed at shutdown: the in-use view does not answer "what did it hold"

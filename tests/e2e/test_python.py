@@ -305,3 +305,52 @@ def test_import_module_code_named(tmp_path, python):
     assert right + wrong > 300, (right, wrong, r.stderr)
     assert wrong <= 0.02 * (right + wrong), (right, wrong)
     assert unreadable <= 0.01 * total(stacks), (unreadable, total(stacks))
+
+
+PKG_SRC = """import time
+
+
+def hot(secs):
+    end = time.thread_time() + secs
+    x = 0
+    while time.thread_time() < end:
+        x += 1  # LINE:hot
+"""
+
+RUN_SRC = """import sys
+sys.path.insert(0, sys.argv[1])
+import mypkg
+import localpkg
+
+
+def main():
+    mypkg.hot(1.0)  # LINE:call_site
+    localpkg.hot(0.5)  # LINE:call_local
+
+
+main()
+"""
+
+
+def test_python_file_names_by_import_path(tmp_path):
+    """Folded names show a package's file by its path from site-packages (not the
+    ambiguous '__init__.py'); a package outside site-packages by its directory and
+    '__init__.py'; a script by its base name (docs/python.md, "File names")."""
+    import sys
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    (site / "mypkg").mkdir(parents=True)
+    (site / "mypkg" / "__init__.py").write_text(PKG_SRC)
+    app = tmp_path / "app"
+    (app / "localpkg").mkdir(parents=True)
+    (app / "localpkg" / "__init__.py").write_text(PKG_SRC)
+    (app / "run.py").write_text(RUN_SRC)
+    hot = [n for n, l in enumerate(PKG_SRC.splitlines(), 1) if "LINE:hot" in l][0]
+    call = [n for n, l in enumerate(RUN_SRC.splitlines(), 1) if "LINE:call_site" in l][0]
+    out = tmp_path / "p.folded"
+    r = run(["-F", "499", "-o", str(out), "--", sys.executable, str(app / "run.py"), str(site)])
+    assert r.returncode == 0, r.stderr
+    frames = {f for fs, _ in parse_folded(out.read_text()) for f in fs}
+    assert f"hot (mypkg/__init__.py:{hot})" in frames, sorted(frames)
+    assert f"hot (localpkg/__init__.py:{hot})" in frames, sorted(frames)
+    assert f"main (run.py:{call})" in frames, sorted(frames)
+    assert not any("(__init__.py:" in f for f in frames), sorted(frames)

@@ -399,6 +399,115 @@ static void test_structure(void **state)
 	profile__free(p);
 }
 
+/*
+ * issue 15: a Function is the function (name alone, full path, first line),
+ * its Locations differ by Line; the program's mapping comes first, and the
+ * has_* flags say what is true of every frame in the mapping.
+ */
+static void test_function_model(void **state)
+{
+	struct profile *p = profile__new();
+	struct pmapping libc = { .path = "/lib/libc.so.6",
+				 .start = 0x7f0000001000,
+				 .limit = 0x7f0000100000,
+				 .file_offset = 0x1000,
+				 .flags = PMAP_RUNTIME | PMAP_UNNAMED };
+	struct pmapping exe = { .path = "/usr/bin/app",
+				.start = 0x555500001000,
+				.limit = 0x555500002000,
+				.file_offset = 0x1000,
+				.flags = PMAP_RUNTIME | PMAP_MAIN | PMAP_LINES };
+	struct pframe a = { .name = "train_step (train.py:42)",
+			    .func = "train_step",
+			    .sysname = "train.train_step",
+			    .file = "/app/train.py",
+			    .line = 42,
+			    .start_line = 40,
+			    .kind = FRAME_PYTHON,
+			    .mapping = -1 };
+	struct pframe b = a, m = { .name = "<module> (train.py:7)",
+				   .func = "<module>",
+				   .sysname = "train.<module>",
+				   .file = "/app/train.py",
+				   .line = 7,
+				   .start_line = 1,
+				   .kind = FRAME_PYTHON,
+				   .mapping = -1 };
+	struct pframe n = { .name = "main",
+			    .file = "/src/app.c",
+			    .line = 12,
+			    .start_line = 10,
+			    .kind = FRAME_NATIVE,
+			    .addr = 0x555500001234 };
+	struct pframe u = { .name = "libc.so.6+0x1234",
+			    .kind = FRAME_NATIVE,
+			    .addr = 0x7f0000001234 };
+	const Perftools__Profiles__Function *fa, *fb, *fm;
+	const Perftools__Profiles__Sample *s;
+	uint32_t st1[4], st2[2];
+	int64_t v[2] = { 1, 1 };
+	PbProfile *prof;
+	uint8_t *gz;
+	size_t len;
+	int ret;
+
+	(void)state;
+	assert_non_null(p);
+	assert_int_equal(profile__add_value_type(p, "samples", "count"), 0);
+	assert_int_equal(profile__add_mapping(p, &libc), 0); /* met first */
+	assert_int_equal(profile__add_mapping(p, &exe), 1);
+	b.name = "train_step (train.py:45)";
+	b.line = 45;
+	n.mapping = 1;
+	u.mapping = 0;
+	st1[0] = (uint32_t)profile__add_frame(p, &n);
+	st1[1] = (uint32_t)profile__add_frame(p, &m);
+	st1[2] = (uint32_t)profile__add_frame(p, &a);
+	st1[3] = (uint32_t)profile__add_frame(p, &u);
+	st2[0] = st1[1];
+	st2[1] = (uint32_t)profile__add_frame(p, &b);
+	assert_int_equal(profile__add_sample(p, st1, 4, v, NULL, 0), 0);
+	assert_int_equal(profile__add_sample(p, st2, 2, v, NULL, 0), 0);
+	gz = write_pprof(p, &ret, &len, NULL);
+	assert_int_equal(ret, 0);
+	prof = decode(gz, len);
+
+	/* the program first, whatever the order the profile met them in */
+	assert_int_equal(prof->n_mapping, 2);
+	assert_string_equal(str(prof, prof->mapping[0]->filename), "/usr/bin/app");
+	assert_int_equal(prof->mapping[0]->memory_start, 0x555500001000);
+	assert_int_equal(prof->mapping[0]->file_offset, 0x1000);
+	assert_true(prof->mapping[0]->has_functions);
+	assert_true(prof->mapping[0]->has_filenames);
+	assert_true(prof->mapping[0]->has_line_numbers);
+	assert_false(prof->mapping[1]->has_functions); /* one frame unnamed */
+	assert_false(prof->mapping[1]->has_line_numbers);
+
+	s = sample_by_leaf(prof, "libc.so.6+0x1234");
+	assert_int_equal(location(prof, s->location_id[0])->mapping_id, 2);
+	assert_int_equal(location(prof, s->location_id[0])->address, 0x7f0000001234);
+	assert_int_equal(location(prof, s->location_id[3])->mapping_id, 1);
+	/* two lines of train_step: two Locations, one Function */
+	fa = function(prof, location(prof, s->location_id[1])->line[0]->function_id);
+	assert_int_equal(location(prof, s->location_id[1])->line[0]->line, 42);
+	s = sample_by_leaf(prof, "train_step");
+	assert_int_equal(location(prof, s->location_id[0])->line[0]->line, 45);
+	fb = function(prof, location(prof, s->location_id[0])->line[0]->function_id);
+	assert_ptr_equal(fa, fb);
+	assert_string_equal(str(prof, fa->name), "train_step");
+	assert_string_equal(str(prof, fa->system_name), "train.train_step");
+	assert_string_equal(str(prof, fa->filename), "/app/train.py");
+	assert_int_equal(fa->start_line, 40);
+	fm = function(prof, location(prof, s->location_id[1])->line[0]->function_id);
+	assert_string_equal(str(prof, fm->name), "<module>");
+	assert_int_equal(fm->start_line, 1);
+	assert_int_equal(prof->n_function, 4);
+
+	perftools__profiles__profile__free_unpacked(prof, NULL);
+	free(gz);
+	profile__free(p);
+}
+
 static void test_empty_and_invalid(void **state)
 {
 	struct profile *p = profile__new();
@@ -582,9 +691,8 @@ static void test_go_tool_pprof(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_structure),
-		cmocka_unit_test(test_empty_and_invalid),
-		cmocka_unit_test(test_100k_stacks_fast),
+		cmocka_unit_test(test_structure),	  cmocka_unit_test(test_function_model),
+		cmocka_unit_test(test_empty_and_invalid), cmocka_unit_test(test_100k_stacks_fast),
 		cmocka_unit_test(test_go_tool_pprof),
 	};
 

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "aggregate/profile.h"
+#include "aggregate/profile_build.h"
 #include "util/htab.h"
 
 /* ---- htab ---- */
@@ -462,6 +463,36 @@ static void test_comments(void **state)
 	profile__free(NULL);
 }
 
+/* issue 15: a Python file's name in frames, from its path alone */
+static void test_short_path(void **state)
+{
+	(void)state;
+	assert_string_equal(
+		profile__short_path("/usr/lib/python3/dist-packages/torch/autograd/__init__.py"),
+		"torch/autograd/__init__.py");
+	assert_string_equal(
+		profile__short_path("/venv/lib/python3.11/site-packages/numpy/core/fromnumeric.py"),
+		"numpy/core/fromnumeric.py");
+	/* the last packages directory wins (a venv inside a site-packages) */
+	assert_string_equal(profile__short_path("/a/site-packages/x/site-packages/pkg/mod.py"),
+			    "pkg/mod.py");
+	assert_string_equal(profile__short_path("/usr/lib/python3.11/json/decoder.py"),
+			    "json/decoder.py");
+	assert_string_equal(
+		profile__short_path("/root/.pyenv/versions/3.8.18/lib/python3.8/threading.py"),
+		"threading.py");
+	assert_string_equal(profile__short_path("/home/u/proj/train.py"), "train.py");
+	assert_string_equal(profile__short_path("/home/u/proj/mypkg/__init__.py"),
+			    "mypkg/__init__.py");
+	assert_string_equal(profile__short_path("/home/u/proj/app/__main__.py"), "app/__main__.py");
+	assert_string_equal(profile__short_path("/__init__.py"), "__init__.py");
+	assert_string_equal(profile__short_path("<frozen importlib._bootstrap>"),
+			    "<frozen importlib._bootstrap>");
+	assert_string_equal(profile__short_path("rel/x.py"), "x.py");
+	/* "lib/python" must be followed by a version and a slash */
+	assert_string_equal(profile__short_path("/srv/lib/pythonic/app.py"), "app.py");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -475,6 +506,7 @@ int main(void)
 		cmocka_unit_test(test_frames),
 		cmocka_unit_test(test_samples),
 		cmocka_unit_test(test_comments),
+		cmocka_unit_test(test_short_path),
 	};
 
 	return cmocka_run_group_tests_name("profile", tests, NULL, NULL);

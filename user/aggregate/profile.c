@@ -21,11 +21,13 @@ struct profile_priv {
 /* Strings are interned first, so pointer equality is string equality. */
 struct frame_key {
 	const char *name;
+	const char *func;
+	const char *sysname;
 	const char *file;
 	uint32_t line;
+	uint32_t start_line;
 	uint32_t kind;
 	int32_t mapping;
-	uint32_t pad;
 	uint64_t addr;
 };
 
@@ -166,6 +168,18 @@ int profile__add_mapping(struct profile *p, const struct pmapping *m)
 		 * widen to cover both so every location stays inside it.
 		 */
 		dst = &p->mappings[e->val];
+		if ((m->flags & PMAP_RUNTIME) && !(dst->flags & PMAP_RUNTIME)) {
+			dst->start = m->start;
+			dst->limit = m->limit;
+			dst->file_offset = m->file_offset;
+		}
+		dst->flags |= m->flags;
+		if (dst->flags & PMAP_RUNTIME) {
+			/* one real range: an address past it only widens the limit */
+			if (m->limit > dst->limit)
+				dst->limit = m->limit;
+			return (int)e->val;
+		}
 		if (is_empty_range(m))
 			return (int)e->val;
 		if (is_empty_range(dst)) {
@@ -215,7 +229,11 @@ int profile__add_frame(struct profile *p, const struct pframe *f)
 	if (intern_opt(p, f->name ? f->name : "[unknown]", &key.name) ||
 	    intern_opt(p, f->file, &key.file))
 		return -ENOMEM;
+	if ((f->func && intern_opt(p, f->func, &key.func)) ||
+	    (f->sysname && intern_opt(p, f->sysname, &key.sysname)))
+		return -ENOMEM;
 	key.line = f->line;
+	key.start_line = f->start_line;
 	key.kind = f->kind;
 	key.mapping = f->mapping;
 	key.addr = f->addr;
@@ -236,8 +254,11 @@ int profile__add_frame(struct profile *p, const struct pframe *f)
 	dst = &p->frames[p->nframes];
 	memset(dst, 0, sizeof(*dst));
 	dst->name = key.name;
+	dst->func = key.func ? key.func : key.name;
+	dst->sysname = key.sysname ? key.sysname : dst->func;
 	dst->file = key.file;
 	dst->line = key.line;
+	dst->start_line = key.start_line;
 	dst->kind = key.kind;
 	dst->mapping = key.mapping;
 	dst->addr = key.addr;

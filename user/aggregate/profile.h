@@ -23,20 +23,36 @@ enum frame_kind {
 struct pmapping {
 	const char *path;     /* file name as the process saw it */
 	const char *build_id; /* lowercase hex, or NULL */
-	uint64_t start;	      /* address range of the locations that use it */
+	uint64_t start;	      /* address range, as the first process that mapped it had it */
 	uint64_t limit;
 	uint64_t file_offset; /* file offset that corresponds to start */
+	uint32_t flags;	      /* PMAP_* */
+	uint32_t pad;
 };
+
+/* pmapping.flags */
+#define PMAP_MAIN    1 /* an executable (not a library): pprof lists it first */
+#define PMAP_UNNAMED 2 /* some of its frames have no function name */
+#define PMAP_LINES   4 /* some of its frames have a source line */
+#define PMAP_RUNTIME 8 /* start/limit/file_offset are a real mapping of the file */
 
 /* One distinct frame. Interned: a sample refers to frames by index. */
 struct pframe {
-	const char *name; /* display name per DESIGN.md "Frame naming" */
-	const char *file; /* source file, or NULL */
+	const char *name; /* display name per DESIGN.md "Frame naming" (folded, svg, chrome) */
+	const char *func; /* the function alone, no location (pprof Function.name); NULL: name */
+	const char
+		*sysname; /* pprof Function.system_name, e.g. "json.decoder.<module>"; NULL: func */
+	const char *file; /* source file, full path, or NULL */
 	uint32_t line;	  /* source line, or 0 */
-	uint32_t kind;	  /* enum frame_kind */
-	int32_t mapping;  /* index into profile.mappings, or -1 */
-	uint32_t pad;
-	uint64_t addr; /* address within mapping (ELF vaddr), kernel address, or 0 */
+	uint32_t start_line; /* first line of the function, or 0 */
+	uint32_t kind;	     /* enum frame_kind */
+	int32_t mapping;     /* index into profile.mappings, or -1 */
+	/*
+	 * Native frames with a mapping: the address in the mapping's address
+	 * space (start + file offset - file_offset), so that pprof tools map it
+	 * back to the file. Else the kernel address, or 0.
+	 */
+	uint64_t addr;
 };
 
 /* A label attached to a sample: string (str != NULL) or number. */
@@ -95,7 +111,12 @@ const char *profile__intern(struct profile *p, const char *s);
 int profile__add_value_type(struct profile *p, const char *type, const char *unit);
 /* Set period_type (strings interned) and period. Returns 0 or -ENOMEM. */
 int profile__set_period(struct profile *p, const char *type, const char *unit, int64_t period);
-/* Returns the index of an identical mapping (same path and build id), adding it if new. */
+/*
+ * Returns the index of an identical mapping (same path and build id), adding
+ * it if new. A mapping with PMAP_RUNTIME keeps the first range it was given
+ * (later ones only widen its limit); others widen to cover every range.
+ * flags are or-ed.
+ */
 int profile__add_mapping(struct profile *p, const struct pmapping *m);
 /* Returns the index of an identical frame, adding it if new. Strings are interned. */
 int profile__add_frame(struct profile *p, const struct pframe *f);

@@ -12,6 +12,7 @@
 #include "proc/cgroup.h"
 #include "python/python.h"
 #include "proc/objfile.h"
+#include "symbolize/dwlines.h"
 #include "symbolize/ksyms.h"
 #include "symbolize/perfmap.h"
 #include "util/htab.h"
@@ -26,6 +27,7 @@ struct builder {
 	const char *eval_name; /* the interned "_PyEval_EvalFrameDefault", once seen */
 	uint32_t cv;	       /* build_opts.count_value */
 	const struct build_opts *o;
+	char sysbuf[512]; /* a Python frame's dotted name, until profile__add_frame copies it */
 };
 
 #define UNRESOLVED_BIT	  (1ULL << 63)
@@ -64,32 +66,59 @@ static int kernel_frame(struct builder *b, const struct sframe *f, bool caller, 
 	{
 		struct pmapping m = { .path = "[kernel.kallsyms]",
 				      .start = f->addr,
-				      .limit = f->addr + 1 };
+				      .limit = f->addr + 1,
+				      .flags = *unresolved ? PMAP_UNNAMED : 0 };
 
 		pf->mapping = profile__add_mapping(b->p, &m);
 	}
 	return pf->mapping < 0 ? pf->mapping : 0;
 }
 
-/* The object's mapping, widened to cover vaddr (mappings are keyed by path and build id). */
-static int obj_mapping(struct builder *b, struct objfile *o, uint64_t vaddr)
+/*
+ * The object's pprof mapping: its first executable mapping as a process had
+ * it, where the process's maps were read (address = start + file offset -
+ * file_offset); else, as for the vdso, the ELF addresses of its frames.
+ */
+static int obj_mapping(struct builder *b, struct objfile *o, uint64_t off, uint64_t vaddr,
+		       uint32_t flags, uint64_t *addr)
 {
 	struct pmapping pm = {
 		.path = o->path,
 		.build_id = objfile__build_id(o),
 		.start = vaddr,
 		.limit = vaddr + 1,
+		.flags = flags,
 	};
 
+	*addr = vaddr;
+	if (o->has_map && off >= o->map_pgoff) {
+		pm.start = o->map_start;
+		pm.file_offset = o->map_pgoff;
+		*addr = o->map_start + (off - o->map_pgoff);
+		pm.limit = o->map_end > *addr ? o->map_end : *addr + 1;
+		pm.flags |= PMAP_RUNTIME;
+	}
+	if (objfile__executable(o))
+		pm.flags |= PMAP_MAIN;
 	return profile__add_mapping(b->p, &pm);
+}
+
+/* "name (file:line)", the file by its base name. */
+static void with_line(char *buf, size_t len, const char *name, const char *file, uint32_t line)
+{
+	const char *base = strrchr(file, '/');
+
+	snprintf(buf, len, "%s (%s:%u)", name, base ? base + 1 : file, line);
 }
 
 static int user_frame(struct builder *b, const struct sframe *f, bool caller, struct pframe *pf,
 		      char *buf, size_t len, bool *unresolved)
 {
 	struct objfile *o = objtab__by_id(b->objs, f->obj);
+	uint64_t off = lookup_addr(f->addr, caller), vaddr, addr;
+	struct dwline dl;
 	const char *name = NULL;
-	uint64_t vaddr;
+	uint32_t flags = 0;
 	int idx;
 
 	pf->kind = FRAME_NATIVE;
@@ -105,7 +134,7 @@ static int user_frame(struct builder *b, const struct sframe *f, bool caller, st
 	 * pprof location), at return address - 1: inside the call, where
 	 * addr2line finds the calling line, not the one after it.
 	 */
-	objfile__symbolize(o, lookup_addr(f->addr, caller), &name, &vaddr);
+	objfile__symbolize(o, off, &name, &vaddr);
 	if (caller && !name) {
 		/*
 		 * A signal handler "returns" to the first byte of the sigreturn
@@ -118,28 +147,94 @@ static int user_frame(struct builder *b, const struct sframe *f, bool caller, st
 		if (at) {
 			name = at;
 			vaddr = at_vaddr;
+			off = f->addr;
 		}
 	}
 	if (name) {
 		pf->name = name;
+		if (b->o->lines && !objtab__lines(b->objs, o, vaddr, &dl)) {
+			pf->file = dl.file;
+			pf->line = dl.line;
+			pf->start_line = dl.start_line;
+			flags |= PMAP_LINES;
+			if (b->o->lines == BUILD_LINES_NAMES) {
+				with_line(buf, len, name, dl.file, dl.line);
+				pf->name = buf;
+				pf->func = name;
+			}
+		}
 	} else {
 		snprintf(buf, len, "%s+0x%" PRIx64, o->name, vaddr);
 		pf->name = buf;
 		*unresolved = true;
+		flags |= PMAP_UNNAMED;
 	}
-	idx = obj_mapping(b, o, vaddr);
+	idx = obj_mapping(b, o, off, vaddr, flags, &addr);
 	if (idx < 0)
 		return idx;
 	pf->mapping = idx;
-	pf->addr = vaddr;
+	pf->addr = addr;
 	o->frames++;
 	return 0;
+}
+
+const char *profile__short_path(const char *file)
+{
+	static const char *const roots[] = { "/site-packages/", "/dist-packages/" };
+	const char *best = NULL, *p, *base;
+
+	/* a package's file: its import path, from the last packages directory */
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
+		for (p = file; (p = strstr(p, roots[i])); p++)
+			if (!best || p + strlen(roots[i]) > best)
+				best = p + strlen(roots[i]);
+	if (best && *best)
+		return best;
+	/* the standard library: from lib/pythonX.Y */
+	for (p = file; (p = strstr(p, "/lib/python")); p++) {
+		const char *q = p + strlen("/lib/python");
+
+		while ((*q >= '0' && *q <= '9') || *q == '.')
+			q++;
+		if (*q == '/' && q[1])
+			best = q + 1;
+	}
+	if (best)
+		return best;
+	/* anything else by its base name, a package's __init__ or __main__ with its directory */
+	base = strrchr(file, '/');
+	if (!base)
+		return file;
+	if (strcmp(base, "/__init__.py") && strcmp(base, "/__main__.py"))
+		return base + 1;
+	for (p = base; p > file && p[-1] != '/'; p--)
+		;
+	return p == base ? base + 1 : p;
+}
+
+/*
+ * Python's dotted name of a function: its file's short path as a module
+ * ("torch/autograd/__init__.py" -> "torch.autograd"), then the qualname.
+ * Also what keeps pprof from taking "<module>" for a C++ template argument:
+ * it leaves a name alone that differs from its system name.
+ */
+static void dotted_name(char *buf, size_t len, const char *shortp, const char *qualname)
+{
+	size_t n = strlen(shortp), i, o = 0;
+
+	if (n > 3 && !strcmp(shortp + n - 3, ".py"))
+		n -= 3;
+	if (n >= 9 && !strncmp(shortp + n - 9, "/__init__", 9))
+		n -= 9;
+	for (i = 0; i < n && o + 1 < len; i++)
+		buf[o++] = shortp[i] == '/' ? '.' : shortp[i];
+	snprintf(buf + o, len - o, "%s%s", o ? "." : "", qualname);
 }
 
 static int python_frame(struct builder *b, const struct sframe *f, struct pframe *pf, char *buf,
 			size_t len, bool *unresolved)
 {
-	const char *qualname, *file, *base;
+	const char *qualname, *file, *shortp;
 	uint32_t line;
 
 	pf->kind = FRAME_PYTHON;
@@ -150,12 +245,15 @@ static int python_frame(struct builder *b, const struct sframe *f, struct pframe
 		*unresolved = true;
 		return 0;
 	}
-	base = strrchr(file, '/');
-	base = base ? base + 1 : file;
-	snprintf(buf, len, "%s (%s:%u)", qualname, base, line);
+	shortp = profile__short_path(file);
+	snprintf(buf, len, "%s (%s:%u)", qualname, shortp, line);
+	dotted_name(b->sysbuf, sizeof(b->sysbuf), shortp, qualname);
 	pf->name = buf;
+	pf->func = qualname;
+	pf->sysname = b->sysbuf;
 	pf->file = file;
 	pf->line = line;
+	pf->start_line = pytrack__first_line(b->py, f->addr);
 	return 0;
 }
 

@@ -20,6 +20,13 @@ struct pytrack;
 struct cgroups;
 struct perfmaps;
 
+/* build_opts.lines */
+enum {
+	BUILD_LINES_NONE = 0, /* native frames without source lines */
+	BUILD_LINES_PPROF,    /* native source lines in pframe.file/line (pprof Lines) */
+	BUILD_LINES_NAMES,    /* and in the display name, "name (file.c:12)" (--native-lines) */
+};
+
 struct build_opts {
 	bool per_pid;	 /* root frame "comm [pid]" */
 	bool per_thread; /* "thread [tid]" frame under the process */
@@ -43,6 +50,7 @@ struct build_opts {
 	const char *(*synth_name)(void *arg, uint64_t id, uint32_t *kind);
 	void *synth_arg;
 	const struct perfmaps *jit; /* names OBJ_JIT frames; NULL: none */
+	uint32_t lines;		    /* BUILD_LINES_*: native source lines from DWARF */
 	/*
 	 * Extra labels of a stack (its stacks__intern index), e.g. the age of
 	 * the oldest heap block still held; returns how many it wrote to out.
@@ -59,6 +67,15 @@ struct build_stats {
 	uint64_t objects_without_symbols;
 	uint64_t py_merge_mismatch; /* stacks whose eval frames and Python calls did not pair up */
 };
+
+/*
+ * The name a Python frame shows its file by: the path after the last
+ * site-packages/ or dist-packages/ ("torch/autograd/__init__.py"), else after
+ * lib/pythonX.Y/ ("json/decoder.py"), else the base name, with its directory
+ * for __init__.py and __main__.py ("mypkg/__init__.py"). A function of the
+ * path alone, so names stay the same across runs. Points into file.
+ */
+const char *profile__short_path(const char *file);
 
 int profile__build(struct profile **out, const struct stacks *st, struct objtab *objs,
 		   const struct ksyms *ks, const struct build_opts *o, struct build_stats *bs);

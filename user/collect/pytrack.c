@@ -849,6 +849,15 @@ int pytrack__describe(const struct pytrack *t, uint64_t id, uint32_t off, const 
 	return 0;
 }
 
+uint32_t pytrack__first_line(const struct pytrack *t, uint64_t id)
+{
+	const struct code_entry *ce;
+
+	if (!id || id > t->nents || !(ce = t->ents[id - 1]) || ce->pending)
+		return 0;
+	return ce->code.firstlineno;
+}
+
 static int cmp_tid(const void *a, const void *b)
 {
 	const struct pythread *x = a, *y = b;

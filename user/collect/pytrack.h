@@ -86,6 +86,8 @@ uint64_t pytrack__code(struct pytrack *t, uint32_t pid, uint64_t addr, uint64_t 
 /* Name a code id at an instruction offset: qualname, file, line. */
 int pytrack__describe(const struct pytrack *t, uint64_t id, uint32_t off, const char **qualname,
 		      const char **file, uint32_t *line);
+/* The first line of a code id's function (co_firstlineno), or 0. */
+uint32_t pytrack__first_line(const struct pytrack *t, uint64_t id);
 
 /*
  * Continuous mode, between intervals (every sample so far has been named):

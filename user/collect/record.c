@@ -825,6 +825,14 @@ static void build_opts_init(struct recorder *r, struct build_opts *bo)
 	bo->cg = r->cg;
 	bo->synth_name = r->synth_name;
 	bo->jit = r->jit;
+	/*
+	 * Native source lines for pprof, but not in continuous mode unless asked
+	 * (--native-lines): the agent would keep the DWARF of every binary the
+	 * machine runs, its RSS growing towards the memory budget for weeks.
+	 */
+	bo->lines = env.native_lines				     ? BUILD_LINES_NAMES
+		    : env.format == FMT_PPROF && !env.continuous_dir ? BUILD_LINES_PPROF
+								     : BUILD_LINES_NONE;
 	bo->synth_arg = r->synth_arg;
 	bo->stack_labels = feature_labels;
 	bo->stack_labels_arg = r;

@@ -13,9 +13,11 @@
 #include <unistd.h>
 
 #include "proc/objfile.h"
+#include "symbolize/dwlines.h"
 #include "symbolize/elfsym.h"
 #include "util/htab.h"
 #include "util/log.h"
+#include "util/membudget.h"
 #include "util/tfile.h"
 
 struct objtab {
@@ -24,7 +26,11 @@ struct objtab {
 	struct htab *by_file; /* struct file_key -> id */
 	struct objfile *vdso;
 	struct objtab_stats st;
+	struct membudget_cache lines; /* the objects' open DWARF (dwlines) */
+	uint64_t lines_tick;
 };
+
+static size_t lines_evict(void *ctx, size_t want);
 
 /* A file that keeps failing to open is not retried on every mapping of it. */
 #define MAX_OPEN_TRIES 16
@@ -45,6 +51,10 @@ struct objtab *objtab__new(void)
 		free(t);
 		return NULL;
 	}
+	t->lines.name = "native lines";
+	t->lines.evict = lines_evict;
+	t->lines.ctx = t;
+	membudget__add(&t->lines);
 	return t;
 }
 
@@ -57,6 +67,7 @@ static void objfile__free(struct objfile *o)
 	if (o->root_fd >= 0)
 		close(o->root_fd);
 	elfsym__free(o->syms);
+	dwlines__free(o->dw);
 	free(o->path);
 	free(o);
 }
@@ -65,6 +76,7 @@ void objtab__free(struct objtab *t)
 {
 	if (!t)
 		return;
+	membudget__remove(&t->lines);
 	for (uint32_t i = 0; i < t->n; i++)
 		objfile__free(t->objs[i]);
 	free(t->objs);
@@ -174,6 +186,7 @@ static void open_obj(struct objtab *t, struct objfile *o, uint32_t pid, uint64_t
 	if (o->root_fd >= 0)
 		close(o->root_fd);
 	o->root_fd = root;
+	o->foreign = root >= 0;
 }
 
 struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_minor, uint64_t ino,
@@ -314,6 +327,99 @@ int objfile__symbolize(struct objfile *obj, uint64_t file_off, const char **name
 		*vaddr = file_off;
 	*name = elfsym__lookup(obj->syms, *vaddr, NULL);
 	return 0;
+}
+
+void objfile__note_mapping(struct objfile *o, uint64_t start, uint64_t end, uint64_t pgoff)
+{
+	if (!o || o->has_map || end <= start)
+		return;
+	o->map_start = start;
+	o->map_end = end;
+	o->map_pgoff = pgoff;
+	o->has_map = true;
+}
+
+bool objfile__executable(struct objfile *o)
+{
+	if (!o->loaded)
+		load_syms(o);
+	return elfsym__executable(o->syms);
+}
+
+static void lines_drop(struct objtab *t, struct objfile *o)
+{
+	membudget__charge(&t->lines, -(long long)dwlines__bytes(o->dw));
+	dwlines__free(o->dw);
+	o->dw = NULL;
+}
+
+/* Least recently used first, until want bytes are back. */
+static size_t lines_evict(void *ctx, size_t want)
+{
+	struct objtab *t = ctx;
+	size_t freed = 0;
+
+	while (freed < want) {
+		struct objfile *lru = NULL;
+
+		for (uint32_t i = 0; i < t->n; i++)
+			if (t->objs[i]->dw && (!lru || t->objs[i]->dw_used < lru->dw_used))
+				lru = t->objs[i];
+		if (!lru)
+			break;
+		freed += dwlines__bytes(lru->dw);
+		lines_drop(t, lru);
+		t->lines.evicted++;
+	}
+	return freed;
+}
+
+/* An fd of o's file: its own (dup), or once closed, by path in the host's root. */
+static int lines_file_fd(struct objfile *o)
+{
+	int fd;
+
+	if (o->fd >= 0)
+		return o->fd;
+	if (o->foreign || o->path[0] != '/')
+		return -ENOENT;
+	fd = tfile__open(-1, o->path, NULL);
+	if (fd >= 0 && !same_file(fd, o->dev_major, o->dev_minor, o->ino)) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+int objtab__lines(struct objtab *t, struct objfile *o, uint64_t vaddr, struct dwline *out)
+{
+	struct elfsym_opts opts = { .has_root_fd = true, .root_fd = o->root_fd };
+	int fd, dfd, err;
+
+	if (!o->dw) {
+		if (o->lines_err)
+			return o->lines_err;
+		fd = lines_file_fd(o);
+		if (fd < 0)
+			return fd;
+		dfd = elfsym__dwarf_fd(fd, o->path[0] == '/' ? o->path : NULL, &opts);
+		if (fd != o->fd)
+			close(fd);
+		/* one object may take half the budget, no more */
+		err = dfd < 0 ? dfd : dwlines__open(&o->dw, dfd, membudget__get() / 2);
+		if (err) {
+			if (err != -ENOMEM)
+				o->lines_err = err;
+			pr_debug("no source lines for %s: %s", o->path, strerror(-err));
+			return err;
+		}
+		pr_debug("%s: source lines, %zu bytes of DWARF", o->path, dwlines__bytes(o->dw));
+		o->dw_used = ++t->lines_tick;
+		/* over budget, others go first (LRU); one larger than the budget goes too */
+		membudget__charge(&t->lines, (long long)dwlines__bytes(o->dw));
+	}
+	o->dw_used = ++t->lines_tick;
+	return o->dw ? dwlines__lookup(o->dw, vaddr, out) : -ENOENT;
 }
 
 const char *objfile__build_id(struct objfile *obj)

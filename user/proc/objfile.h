@@ -13,6 +13,8 @@
 #include <stdint.h>
 
 struct elfsym;
+struct dwlines;
+struct dwline;
 
 /* Frame object ids below OBJ_FIRST are not files. */
 #define OBJ_KERNEL   0 /* kernel address */
@@ -39,6 +41,13 @@ struct objfile {
 	uint8_t open_tries; /* reopens after a failed open */
 	struct elfsym *syms;
 	uint64_t frames; /* distinct frames resolved in it (for -v) */
+	/* its first executable mapping seen, as /proc/PID/maps showed it (pprof Mapping) */
+	uint64_t map_start, map_end, map_pgoff;
+	bool has_map;
+	bool foreign;	    /* opened inside another mount namespace */
+	int lines_err;	    /* -errno once its DWARF proved unreadable or absent */
+	struct dwlines *dw; /* source lines, opened on first use; NULL: not now */
+	uint64_t dw_used;   /* last use (LRU for the memory budget) */
 };
 
 struct objtab;
@@ -60,6 +69,19 @@ void objtab__free(struct objtab *t);
  */
 struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_minor, uint64_t ino,
 			    const char *path, uint32_t pid, uint64_t start, uint64_t end);
+/* Remember start-end at file offset pgoff as o's mapping, unless it has one (pprof Mapping). */
+void objfile__note_mapping(struct objfile *o, uint64_t start, uint64_t end, uint64_t pgoff);
+/* Whether o is a program rather than a library (loads its symbols). */
+bool objfile__executable(struct objfile *o);
+/*
+ * Source file and line of ELF virtual address vaddr in o, from its DWARF or
+ * its separate debug file (dwlines.h). The DWARF is opened on first use and
+ * kept, charged to the memory budget ("native lines"), least recently used
+ * given back first; an object whose fd was closed is reopened by path (host
+ * root only, same device and inode). Strings live until the next call.
+ * Returns 0 or -errno.
+ */
+int objtab__lines(struct objtab *t, struct objfile *o, uint64_t vaddr, struct dwline *out);
 /* The vdso is the same image in every process: loaded from our own. */
 struct objfile *objtab__vdso(struct objtab *t);
 struct objfile *objtab__by_id(const struct objtab *t, uint32_t id);

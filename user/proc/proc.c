@@ -181,7 +181,7 @@ static bool is_anon(const char *path, uint64_t ino)
 }
 
 static uint32_t obj_for(struct proctab *t, uint32_t pid, const char *path, uint32_t maj,
-			uint32_t min, uint64_t ino, uint64_t start, uint64_t end)
+			uint32_t min, uint64_t ino, uint64_t start, uint64_t end, uint64_t pgoff)
 {
 	struct objfile *o;
 
@@ -192,6 +192,7 @@ static uint32_t obj_for(struct proctab *t, uint32_t pid, const char *path, uint3
 	if (is_anon(path, ino))
 		return OBJ_ANON;
 	o = objtab__get(t->objs, maj, min, ino, path, pid, start, end);
+	objfile__note_mapping(o, start, end, pgoff);
 	return o ? o->id : OBJ_ANON;
 }
 
@@ -210,7 +211,7 @@ static int add_proc_mapping(const struct procmaps_entry *e, void *ctx)
 	};
 
 	m.obj = obj_for(c->t, c->p->pid, e->path, e->dev_major, e->dev_minor, e->ino, e->start,
-			e->end);
+			e->end, e->pgoff);
 	return proc__insert_mapping(c->p, &m);
 }
 
@@ -319,7 +320,7 @@ void proctab__mmap(struct proctab *t, uint32_t pid, uint64_t start, uint64_t len
 		if (!p)
 			return;
 	}
-	m.obj = obj_for(t, pid, path, maj, min, ino, start, start + len);
+	m.obj = obj_for(t, pid, path, maj, min, ino, start, start + len, pgoff);
 	if (proc__insert_mapping(p, &m))
 		pr_debug("pid %u: cannot record mapping of %s", pid, path);
 	changed(t, pid, PROC_MAPPED);

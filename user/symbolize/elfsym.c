@@ -69,6 +69,7 @@ struct elfsym {
 	size_t nsegs;
 	const char *source;
 	int elf_type;
+	bool executable;
 	char build_id[BUILD_ID_MAX * 2 + 1];
 };
 
@@ -494,6 +495,31 @@ static int finalize(struct elfsym *es, struct cands *cs)
 			es->pool = tmp;
 	}
 	return 0;
+}
+
+/*
+ * A position-independent executable says so in DT_FLAGS_1 (DF_1_PIE); an
+ * interpreter alone does not tell, libc.so.6 has one too.
+ */
+static bool is_pie(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	Elf_Data *data;
+	GElf_Shdr sh;
+	GElf_Dyn dyn;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		for (size_t i = 0; data && i < data->d_size / sh.sh_entsize; i++) {
+			if (!gelf_getdyn(data, (int)i, &dyn))
+				break;
+			if (dyn.d_tag == DT_FLAGS_1)
+				return dyn.d_un.d_val & DF_1_PIE;
+		}
+	}
+	return false;
 }
 
 static int load_segments(struct elfsym *es, Elf *elf)
@@ -947,6 +973,7 @@ int elfsym__open(struct elfsym **out, int fd, const char *path, const struct elf
 		goto cleanup;
 	}
 	es->elf_type = eh.e_type;
+	es->executable = eh.e_type == ET_EXEC || is_pie(main_img.elf);
 	err = load_segments(es, main_img.elf);
 	if (err)
 		goto cleanup;
@@ -1082,6 +1109,75 @@ const char *elfsym__source(const struct elfsym *es)
 int elfsym__elf_type(const struct elfsym *es)
 {
 	return es ? es->elf_type : 0;
+}
+
+bool elfsym__executable(const struct elfsym *es)
+{
+	return es && es->executable;
+}
+
+/* Whether a section called name has contents, without reading them. */
+static bool has_section(Elf *elf, const char *name)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	const char *sname;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !sh.sh_size)
+			continue;
+		sname = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (sname && !strcmp(sname, name))
+			return true;
+	}
+	return false;
+}
+
+int elfsym__dwarf_fd(int fd, const char *path, const struct elfsym_opts *opts)
+{
+	struct elfimg main_img = ELFIMG_INIT, dbg = ELFIMG_INIT;
+	uint8_t id[BUILD_ID_MAX];
+	struct stat st;
+	int idlen, root_fd = -1, err, ret = -1;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOSYS;
+	if (fstat(fd, &st))
+		return -errno;
+	err = img_from_fd(&main_img, fd, false);
+	if (err)
+		goto out;
+	if (has_section(main_img.elf, ".debug_info") && has_section(main_img.elf, ".debug_line")) {
+		ret = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		err = ret < 0 ? -errno : 0;
+		goto out;
+	}
+	err = root_open(opts, &root_fd);
+	if (err)
+		goto out;
+	idlen = find_build_id(main_img.elf, id, sizeof(id));
+	err = idlen > 0 ? open_by_build_id(&dbg, id, idlen, root_fd, opts, &st) : -ENOENT;
+	if (err == -ENOMEM)
+		goto out;
+	if (err || !has_section(dbg.elf, ".debug_line")) {
+		img_close(&dbg);
+		err = open_by_debuglink(&dbg, main_img.elf, path, root_fd, opts, &st);
+		if (!err && !has_section(dbg.elf, ".debug_line"))
+			err = -ENOENT;
+	}
+	if (!err) {
+		ret = dbg.fd;
+		dbg.fd = -1;
+	}
+out:
+	img_close(&dbg);
+	img_close(&main_img);
+	if (root_fd >= 0 && !(opts && opts->has_root_fd))
+		close(root_fd);
+	return err ? err : ret;
 }
 
 int elf_read_build_id(int fd, char *hex, size_t hexlen)

@@ -66,6 +66,17 @@ const char *elfsym__source(const struct elfsym *es);
 /* ET_EXEC (non-PIE executable) or ET_DYN. */
 int elfsym__elf_type(const struct elfsym *es);
 
+/* An executable (ET_EXEC, or DF_1_PIE), not a library. */
+bool elfsym__executable(const struct elfsym *es);
+
+/*
+ * The file that holds the DWARF line tables of the ELF file open at fd: a
+ * dup of fd when it has them, else its separate debug file by build id, then
+ * by .gnu_debuglink (resolved as elfsym__open resolves them, inside the
+ * root). Returns a new fd (the caller closes it) or -errno (-ENOENT: none).
+ */
+int elfsym__dwarf_fd(int fd, const char *path, const struct elfsym_opts *opts);
+
 /*
  * Read just the build id of the ELF file at fd (from PT_NOTE / .note.gnu.build-id)
  * into hex (lowercase, NUL terminated). Returns the number of id bytes, 0 if the

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -34,6 +35,7 @@ struct pprof_ctx {
 	int64_t *comments;
 
 	PbMapping *maps, **map_ptrs;
+	uint64_t *map_id; /* profile mapping index -> pprof mapping id (main executables first) */
 
 	uint64_t *loc_of;   /* frame index -> location id, 0 = not used by any sample */
 	uint32_t *frame_of; /* location id - 1 -> frame index */
@@ -138,32 +140,84 @@ static int build_header(struct pprof_ctx *c)
 	return err;
 }
 
+/*
+ * How much of the default value each mapping's code is on the stack of
+ * (each sample counted once per mapping): w[mapping index].
+ */
+static int mapping_weights(const struct profile *p, uint64_t *w)
+{
+	uint32_t *seen = calloc(p->nmappings, sizeof(*seen));
+	uint32_t dv = p->default_value < p->nvalues ? p->default_value : 0;
+
+	if (!seen)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct psample *s = &p->samples[i];
+		int64_t v = s->values[dv] > 0 ? s->values[dv] : 0;
+
+		for (uint32_t j = 0; j < s->nframes; j++) {
+			int32_t m = p->frames[s->frames[j]].mapping;
+
+			if (m < 0 || (size_t)m >= p->nmappings || seen[m] == i + 1)
+				continue;
+			seen[m] = (uint32_t)(i + 1);
+			w[m] += (uint64_t)v;
+		}
+	}
+	free(seen);
+	return 0;
+}
+
+/*
+ * The main executable's mapping comes first (pprof takes mapping 1 for the
+ * program: its "File:" header, its symbolization): programs before
+ * libraries, the program most of the profile ran in first (a pyenv shim's
+ * bash before exec'ing python is a program too), the rest in the order the
+ * profile met them.
+ */
 static int build_mappings(struct pprof_ctx *c)
 {
 	const struct profile *p = c->p;
-	size_t i, n = p->nmappings;
-	int err = 0;
+	size_t i, k = 0, n = p->nmappings, best = n;
+	uint64_t *w;
+	int err = 0, pass;
 
 	if (!n)
 		return 0;
 	c->maps = calloc(n, sizeof(*c->maps));
 	c->map_ptrs = calloc(n, sizeof(*c->map_ptrs));
-	if (!c->maps || !c->map_ptrs)
+	c->map_id = calloc(n, sizeof(*c->map_id));
+	w = calloc(n, sizeof(*w));
+	if (!c->maps || !c->map_ptrs || !c->map_id || !w || mapping_weights(p, w)) {
+		free(w);
 		return -ENOMEM;
-	for (i = 0; i < n; i++) {
-		const struct pmapping *m = &p->mappings[i];
-		PbMapping *pm = &c->maps[i];
+	}
+	for (i = 0; i < n; i++)
+		if ((p->mappings[i].flags & PMAP_MAIN) && (best == n || w[i] > w[best]))
+			best = i;
+	free(w);
+	for (pass = 0; pass < 3; pass++) {
+		for (i = 0; i < n; i++) {
+			const struct pmapping *m = &p->mappings[i];
+			PbMapping *pm = &c->maps[k];
+			bool is_main = m->flags & PMAP_MAIN;
 
-		perftools__profiles__mapping__init(pm);
-		pm->id = i + 1;
-		pm->memory_start = m->start;
-		pm->memory_limit = m->limit;
-		pm->file_offset = m->file_offset;
-		pm->filename = str_index(c, m->path, &err);
-		pm->build_id = str_index(c, m->build_id, &err);
-		/* symbolized here: pprof must not try to symbolize again */
-		pm->has_functions = 1;
-		c->map_ptrs[i] = pm;
+			if ((pass == 0 && i != best) || (pass == 1 && (i == best || !is_main)) ||
+			    (pass == 2 && is_main))
+				continue;
+			perftools__profiles__mapping__init(pm);
+			pm->id = k + 1;
+			pm->memory_start = m->start;
+			pm->memory_limit = m->limit;
+			pm->file_offset = m->file_offset;
+			pm->filename = str_index(c, m->path, &err);
+			pm->build_id = str_index(c, m->build_id, &err);
+			/* named here: pprof may name again only what we could not */
+			pm->has_functions = !(m->flags & PMAP_UNNAMED);
+			pm->has_line_numbers = !!(m->flags & PMAP_LINES);
+			c->map_ptrs[k] = pm;
+			c->map_id[i] = ++k;
+		}
 	}
 	c->prof.n_mapping = n;
 	c->prof.mapping = c->map_ptrs;
@@ -197,6 +251,7 @@ static int assign_locations(struct pprof_ctx *c)
 	return 0;
 }
 
+/* One function per (name, file): its locations differ by line only. */
 static uint64_t function_id(struct pprof_ctx *c, const struct pframe *f, int *err)
 {
 	struct htab_entry *e;
@@ -204,21 +259,26 @@ static uint64_t function_id(struct pprof_ctx *c, const struct pframe *f, int *er
 	PbFunction *fn;
 	int ret;
 
-	key[0] = str_index(c, f->name, err);
+	key[0] = str_index(c, f->func ? f->func : f->name, err);
 	key[1] = str_index(c, f->file, err);
 	ret = htab__upsert(c->funcs, key, sizeof(key), htab__hash(key, sizeof(key)), &e);
 	if (ret < 0) {
 		*err = ret;
 		return 0;
 	}
-	if (ret == 0)
+	if (ret == 0) {
+		fn = c->fn_ptrs[e->val - 1];
+		if (!fn->start_line && f->start_line)
+			fn->start_line = f->start_line;
 		return e->val;
+	}
 	fn = &c->fns[c->nfns];
 	perftools__profiles__function__init(fn);
 	fn->id = c->nfns + 1;
 	fn->name = key[0];
-	fn->system_name = key[0];
+	fn->system_name = f->sysname ? str_index(c, f->sysname, err) : key[0];
 	fn->filename = key[1];
+	fn->start_line = f->start_line;
 	c->fn_ptrs[c->nfns++] = fn;
 	e->val = fn->id;
 	return e->val;
@@ -260,9 +320,9 @@ static int build_locations(struct pprof_ctx *c)
 		if (has_address(f)) {
 			loc->address = f->addr;
 			if (f->mapping >= 0 && (size_t)f->mapping < p->nmappings) {
-				PbMapping *pm = &c->maps[f->mapping];
+				PbMapping *pm = &c->maps[c->map_id[f->mapping] - 1];
 
-				loc->mapping_id = (uint64_t)f->mapping + 1;
+				loc->mapping_id = c->map_id[f->mapping];
 				if (f->file)
 					pm->has_filenames = 1;
 				if (f->line)
@@ -404,6 +464,7 @@ static void ctx_free(struct pprof_ctx *c)
 	free(c->locs);
 	free(c->frame_of);
 	free(c->loc_of);
+	free(c->map_id);
 	free(c->map_ptrs);
 	free(c->maps);
 	free(c->comments);
