@@ -548,15 +548,14 @@ static int check_continuous(bool interval_given, bool keep_given, bool app_given
 		return -EINVAL;
 	}
 	/*
-	 * These keep per-stack state across the run (live heap blocks, launches
-	 * waiting for their GPU record, wall = cpu + off-cpu at the end) that
-	 * the per-interval reset of the stack table would cut.
+	 * These keep per-stack state across the run (launches waiting for
+	 * their GPU record, wall = cpu + off-cpu at the end) that the
+	 * per-interval reset of the stack table would cut. (--alloc carries its
+	 * live blocks over to the next interval's table.)
 	 */
-	if (env.ev_alloc || env.ev_cuda || env.ev_wall) {
-		pr_err("%s is not available with --continuous (use --cpu and/or --off-cpu)",
-		       env.ev_alloc  ? "--alloc"
-		       : env.ev_cuda ? "--cuda"
-				     : "--wall");
+	if (env.ev_cuda || env.ev_wall) {
+		pr_err("%s is not available with --continuous (use --cpu, --off-cpu and/or --alloc)",
+		       env.ev_cuda ? "--cuda" : "--wall");
 		return -EINVAL;
 	}
 	/* a directory bpfprof creates is private to it: profiles name everyone's code */

@@ -465,3 +465,52 @@ def test_python_peak_space(tmp_path):
     assert within(held(ip, "hold_b"), 32 * MIB, 0.10), held(ip, "hold_b")
     # freed at shutdown: the in-use view does not answer "what did it hold"
     assert held(ii, "hold_a") + held(ii, "hold_b") < 8 * MIB
+
+
+ALLOC_FNS = ("leak_blocks", "churn_blocks", "small_allocs", "realloc_chain", "aligned_allocs",
+             "calloc_blocks", "mmap_regions")
+
+
+@pytest.mark.skipif(not have("go"), reason="go (golang-go) not installed")
+def test_continuous_intervals_add_up(tmp_path):
+    """--continuous --alloc: each interval's file has the allocations made in it and
+    what is in use at its end (live blocks carried into the next interval's table):
+    allocated values summed over the files are a one-shot run's, the intervals after
+    the allocations show the leak in use with nothing allocated, and the last one
+    shows what the process held when it exited."""
+    d = tmp_path / "cont"
+    d.mkdir()
+    # 0.4 s before allocating, 1.5 s after: allocations, idle intervals and the exit apart
+    r = run(["--continuous", str(d), "--interval", "0.3", "--alloc", "--alloc-rate", "1",
+             "-v", "--", workload("alloc_known"), "1.5", "0.4"])
+    assert r.returncode == 0, r.stderr
+    assert "in-process sampling" in r.stderr, r.stderr
+    files = sorted(d.glob("bpfprof-*.pb.gz"))
+    assert len(files) >= 5, files
+    per = [pprof_samples(f) for f in files]
+    one = tmp_path / "one.pb.gz"
+    r1 = run(["--alloc", "--alloc-rate", "1", "-o", str(one), "--", workload("alloc_known")])
+    assert r1.returncode == 0, r1.stderr
+    t1, s1 = pprof_samples(one)
+    for fn in ALLOC_FNS:
+        for vt in ("alloc_space", "alloc_objects"):
+            total = sum(value_by_leaf(t, s, vt, fn) for t, s in per)
+            assert total == value_by_leaf(t1, s1, vt, fn), (fn, vt, total)
+    v = lambda i, vt, fn: value_by_leaf(per[i][0], per[i][1], vt, fn)
+    assert sum(v(i, "alloc_space", "leak_blocks") for i in range(len(per))) == LEAK
+    # idle intervals between the allocations and the exit: the leak carried, nothing new
+    allocated = lambda i: sum(v(i, "alloc_space", fn) for fn in ALLOC_FNS)
+    idle = [i for i in range(len(per) - 1)
+            if allocated(i) == 0 and v(i, "inuse_space", "leak_blocks") == LEAK]
+    assert len(idle) >= 2, [(allocated(i), v(i, "inuse_space", "leak_blocks"))
+                            for i in range(len(per))]
+    for i in idle:
+        assert v(i, "inuse_space", "churn_blocks") == 0
+        assert v(i, "inuse_space", "mmap_regions") == MMAP_KEPT
+        assert v(i, "peak_space", "leak_blocks") == LEAK
+    # the last interval: in use when the process exited, as the one-shot run's
+    for fn in ALLOC_FNS:
+        assert v(-1, "inuse_space", fn) == value_by_leaf(t1, s1, "inuse_space", fn), fn
+    assert v(-1, "inuse_space", "leak_blocks") == LEAK
+    assert v(-1, "inuse_space", "realloc_chain") == 2 * MIB
+    assert "live blocks carried" in r.stderr, r.stderr

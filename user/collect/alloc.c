@@ -67,8 +67,9 @@ struct block {
 	struct block_key key; /* the live htab borrows it */
 	uint64_t time_ns;
 	size_t stack;
-	double objs, bytes; /* its weights */
-	uint32_t next_free; /* free list, when not in use */
+	double objs, bytes;    /* its weights */
+	uint32_t next_free;    /* free list, when not in use */
+	uint32_t older, newer; /* the live blocks in allocation order (eviction) */
 };
 
 #define CHUNK_BITS 12
@@ -82,6 +83,7 @@ struct stack_acc {
 	uint64_t oldest_ns;	/* allocation time of the oldest block still held; 0: none */
 	double l_bytes;		/* of which in live processes (exited ones' left out) */
 	double p_bytes;		/* l_bytes when the run's total in use peaked */
+	uint32_t nblocks;	/* live blocks (--continuous carries them over) */
 };
 
 struct exit_note {
@@ -108,6 +110,8 @@ struct alloc_stats {
 	uint64_t no_key;	/* allocation records rec__key refused */
 	uint64_t exited_blocks; /* blocks still held when their process exited */
 	double exited_bytes;
+	uint64_t evicted; /* the oldest live blocks, forgotten for room */
+	uint64_t carried; /* --continuous: live blocks carried into a new interval */
 };
 
 struct alloc {
@@ -122,6 +126,8 @@ struct alloc {
 	struct htab *live; /* struct block_key -> block index */
 	struct block **chunks;
 	uint32_t nchunks, free_head;
+	uint32_t oldest, newest; /* the allocation-order list; NO_BLOCK: empty */
+	uint64_t nlive;
 	struct htab *pid_blocks; /* pid -> blocks in live */
 
 	struct stack_acc *acc;
@@ -136,12 +142,14 @@ struct alloc {
 	uint64_t counters;   /* counter samples written */
 	struct alloc_stats st;
 	struct uprobes_stats ust; /* kept when the probes are gone */
-	/* totals of the final values, for the summary */
+	/* totals of the final values, for the summary (--continuous: alloc summed, in use last) */
 	int64_t inuse_objs, inuse_bytes, alloc_bytes;
+	size_t *carry_map; /* --continuous: old stack index -> new one, for live blocks */
 	uint64_t inuse_stacks, live_blocks, oldest_ns;
 	/* peak_space: the total of l_bytes, its highest value, and whether it is there now */
 	double live_total, peak_total;
 	bool at_peak;
+	bool ending; /* the run is over: the command's exit counts too */
 	int ix_peak;
 	int64_t peak_bytes;
 };
@@ -276,6 +284,36 @@ static struct block *block_at(struct alloc *a, uint32_t i)
 	return &a->chunks[i >> CHUNK_BITS][i & (CHUNK - 1)];
 }
 
+/* The live blocks in allocation order: newest at the end, the oldest evicted first. */
+static void order_link(struct alloc *a, uint32_t i)
+{
+	struct block *b = block_at(a, i);
+
+	b->older = a->newest;
+	b->newer = NO_BLOCK;
+	if (a->newest != NO_BLOCK)
+		block_at(a, a->newest)->newer = i;
+	else
+		a->oldest = i;
+	a->newest = i;
+	a->nlive++;
+}
+
+static void order_unlink(struct alloc *a, uint32_t i)
+{
+	struct block *b = block_at(a, i);
+
+	if (b->older != NO_BLOCK)
+		block_at(a, b->older)->newer = b->newer;
+	else
+		a->oldest = b->newer;
+	if (b->newer != NO_BLOCK)
+		block_at(a, b->newer)->older = b->older;
+	else
+		a->newest = b->older;
+	a->nlive--;
+}
+
 static int block_new(struct alloc *a, uint32_t *out)
 {
 	if (a->free_head == NO_BLOCK) {
@@ -304,6 +342,8 @@ static struct stack_acc *acc_at(struct alloc *a, size_t stack)
 		size_t n = a->nacc ? a->nacc : 1024;
 		struct stack_acc *p;
 
+		if (stack > UINT32_MAX)
+			return NULL; /* SIZE_MAX: a block whose stack is gone */
 		while (n <= stack)
 			n *= 2;
 		p = realloc(a->acc, n * sizeof(*p));
@@ -432,6 +472,8 @@ static void block_drop(struct alloc *a, uint32_t i, bool freed, uint64_t ts)
 	a->live_total -= b->bytes;
 	if (s)
 		s->l_bytes -= b->bytes;
+	if (s)
+		s->nblocks--;
 	if (s && freed) {
 		s->i_objs -= b->objs;
 		s->i_bytes -= b->bytes;
@@ -443,8 +485,26 @@ static void block_drop(struct alloc *a, uint32_t i, bool freed, uint64_t ts)
 	}
 	htab__delete(a->live, &b->key, sizeof(b->key), htab__hash(&b->key, sizeof(b->key)));
 	pid_count(a, b->key.pid, -1);
+	order_unlink(a, i);
 	b->next_free = a->free_head;
 	a->free_head = i;
+}
+
+/*
+ * The live table is full (env.alloc_max_live blocks, the BPF table's size):
+ * the oldest block is forgotten, out of in-use as if freed, and counted. A
+ * long-running agent keeps what is recent; blocks whose free went unseen
+ * cannot pile up.
+ */
+static void evict_oldest(struct alloc *a, uint64_t ts)
+{
+	uint32_t i = a->oldest;
+
+	if (i == NO_BLOCK)
+		return;
+	bpf_map_delete_elem(bpf_map__fd(a->skel->maps.alloc_live), &block_at(a, i)->key);
+	block_drop(a, i, true, ts);
+	a->st.evicted++;
 }
 
 static struct htab_entry *live_find(struct alloc *a, uint32_t pid, uint64_t addr)
@@ -505,6 +565,8 @@ static void on_alloc(struct recorder *r, struct alloc *a, const struct prof_samp
 		a->st.replaced++;
 		block_drop(a, (uint32_t)e->val, true, h->time_ns);
 	}
+	while (a->nlive >= env.alloc_max_live && a->oldest != NO_BLOCK)
+		evict_oldest(a, h->time_ns);
 	if (block_new(a, &i)) {
 		r->st.agg_failed++;
 		return;
@@ -524,6 +586,8 @@ static void on_alloc(struct recorder *r, struct alloc *a, const struct prof_samp
 	}
 	e->val = i;
 	pid_count(a, h->pid, 1);
+	order_link(a, i);
+	s->nblocks++;
 	s->i_objs += wo;
 	s->i_bytes += wb;
 	s->l_bytes += wb;
@@ -572,8 +636,8 @@ static void handle_exits(struct recorder *r, struct alloc *a)
 	size_t n = 0, cap = 0, it = 0;
 	int fd = bpf_map__fd(a->skel->maps.alloc_live);
 	bool any = false;
+	size_t kept = 0;
 
-	(void)r;
 	if (!a->nexits)
 		return;
 	gone = htab__new(a->nexits, HTAB_COPY_KEYS);
@@ -582,6 +646,16 @@ static void handle_exits(struct recorder *r, struct alloc *a)
 		struct htab_entry *c =
 			htab__find(a->pid_blocks, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
 
+		/*
+		 * -- CMD: the run ends when the command does; until then its
+		 * blocks stay live, so that with --continuous the last interval
+		 * (not one that happened to end between its exit and the run's)
+		 * holds what it had when it exited.
+		 */
+		if (r->child > 0 && pid == (uint32_t)r->child && !a->ending) {
+			a->exits[kept++] = a->exits[i];
+			continue;
+		}
 		if (!c || !c->val)
 			continue;
 		if (htab__upsert(gone, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)), &e) >= 0) {
@@ -589,7 +663,7 @@ static void handle_exits(struct recorder *r, struct alloc *a)
 			any = true;
 		}
 	}
-	a->nexits = 0;
+	a->nexits = kept;
 	if (!any) {
 		htab__free(gone);
 		return;
@@ -821,6 +895,7 @@ static int setup(struct recorder *r, void **priv)
 		return -ENOMEM;
 	*priv = a;
 	a->free_head = NO_BLOCK;
+	a->oldest = a->newest = NO_BLOCK;
 	a->live = htab__new(1024, 0); /* keys borrowed from the blocks */
 	a->pid_blocks = htab__new(256, HTAB_COPY_KEYS);
 	if (!a->live || !a->pid_blocks)
@@ -965,19 +1040,20 @@ static void stop(struct recorder *r, void *priv)
 	a->pu = NULL;
 }
 
-/* In-use values are final: round each stack's sums into the stack table. */
-static void finish(struct recorder *r, void *priv)
+/*
+ * In-use values are final (the run's end, or an interval's): round each
+ * stack's sums into the stack table. The totals for the summary: allocated
+ * summed over intervals, in use as of the last.
+ */
+static void settle(struct recorder *r, struct alloc *a, uint64_t end_ns)
 {
-	struct alloc *a = priv;
-	struct htab_entry *e;
-	size_t it = 0;
-
 	handle_exits(r, a);
-	heap_flush(a, UINT64_MAX);
 	peak_leave(a); /* still at its peak at the end */
-	a->end_ns = (uint64_t)r->t_stop.tv_sec * 1000000000ULL + r->t_stop.tv_nsec;
-	while ((e = htab__next(a->live, &it))) {
-		struct block *b = block_at(a, (uint32_t)e->val);
+	a->end_ns = end_ns;
+	a->live_blocks = a->inuse_stacks = a->oldest_ns = 0;
+	a->inuse_objs = a->inuse_bytes = a->peak_bytes = 0;
+	for (uint32_t i = a->oldest; i != NO_BLOCK; i = block_at(a, i)->newer) {
+		struct block *b = block_at(a, i);
 		struct stack_acc *s = acc_at(a, b->stack);
 
 		if (s && (!s->oldest_ns || b->time_ns < s->oldest_ns))
@@ -988,7 +1064,7 @@ static void finish(struct recorder *r, void *priv)
 		struct stack_acc *s = &a->acc[i];
 		struct stack_vals *v = stacks__vals(r->stacks, i);
 
-		if (!v || (!s->a_objs && !s->i_objs))
+		if (!v || (!s->a_objs && !s->i_objs && !s->p_bytes))
 			continue;
 		v->v[a->ix_aobj] = llround(s->a_objs);
 		v->v[a->ix_abytes] = llround(s->a_bytes);
@@ -1006,6 +1082,81 @@ static void finish(struct recorder *r, void *priv)
 				a->oldest_ns = s->oldest_ns;
 		}
 	}
+}
+
+static void finish(struct recorder *r, void *priv)
+{
+	struct alloc *a = priv;
+
+	a->ending = true;
+	heap_flush(a, UINT64_MAX);
+	if (r->cont)
+		return; /* the last interval's end settles it */
+	settle(r, a, (uint64_t)r->t_stop.tv_sec * 1000000000ULL + r->t_stop.tv_nsec);
+}
+
+/* --continuous: this interval's file gets its allocations and what is in use at its end. */
+static void interval_end(struct recorder *r, void *priv)
+{
+	settle(r, priv, mono_ns());
+}
+
+/*
+ * --continuous: the live blocks go on into the new interval's (empty) stack
+ * table: their stacks are entered in it, their weights are its in-use, the
+ * peak starts from them. Allocated values start from zero. (Blocks of a
+ * process whose exit went unseen stay until evicted for room.)
+ */
+static void interval(struct recorder *r, void *priv, struct stacks *old)
+{
+	struct alloc *a = priv;
+	size_t n = old ? stacks__count(old) : a->nacc, it = 0;
+	const struct stack_vals *vals;
+	const struct stack_key *k;
+	uint32_t i, next;
+	size_t *map;
+
+	map = malloc((n ? n : 1) * sizeof(*map));
+	if (!map) {
+		r->st.agg_failed += a->nlive;
+		return;
+	}
+	for (size_t j = 0; j < n; j++)
+		map[j] = old ? SIZE_MAX : j; /* no new table: the indexes stand */
+	while (old && (k = stacks__next(old, &it, &vals))) {
+		size_t j = stacks__index(old, vals), to;
+
+		if (j < n && j < a->nacc && a->acc[j].nblocks && !stacks__intern(r->stacks, k, &to))
+			map[j] = to;
+	}
+	free(a->acc);
+	a->acc = NULL;
+	a->nacc = 0;
+	a->live_total = 0;
+	a->at_peak = false;
+	for (i = a->oldest; i != NO_BLOCK; i = next) {
+		struct block *b = block_at(a, i);
+		struct stack_acc *s;
+
+		next = b->newer;
+		if (b->stack >= n || map[b->stack] == SIZE_MAX || !(s = acc_at(a, map[b->stack]))) {
+			r->st.agg_failed++;
+			b->stack = SIZE_MAX;	   /* (acc_at fails on it: no stack to update) */
+			a->live_total += b->bytes; /* (block_drop takes it off) */
+			block_drop(a, i, true, 0);
+			continue;
+		}
+		b->stack = map[b->stack];
+		s->nblocks++;
+		s->i_objs += b->objs;
+		s->i_bytes += b->bytes;
+		s->l_bytes += b->bytes;
+		a->live_total += b->bytes;
+		a->st.carried++;
+	}
+	free(map);
+	a->peak_total = a->live_total;
+	a->at_peak = true;
 }
 
 /* pprof label oldest_age: how long the stack's oldest block still held had been held */
@@ -1077,18 +1228,25 @@ static void summary(struct recorder *r, void *priv, FILE *f)
 			"trace (at most one per %.0f ms each)\n",
 			(unsigned long long)a->counters, (unsigned long long)htab__count(a->heap),
 			HEAP_COUNTER_NS / 1e6);
-	if (lost || a->st.replaced || a->st.untracked || a->ust.attach_failed)
+	if (lost || a->st.replaced || a->st.untracked || a->st.evicted || a->ust.attach_failed)
 		fprintf(f,
 			"bpfprof: heap: lost: %llu probes not attached, %llu allocations and %llu "
 			"frees (ring buffer full), "
 			"%llu blocks untracked (live table of %u full), %llu calls without thread "
 			"state, %llu frees of unknown blocks, %llu records refused; %llu blocks "
-			"sampled again before their free was seen\n",
+			"sampled again before their free was seen, %llu oldest blocks evicted "
+			"for room\n",
 			(unsigned long long)a->ust.attach_failed, (unsigned long long)c.lost_alloc,
 			(unsigned long long)c.lost_free, (unsigned long long)c.live_full,
 			env.alloc_max_live, (unsigned long long)c.no_tls,
 			(unsigned long long)a->st.unmatched, (unsigned long long)a->st.no_key,
-			(unsigned long long)a->st.replaced);
+			(unsigned long long)a->st.replaced, (unsigned long long)a->st.evicted);
+	if (r->cont)
+		fprintf(f,
+			"bpfprof: heap: continuous: %llu live blocks carried from one interval "
+			"into the next (in-use and allocated above: the last interval's, and "
+			"the sum of all)\n",
+			(unsigned long long)a->st.carried);
 	if (log_level >= 2) {
 		fprintf(f,
 			"bpfprof: heap: %llu nested calls ignored, %llu sampled calls failed, "
@@ -1151,6 +1309,8 @@ const struct rec_feature alloc_feature = {
 	.poll = poll_hook,
 	.stop = stop,
 	.finish = finish,
+	.interval_end = interval_end,
+	.interval = interval,
 	.summary = summary,
 	.destroy = destroy,
 	.labels = labels,
