@@ -447,6 +447,28 @@ int alloc_preload_freed(struct pt_regs *ctx)
 	return 0;
 }
 
+/*
+ * Py_FinalizeEx entry, in libpython or a python executable that exports it:
+ * the interpreter is about to free what the program held. User space keeps
+ * the process's in-use as it stands now (after every record before this
+ * one in the ring buffer).
+ */
+SEC("uprobe")
+int alloc_py_finalize(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct prof_sample_hdr h;
+	__u32 tgid = id >> 32;
+
+	if (tgid == self_tgid || !is_target(tgid))
+		return 0;
+	sample_init((struct prof_sample *)&h, SAMPLE_HEAP_MARK, 0, tgid, (__u32)id);
+	h.aux0 = HEAP_MARK_PY_FINALIZE;
+	if (output(&h, sizeof(h), true))
+		count(CNT_RB_FULL);
+	return 0;
+}
+
 SEC("uprobe")
 int alloc_malloc(struct pt_regs *ctx) /* malloc(size), valloc(size) */
 {

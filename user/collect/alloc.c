@@ -8,6 +8,9 @@
  *   alloc_objects, alloc_space   everything allocated during the run
  *   inuse_objects, inuse_space   what was still allocated at the end (or when
  *                                its process exited: the leak view)
+ *   peak_space                   what each stack held when the total peaked
+ *   finalize_space               Python: what was allocated when Py_FinalizeEx
+ *                                was entered (a uprobe on it, SAMPLE_HEAP_MARK)
  *
  * each sample weighted by 1/P(sampled) = 1/(1 - exp(-size/rate)), so that
  * the sums are unbiased estimates (exact with --alloc-rate 1). Weights are
@@ -83,6 +86,7 @@ struct stack_acc {
 	uint64_t oldest_ns;	/* allocation time of the oldest block still held; 0: none */
 	double l_bytes;		/* of which in live processes (exited ones' left out) */
 	double p_bytes;		/* l_bytes when the run's total in use peaked */
+	double f_bytes;		/* held when its process entered Py_FinalizeEx */
 	uint32_t nblocks;	/* live blocks (--continuous carries them over) */
 };
 
@@ -110,8 +114,10 @@ struct alloc_stats {
 	uint64_t no_key;	/* allocation records rec__key refused */
 	uint64_t exited_blocks; /* blocks still held when their process exited */
 	double exited_bytes;
-	uint64_t evicted; /* the oldest live blocks, forgotten for room */
-	uint64_t carried; /* --continuous: live blocks carried into a new interval */
+	uint64_t evicted;   /* the oldest live blocks, forgotten for room */
+	uint64_t carried;   /* --continuous: live blocks carried into a new interval */
+	uint64_t finalized; /* Python processes whose in-use at Py_FinalizeEx was kept */
+	double finalized_bytes;
 };
 
 struct alloc {
@@ -119,6 +125,9 @@ struct alloc {
 	struct uprobes *u;
 	struct uprobes *pu; /* the preload library's probe points (-- CMD), else NULL */
 	struct uprobe_spec pspecs[2];
+	struct uprobes *fu; /* Py_FinalizeEx in libpython / python executables */
+	struct uprobe_spec fspec;
+	struct htab *finalized; /* pids whose in-use at Py_FinalizeEx was kept */
 	struct uprobe_spec specs[24];
 	size_t nspecs;
 	int ix_aobj, ix_abytes, ix_iobj, ix_ibytes;
@@ -150,8 +159,8 @@ struct alloc {
 	double live_total, peak_total;
 	bool at_peak;
 	bool ending; /* the run is over: the command's exit counts too */
-	int ix_peak;
-	int64_t peak_bytes;
+	int ix_peak, ix_final;
+	int64_t peak_bytes, final_bytes;
 };
 
 static bool wanted(void)
@@ -611,6 +620,31 @@ static void on_free(struct alloc *a, const struct prof_sample_hdr *h)
 	block_drop(a, (uint32_t)e->val, true, h->time_ns);
 }
 
+/*
+ * A Python process entered Py_FinalizeEx: what it holds now is what the
+ * program held, before the interpreter frees it (finalize_space). The first
+ * time per process image.
+ */
+static void on_mark(struct alloc *a, const struct prof_sample_hdr *h)
+{
+	uint32_t pid = h->pid;
+	struct htab_entry *e;
+
+	if (h->aux0 != HEAP_MARK_PY_FINALIZE ||
+	    htab__upsert(a->finalized, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)), &e) != 1)
+		return;
+	a->st.finalized++;
+	for (uint32_t i = a->oldest; i != NO_BLOCK; i = block_at(a, i)->newer) {
+		struct block *b = block_at(a, i);
+		struct stack_acc *s;
+
+		if (b->key.pid != pid || !(s = acc_at(a, b->stack)))
+			continue;
+		s->f_bytes += b->bytes;
+		a->st.finalized_bytes += b->bytes;
+	}
+}
+
 static void on_record(struct recorder *r, void *priv, const struct prof_sample_hdr *h,
 		      const void *data, size_t size)
 {
@@ -618,6 +652,8 @@ static void on_record(struct recorder *r, void *priv, const struct prof_sample_h
 
 	if (h->kind == SAMPLE_ALLOC)
 		on_alloc(r, a, h, data, size);
+	else if (h->kind == SAMPLE_HEAP_MARK)
+		on_mark(a, h);
 	else
 		on_free(a, h);
 }
@@ -729,17 +765,25 @@ static void on_proc(struct recorder *r, void *priv, uint32_t pid, int change)
 	struct alloc *a = priv;
 	struct proc *p;
 
+	if (change == PROC_EXITED || change == PROC_EXECED) /* a new image may finalize again */
+		htab__delete(a->finalized, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
 	if (change == PROC_EXITED) {
 		note_exit(a, pid, mono_ns());
 		if (a->u)
 			uprobes__forget(a->u, pid);
+		if (a->fu)
+			uprobes__forget(a->fu, pid);
 		return;
 	}
 	if (change == PROC_EXECED && (p = proctab__lookup(r->procs, pid, 0)))
 		note_exit(a, pid, p->start_ns ? p->start_ns : mono_ns()); /* the old image's end */
-	if (!a->u || a->pu || !rec__is_target(r, pid))
+	if (!rec__is_target(r, pid))
 		return;
-	uprobes__scan(a->u, proctab__lookup(r->procs, pid, 0));
+	p = proctab__lookup(r->procs, pid, 0);
+	if (a->fu)
+		uprobes__scan(a->fu, p);
+	if (a->u && !a->pu)
+		uprobes__scan(a->u, p);
 }
 
 static void poll_hook(struct recorder *r, void *priv)
@@ -800,6 +844,24 @@ static bool fd_is_allocator(int fd)
 	}
 	yes = dynamic ? defines(e, SHT_DYNSYM, "malloc") : defines(e, SHT_SYMTAB, "malloc");
 	elf_end(e);
+	return yes;
+}
+
+/* A Python runtime: libpython, or a python executable linked with it statically. */
+static bool is_python_runtime(struct objfile *o, void *arg)
+{
+	bool yes = false;
+	Elf *e;
+
+	(void)arg;
+	if (o->fd < 0 || elf_version(EV_CURRENT) == EV_NONE)
+		return false;
+	e = elf_begin(o->fd, ELF_C_READ, NULL);
+	if (e && elf_kind(e) == ELF_K_ELF)
+		yes = defines(e, SHT_DYNSYM, "Py_FinalizeEx");
+	elf_end(e);
+	if (yes)
+		pr_debug("heap: %s has Py_FinalizeEx", o->path);
 	return yes;
 }
 
@@ -882,7 +944,7 @@ static void add_spec(struct alloc *a, const char *func, struct bpf_program *entr
 static const char *const metric_type[] = {
 	[ALLOC_INUSE_SPACE] = "inuse_space", [ALLOC_INUSE_OBJECTS] = "inuse_objects",
 	[ALLOC_ALLOC_SPACE] = "alloc_space", [ALLOC_ALLOC_OBJECTS] = "alloc_objects",
-	[ALLOC_PEAK_SPACE] = "peak_space",
+	[ALLOC_PEAK_SPACE] = "peak_space",   [ALLOC_FINALIZE_SPACE] = "finalize_space",
 };
 
 static int setup(struct recorder *r, void **priv)
@@ -898,7 +960,8 @@ static int setup(struct recorder *r, void **priv)
 	a->oldest = a->newest = NO_BLOCK;
 	a->live = htab__new(1024, 0); /* keys borrowed from the blocks */
 	a->pid_blocks = htab__new(256, HTAB_COPY_KEYS);
-	if (!a->live || !a->pid_blocks)
+	a->finalized = htab__new(16, HTAB_COPY_KEYS);
+	if (!a->live || !a->pid_blocks || !a->finalized)
 		return -ENOMEM;
 	if (r->tl) {
 		a->tl = tl_log__timeline(r->tl);
@@ -951,30 +1014,39 @@ static int setup(struct recorder *r, void **priv)
 		if (err)
 			return err;
 	}
+	a->fspec =
+		(struct uprobe_spec){ .func = "Py_FinalizeEx", .prog = s->progs.alloc_py_finalize };
+	err = uprobes__new(&a->fu, "heap-python", r->objs, env.all, is_python_runtime, NULL,
+			   &a->fspec, 1);
+	if (err)
+		return err;
 
 	a->ix_aobj = rec__value(r, "alloc_objects", "count");
 	a->ix_abytes = rec__value(r, "alloc_space", "bytes");
 	a->ix_iobj = rec__value(r, "inuse_objects", "count");
 	a->ix_ibytes = rec__value(r, "inuse_space", "bytes");
 	a->ix_peak = rec__value(r, "peak_space", "bytes");
+	a->ix_final = rec__value(r, "finalize_space", "bytes");
 	if (a->ix_aobj < 0 || a->ix_abytes < 0 || a->ix_iobj < 0 || a->ix_ibytes < 0 ||
-	    a->ix_peak < 0) {
+	    a->ix_peak < 0 || a->ix_final < 0) {
 		pr_err("too many value types for the heap values");
 		return -ENOSPC;
 	}
 	/* folded carries one value: with --alloc it is --alloc-metric, --cpu or not */
 	rec__default_value(r, rec__value(r, metric_type[env.alloc_metric],
-					 env.alloc_metric == ALLOC_INUSE_SPACE ||
-							 env.alloc_metric == ALLOC_ALLOC_SPACE ||
-							 env.alloc_metric == ALLOC_PEAK_SPACE
-						 ? "bytes"
-						 : "count"));
+					 env.alloc_metric == ALLOC_INUSE_OBJECTS ||
+							 env.alloc_metric == ALLOC_ALLOC_OBJECTS
+						 ? "count"
+						 : "bytes"));
 	return 0;
 }
 
 static void scan_pid(struct recorder *r, struct alloc *a, uint32_t pid)
 {
-	uprobes__scan(a->u, proctab__lookup(r->procs, pid, 0));
+	struct proc *p = proctab__lookup(r->procs, pid, 0);
+
+	uprobes__scan(a->u, p);
+	uprobes__scan(a->fu, p);
 }
 
 static int start(struct recorder *r, void *priv)
@@ -1038,6 +1110,8 @@ static void stop(struct recorder *r, void *priv)
 	a->u = NULL;
 	uprobes__free(a->pu);
 	a->pu = NULL;
+	uprobes__free(a->fu);
+	a->fu = NULL;
 }
 
 /*
@@ -1051,7 +1125,7 @@ static void settle(struct recorder *r, struct alloc *a, uint64_t end_ns)
 	peak_leave(a); /* still at its peak at the end */
 	a->end_ns = end_ns;
 	a->live_blocks = a->inuse_stacks = a->oldest_ns = 0;
-	a->inuse_objs = a->inuse_bytes = a->peak_bytes = 0;
+	a->inuse_objs = a->inuse_bytes = a->peak_bytes = a->final_bytes = 0;
 	for (uint32_t i = a->oldest; i != NO_BLOCK; i = block_at(a, i)->newer) {
 		struct block *b = block_at(a, i);
 		struct stack_acc *s = acc_at(a, b->stack);
@@ -1064,7 +1138,7 @@ static void settle(struct recorder *r, struct alloc *a, uint64_t end_ns)
 		struct stack_acc *s = &a->acc[i];
 		struct stack_vals *v = stacks__vals(r->stacks, i);
 
-		if (!v || (!s->a_objs && !s->i_objs && !s->p_bytes))
+		if (!v || (!s->a_objs && !s->i_objs && !s->p_bytes && !s->f_bytes))
 			continue;
 		v->v[a->ix_aobj] = llround(s->a_objs);
 		v->v[a->ix_abytes] = llround(s->a_bytes);
@@ -1072,7 +1146,9 @@ static void settle(struct recorder *r, struct alloc *a, uint64_t end_ns)
 		v->v[a->ix_iobj] = s->i_objs > 0.5 ? llround(s->i_objs) : 0;
 		v->v[a->ix_ibytes] = s->i_bytes > 0.5 ? llround(s->i_bytes) : 0;
 		v->v[a->ix_peak] = s->p_bytes > 0.5 ? llround(s->p_bytes) : 0;
+		v->v[a->ix_final] = s->f_bytes > 0.5 ? llround(s->f_bytes) : 0;
 		a->peak_bytes += v->v[a->ix_peak];
+		a->final_bytes += v->v[a->ix_final];
 		a->inuse_objs += v->v[a->ix_iobj];
 		a->inuse_bytes += v->v[a->ix_ibytes];
 		a->alloc_bytes += v->v[a->ix_abytes];
@@ -1222,6 +1298,11 @@ static void summary(struct recorder *r, void *priv, FILE *f)
 		(unsigned long long)env.alloc_rate, (unsigned long long)c.frees,
 		a->alloc_bytes / 1048576.0, a->inuse_bytes / 1048576.0, (long long)a->inuse_objs,
 		(unsigned long long)a->inuse_stacks, age, a->peak_bytes / 1048576.0);
+	if (a->st.finalized)
+		fprintf(f,
+			"bpfprof: heap: %.1f MiB in use when %llu Python processes entered "
+			"Py_FinalizeEx (finalize_space)\n",
+			a->st.finalized_bytes / 1048576.0, (unsigned long long)a->st.finalized);
 	if (a->tl)
 		fprintf(f,
 			"bpfprof: heap: %llu samples of %llu processes' heap in use in the "
@@ -1277,7 +1358,9 @@ static void destroy(struct recorder *r, void *priv)
 		return;
 	uprobes__free(a->u);
 	uprobes__free(a->pu);
+	uprobes__free(a->fu);
 	alloc_bpf__destroy(a->skel);
+	htab__free(a->finalized);
 	htab__free(a->live);
 	htab__free(a->pid_blocks);
 	while (a->heap && (e = htab__next(a->heap, &it)))
@@ -1314,5 +1397,5 @@ const struct rec_feature alloc_feature = {
 	.summary = summary,
 	.destroy = destroy,
 	.labels = labels,
-	.kinds = { SAMPLE_ALLOC, SAMPLE_FREE, 0 },
+	.kinds = { SAMPLE_ALLOC, SAMPLE_FREE, SAMPLE_HEAP_MARK, 0 },
 };
