@@ -8,7 +8,8 @@
  * linked). Sampling is the one bpf/alloc.bpf.c does, by bytes: each thread
  * counts down the bytes to its next sample point, drawn from an exponential
  * distribution of mean BPFPROF_ALLOC_RATE, so bpfprof weights the samples
- * the same way. An unsampled call costs a thread-local subtraction; no trap.
+ * the same way. The countdown is taken before the call: an unsampled call
+ * costs a thread-local subtraction and a jump into the allocator; no trap.
  *
  * A sampled allocation calls bpfprof_heap_sampled(), on which bpfprof has a
  * uprobe: the BPF program walks the stack from the registers of the
@@ -18,9 +19,9 @@
  * of an address in the set calls bpfprof_heap_freed() before the block is
  * given back (after, its address could be sampled again by another thread).
  *
- * Anonymous mmap/munmap are interposed too, but an mmap made inside an
- * allocation call (an allocator mapping its own arenas) is not sampled: the
- * arenas are the allocator's, the blocks in them the program's.
+ * Anonymous mmap/munmap are interposed too, but an mmap the allocator's own
+ * code makes (its arenas) is not sampled: the arenas are the allocator's,
+ * the blocks in them the program's.
  *
  * Not interposable: a static executable, and an executable that defines
  * malloc itself (it comes before any preloaded library in the lookup
