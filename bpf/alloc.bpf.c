@@ -233,16 +233,19 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 size, __u64 arg, __u
 	return 0;
 }
 
-/* A sampled block (or possibly one) is gone: tell user space if it was sampled. */
-static __always_inline void retire(__u32 tgid, __u32 tid, __u64 addr)
+/*
+ * A sampled block (or possibly one) is gone: tell user space if it was
+ * sampled. known: the preload library says it was (its set, not alloc_live).
+ */
+static __always_inline void retire(__u32 tgid, __u32 tid, __u64 addr, bool known)
 {
 	struct alloc_key key = { .tgid = tgid, .addr = addr };
 	struct prof_sample_hdr h;
 	struct alloc_counters *c;
 
-	if (!bpf_map_lookup_elem(&alloc_live, &key))
+	if (!known && !bpf_map_lookup_elem(&alloc_live, &key))
 		return;
-	if (bpf_map_delete_elem(&alloc_live, &key))
+	if (!known && bpf_map_delete_elem(&alloc_live, &key))
 		return; /* another thread retired it first */
 	c = alloc_counters_get();
 	if (c)
@@ -326,11 +329,16 @@ static __always_inline void record(struct pt_regs *ctx, __u32 tgid, __u32 tid, _
 	}
 	s->hdr.ustack_len = ulen;
 	pylen = python_stack(s, ulen);
-	/* before the record goes out: the block cannot be freed before malloc returns */
+	/*
+	 * before the record goes out: the block cannot be freed before malloc
+	 * returns. The preload library keeps its own set of sampled blocks and
+	 * reports each one's free once: no live table entry (its lock and
+	 * allocation cost as much as the rest of the probe).
+	 */
 	if (untracked) { /* the library's set was full */
 		c->live_full++;
 		flags = ALLOC_F_UNTRACKED;
-	} else if (bpf_map_update_elem(&alloc_live, &key, &one, BPF_ANY)) {
+	} else if (!preload && bpf_map_update_elem(&alloc_live, &key, &one, BPF_ANY)) {
 		c->live_full++;
 		flags = ALLOC_F_UNTRACKED;
 	}
@@ -350,7 +358,7 @@ static __always_inline void record(struct pt_regs *ctx, __u32 tgid, __u32 tid, _
 					     SAMPLE_F_PY_NO_THREAD)))) {
 		count(CNT_RB_FULL);
 		c->lost_alloc++;
-		if (!flags)
+		if (!flags && !preload)
 			bpf_map_delete_elem(&alloc_live, &key);
 	}
 }
@@ -375,7 +383,7 @@ int alloc_ret(struct pt_regs *ctx)
 	case CALL_REALLOC:
 		/* the old block is gone when the call succeeded, or when it was realloc(p, 0) */
 		if (t->arg && (ret || !t->size))
-			retire(tgid, tid, t->arg);
+			retire(tgid, tid, t->arg, false);
 		break;
 	case CALL_OUTPTR:
 		addr = 0;
@@ -435,7 +443,29 @@ int alloc_preload_freed(struct pt_regs *ctx)
 
 	if (!addr || (__u32)(id >> 32) == self_tgid)
 		return 0;
-	retire(id >> 32, (__u32)id, addr);
+	retire(id >> 32, (__u32)id, addr, true);
+	return 0;
+}
+
+/*
+ * Py_FinalizeEx entry, in libpython or a python executable that exports it:
+ * the interpreter is about to free what the program held. User space keeps
+ * the process's in-use as it stands now (after every record before this
+ * one in the ring buffer).
+ */
+SEC("uprobe")
+int alloc_py_finalize(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct prof_sample_hdr h;
+	__u32 tgid = id >> 32;
+
+	if (tgid == self_tgid || !is_target(tgid))
+		return 0;
+	sample_init((struct prof_sample *)&h, SAMPLE_HEAP_MARK, 0, tgid, (__u32)id);
+	h.aux0 = HEAP_MARK_PY_FINALIZE;
+	if (output(&h, sizeof(h), true))
+		count(CNT_RB_FULL);
 	return 0;
 }
 
@@ -508,6 +538,6 @@ int alloc_free(struct pt_regs *ctx) /* free(ptr), munmap(addr, len) */
 
 	if (!addr || (__u32)(id >> 32) == self_tgid)
 		return 0;
-	retire(id >> 32, (__u32)id, addr);
+	retire(id >> 32, (__u32)id, addr, false);
 	return 0;
 }

@@ -27,15 +27,16 @@
  * their kind. Numbered, never reordered.
  */
 enum sample_kind {
-	SAMPLE_CPU = 1,	    /* on-CPU sample; weight 1 */
-	SAMPLE_ALLOC = 2,   /* heap: sampled allocation (aux0 address, aux1 size) */
-	SAMPLE_FREE = 3,    /* heap: a sampled block retired */
-	SAMPLE_OFF_CPU = 4, /* off-CPU: weight = nanoseconds blocked (sampled: --min-block),
-			     * time_ns = when the block began, aux0 = task state,
-			     * aux1 = the block's real length in ns */
-	SAMPLE_CUDA = 5,    /* CUDA driver call */
-	SAMPLE_GPU = 6,	    /* GPU activity record */
-	SAMPLE_PYCODE = 7,  /* a Python code object's snapshot (struct pycode_snap) */
+	SAMPLE_CPU = 1,	      /* on-CPU sample; weight 1 */
+	SAMPLE_ALLOC = 2,     /* heap: sampled allocation (aux0 address, aux1 size) */
+	SAMPLE_FREE = 3,      /* heap: a sampled block retired */
+	SAMPLE_OFF_CPU = 4,   /* off-CPU: weight = nanoseconds blocked (sampled: --min-block),
+			       * time_ns = when the block began, aux0 = task state,
+			       * aux1 = the block's real length in ns */
+	SAMPLE_CUDA = 5,      /* CUDA driver call */
+	SAMPLE_GPU = 6,	      /* GPU activity record */
+	SAMPLE_PYCODE = 7,    /* a Python code object's snapshot (struct pycode_snap) */
+	SAMPLE_HEAP_MARK = 8, /* heap: a moment whose in-use is kept (aux0: HEAP_MARK_*) */
 };
 
 /*
@@ -45,7 +46,9 @@ enum sample_kind {
  * unmapped, aux0 = address, no frames.
  */
 #define ALLOC_F_UNTRACKED (1ULL << 63) /* live table full: its free cannot be seen */
-#define ALLOC_SIZE_MASK	  ((1ULL << 56) - 1)
+/* SAMPLE_HEAP_MARK aux0: Py_FinalizeEx was entered (the interpreter starts shutting down) */
+#define HEAP_MARK_PY_FINALIZE 1
+#define ALLOC_SIZE_MASK	      ((1ULL << 56) - 1)
 
 /*
  * Counters are declared once, as X-macro tables: X(id, name, is_loss, description).

@@ -525,7 +525,7 @@ fi
 #    memleak-bpfcc -p; each workload times its own loop (attach excluded).
 #    HEAP_ROUNDS rounds, medians. Target: in-process <= 1.3x alone.
 LOOP_PAIRS=${LOOP_PAIRS:-2000000}
-inproc_slow=n/a
+inproc_slow=n/a inproc_cpu_slow=n/a
 if [[ -x $WORKLOADS/malloc_loop && -x $WORKLOADS/bench_malloc ]] && ((have_bpfprof)); then
 	echo "heap (in-process): malloc_loop $LOOP_PAIRS x 64 B, bench_malloc $HEAP_PAIRS x 2 threads"
 	# run_heap2 WORKLOAD CONFIG: one timed run into $elapsed
@@ -555,6 +555,11 @@ if [[ -x $WORKLOADS/malloc_loop && -x $WORKLOADS/bench_malloc ]] && ((have_bpfpr
 		[[ $(grep -E '^elapsed ' "$tmp/h2.out") =~ elapsed\ ([0-9.]+) ]] ||
 			die "$1 printed '$(cat "$tmp/h2.out")'"
 		elapsed=${BASH_REMATCH[1]}
+		# malloc_loop also prints its loop thread's CPU time (less inflated by a busy host)
+		cpu=n/a
+		if [[ $(grep -E '^elapsed ' "$tmp/h2.out") =~ cpu\ ([0-9.]+) ]]; then
+			cpu=${BASH_REMATCH[1]}
+		fi
 	}
 	h2configs=(alone inproc uprobes)
 	command -v heaptrack >/dev/null && h2configs+=(heaptrack)
@@ -563,11 +568,12 @@ if [[ -x $WORKLOADS/malloc_loop && -x $WORKLOADS/bench_malloc ]] && ((have_bpfpr
 	printf ' %11s' "${h2configs[@]}"
 	echo
 	for w in loop bench_malloc; do
-		declare -A h2=()
+		declare -A h2=() h2c=()
 		for ((r = 0; r < HEAP_ROUNDS; r++)); do
 			for c in "${h2configs[@]}"; do
 				run_heap2 "$w" "$c"
 				h2[$c]+=" $elapsed"
+				h2c[$c]+=" $cpu"
 			done
 		done
 		a=$(median <<<"${h2[alone]}")
@@ -581,9 +587,23 @@ if [[ -x $WORKLOADS/malloc_loop && -x $WORKLOADS/bench_malloc ]] && ((have_bpfpr
 		echo
 		[[ $w == loop ]] && inproc_slow=$(awk -v b="$(median <<<"${h2[inproc]}")" -v a="$a" \
 			'BEGIN { printf "%.2fx", b / a }')
-		unset h2
+		if [[ $w == loop && ${h2c[alone]} != *n/a* ]]; then
+			ac=$(median <<<"${h2c[alone]}")
+			printf '%-24s' "$w cpu median s"
+			for c in "${h2configs[@]}"; do printf ' %11s' "$(median <<<"${h2c[$c]}")"; done
+			echo
+			printf '%-24s' "$w cpu x alone"
+			for c in "${h2configs[@]}"; do
+				printf ' %11s' "$(awk -v b="$(median <<<"${h2c[$c]}")" -v a="$ac" 'BEGIN { printf "%.2fx", b / a }')"
+			done
+			echo
+			inproc_cpu_slow=$(awk -v b="$(median <<<"${h2c[inproc]}")" -v a="$ac" \
+				'BEGIN { printf "%.2fx", b / a }')
+		fi
+		unset h2 h2c
 	done
-	echo "  in-process slowdown on the 64 B loop (target <= 1.3x): $inproc_slow"
+	echo "  in-process slowdown on the 64 B loop (target <= 1.3x): $inproc_slow wall," \
+		"$inproc_cpu_slow loop-thread CPU"
 fi
 
 ((have_bpfprof)) || die "bpfprof not found at '$BPFPROF': its figures were not measured"

@@ -67,8 +67,8 @@ static const char usage_text[] =
 	"(an ELF address, for addr2line -e module); '[truncated]' starts a stack deeper\n"
 	"than 128 frames. pprof has sample types samples/count and\n"
 	"cpu/nanoseconds; with --alloc alloc_objects/count, alloc_space/bytes,\n"
-	"inuse_objects/count, inuse_space/bytes, peak_space/bytes (estimates scaled up\n"
-	"from the samples),\n"
+	"inuse_objects/count, inuse_space/bytes, peak_space/bytes, finalize_space/bytes\n"
+	"(estimates scaled up from the samples),\n"
 	"and folded shows --alloc-metric, also with --cpu. A Chrome trace has CPU\n"
 	"samples as slices per thread, CUDA calls, GPU kernels and copies per stream\n"
 	"with flows from their launches, and with --alloc a 'heap in use' counter per\n"
@@ -460,7 +460,7 @@ static int parse_alloc_metric(const char *s)
 	static const char *const names[] = {
 		[ALLOC_INUSE_SPACE] = "inuse_space", [ALLOC_INUSE_OBJECTS] = "inuse_objects",
 		[ALLOC_ALLOC_SPACE] = "alloc_space", [ALLOC_ALLOC_OBJECTS] = "alloc_objects",
-		[ALLOC_PEAK_SPACE] = "peak_space",
+		[ALLOC_PEAK_SPACE] = "peak_space",   [ALLOC_FINALIZE_SPACE] = "finalize_space",
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -470,7 +470,7 @@ static int parse_alloc_metric(const char *s)
 			return 0;
 		}
 	pr_err("unknown metric '%s' for --alloc-metric: expected inuse_space, inuse_objects, "
-	       "alloc_space, alloc_objects or peak_space",
+	       "alloc_space, alloc_objects, peak_space or finalize_space",
 	       s);
 	return -EINVAL;
 }
@@ -548,15 +548,14 @@ static int check_continuous(bool interval_given, bool keep_given, bool app_given
 		return -EINVAL;
 	}
 	/*
-	 * These keep per-stack state across the run (live heap blocks, launches
-	 * waiting for their GPU record, wall = cpu + off-cpu at the end) that
-	 * the per-interval reset of the stack table would cut.
+	 * These keep per-stack state across the run (launches waiting for
+	 * their GPU record, wall = cpu + off-cpu at the end) that the
+	 * per-interval reset of the stack table would cut. (--alloc carries its
+	 * live blocks over to the next interval's table.)
 	 */
-	if (env.ev_alloc || env.ev_cuda || env.ev_wall) {
-		pr_err("%s is not available with --continuous (use --cpu and/or --off-cpu)",
-		       env.ev_alloc  ? "--alloc"
-		       : env.ev_cuda ? "--cuda"
-				     : "--wall");
+	if (env.ev_cuda || env.ev_wall) {
+		pr_err("%s is not available with --continuous (use --cpu, --off-cpu and/or --alloc)",
+		       env.ev_cuda ? "--cuda" : "--wall");
 		return -EINVAL;
 	}
 	/* a directory bpfprof creates is private to it: profiles name everyone's code */
@@ -862,7 +861,8 @@ static const struct cli_opt opts[] = {
 	{ "alloc-metric", 0, "M", S_OPTIONS, NULL, parse_alloc_metric,
 	  "--alloc: what folded shows: inuse_space (default: bytes still allocated at the "
 	  "end), inuse_objects, alloc_space, alloc_objects (everything allocated), "
-	  "peak_space (what each stack held when the total in use peaked)" },
+	  "peak_space (what each stack held when the total in use peaked), finalize_space "
+	  "(Python: what it held when the interpreter began to shut down)" },
 	{ "alloc-uprobes", 0, NULL, S_OPTIONS, &env.alloc_uprobes, NULL,
 	  "--alloc -- CMD: probe the allocator with uprobes, as -p and -a do, instead of "
 	  "preloading the in-process sampler (libbpfprof_heap.so) into CMD" },

@@ -31,6 +31,7 @@ enum alloc_metric {
 	ALLOC_ALLOC_SPACE,
 	ALLOC_ALLOC_OBJECTS,
 	ALLOC_PEAK_SPACE,
+	ALLOC_FINALIZE_SPACE,
 };
 
 struct env {

@@ -96,7 +96,7 @@ def test_default_rate_estimates(tmp_path):
     assert r.returncode == 0, r.stderr
     types, samples = pprof_samples(pb)
     assert types == ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space",
-                     "peak_space"], types
+                     "peak_space", "finalize_space"], types
     leak = value_by_leaf(types, samples, "inuse_space", "leak_blocks")
     assert within(leak, LEAK, 0.10), (leak, LEAK)
     churn = value_by_leaf(types, samples, "alloc_space", "churn_blocks")
@@ -316,7 +316,7 @@ def test_cpu_and_alloc_together(tmp_path):
     assert r.returncode == 0, r.stderr
     types, samples = pprof_samples(pb)
     assert types == ["samples", "cpu", "alloc_objects", "alloc_space", "inuse_objects",
-                     "inuse_space", "peak_space"], types
+                     "inuse_space", "peak_space", "finalize_space"], types
     assert sum(v[0] for v, _, _ in samples) > 0
     assert within(value_by_leaf(types, samples, "inuse_space", "leak_blocks"), LEAK, 0.10)
     # folded shows the heap metric when both are on
@@ -476,3 +476,100 @@ def test_python_peak_space(tmp_path):
     assert within(held(ip, "hold_b"), 32 * MIB, 0.10), held(ip, "hold_b")
     # freed at shutdown: the in-use view does not answer "what did it hold"
     assert held(ii, "hold_a") + held(ii, "hold_b") < 8 * MIB
+
+
+ALLOC_FNS = ("leak_blocks", "churn_blocks", "small_allocs", "realloc_chain", "aligned_allocs",
+             "calloc_blocks", "mmap_regions")
+
+
+@pytest.mark.skipif(not have("go"), reason="go (golang-go) not installed")
+def test_continuous_intervals_add_up(tmp_path):
+    """--continuous --alloc: each interval's file has the allocations made in it and
+    what is in use at its end (live blocks carried into the next interval's table):
+    allocated values summed over the files are a one-shot run's, the intervals after
+    the allocations show the leak in use with nothing allocated, and the last one
+    shows what the process held when it exited."""
+    d = tmp_path / "cont"
+    d.mkdir()
+    # 0.4 s before allocating, 1.5 s after: allocations, idle intervals and the exit apart
+    r = run(["--continuous", str(d), "--interval", "0.3", "--alloc", "--alloc-rate", "1",
+             "-v", "--", workload("alloc_known"), "1.5", "0.4"])
+    assert r.returncode == 0, r.stderr
+    assert "in-process sampling" in r.stderr, r.stderr
+    files = sorted(d.glob("bpfprof-*.pb.gz"))
+    assert len(files) >= 5, files
+    per = [pprof_samples(f) for f in files]
+    one = tmp_path / "one.pb.gz"
+    r1 = run(["--alloc", "--alloc-rate", "1", "-o", str(one), "--", workload("alloc_known")])
+    assert r1.returncode == 0, r1.stderr
+    t1, s1 = pprof_samples(one)
+    for fn in ALLOC_FNS:
+        for vt in ("alloc_space", "alloc_objects"):
+            total = sum(value_by_leaf(t, s, vt, fn) for t, s in per)
+            assert total == value_by_leaf(t1, s1, vt, fn), (fn, vt, total)
+    v = lambda i, vt, fn: value_by_leaf(per[i][0], per[i][1], vt, fn)
+    assert sum(v(i, "alloc_space", "leak_blocks") for i in range(len(per))) == LEAK
+    # idle intervals between the allocations and the exit: the leak carried, nothing new
+    allocated = lambda i: sum(v(i, "alloc_space", fn) for fn in ALLOC_FNS)
+    idle = [i for i in range(len(per) - 1)
+            if allocated(i) == 0 and v(i, "inuse_space", "leak_blocks") == LEAK]
+    assert len(idle) >= 2, [(allocated(i), v(i, "inuse_space", "leak_blocks"))
+                            for i in range(len(per))]
+    for i in idle:
+        assert v(i, "inuse_space", "churn_blocks") == 0
+        assert v(i, "inuse_space", "mmap_regions") == MMAP_KEPT
+        assert v(i, "peak_space", "leak_blocks") == LEAK
+    # the last interval: in use when the process exited, as the one-shot run's
+    for fn in ALLOC_FNS:
+        assert v(-1, "inuse_space", fn) == value_by_leaf(t1, s1, "inuse_space", fn), fn
+    assert v(-1, "inuse_space", "leak_blocks") == LEAK
+    assert v(-1, "inuse_space", "realloc_chain") == 2 * MIB
+    assert "live blocks carried" in r.stderr, r.stderr
+
+
+def finalize_pythons():
+    """This run's interpreter (Debian's exports Py_FinalizeEx from the executable) and a
+    pyenv one (from libpython3.X.so)."""
+    found = [pytest.param(sys.executable, id="sys")]
+    shared = [(v, p) for v, p in pyenv_pythons() if v in ("3.12", "3.11")]
+    return found + [pytest.param(p, id=f"pyenv-{v}") for v, p in shared[-1:]]
+
+
+@pytest.mark.skipif(not have("go"), reason="go (golang-go) not installed")
+@pytest.mark.parametrize("python", finalize_pythons())
+def test_python_finalize_space(tmp_path, python):
+    """A script that holds 80 MiB in two functions until it ends normally: in use at
+    the end is what outlived the interpreter's shutdown (not the 80 MiB);
+    finalize_space (in use when Py_FinalizeEx was entered) and peak_space show both
+    functions within 10%, in pprof and as --alloc-metric in folded."""
+    script = os.path.join(PYDIR, "hold_exit.py")
+    pb = tmp_path / "fin.pb.gz"
+    r = run(["--alloc", "-v", "-o", str(pb), "--", python, script])
+    assert r.returncode == 0, r.stderr
+    assert "entered Py_FinalizeEx" in r.stderr, r.stderr
+    types, samples = pprof_samples(pb)
+    held = lambda vt, fn: sum(v[types.index(vt)] for v, fns, _ in samples
+                              if any(x.startswith(fn + " ") for x in fns))
+    for vt in ("finalize_space", "peak_space"):
+        assert within(held(vt, "hold_a"), 48 * MIB, 0.10), (vt, held(vt, "hold_a"))
+        assert within(held(vt, "hold_b"), 32 * MIB, 0.10), (vt, held(vt, "hold_b"))
+    assert held("inuse_space", "hold_a") + held("inuse_space", "hold_b") < 8 * MIB
+    out = tmp_path / "fin.folded"
+    r = run(["--alloc", "--alloc-metric", "finalize_space", "-o", str(out), "--", python, script])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    a = sum(c for f, c in stacks if any(x.startswith("hold_a ") for x in f))
+    b = sum(c for f, c in stacks if any(x.startswith("hold_b ") for x in f))
+    assert within(a, 48 * MIB, 0.10), (a, stacks)
+    assert within(b, 32 * MIB, 0.10), (b, stacks)
+
+
+def test_finalize_space_zero_without_python(tmp_path):
+    """A C program never enters Py_FinalizeEx: finalize_space is empty, and said so
+    nowhere in the summary."""
+    out = tmp_path / "c.folded"
+    r = run(["--alloc", "--alloc-metric", "finalize_space", "-v", "-o", str(out), "--",
+             workload("alloc_early")])
+    assert r.returncode == 0, r.stderr
+    assert "Py_FinalizeEx" not in r.stderr, r.stderr
+    assert sum(c for _, c in parse_folded(out.read_text())) == 0

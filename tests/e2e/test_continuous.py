@@ -146,7 +146,6 @@ def test_continuous_usage_errors(tmp_path):
                        (["--continuous", str(tmp_path), "--interval", "0"], "--interval"),
                        (["--continuous", str(tmp_path), "--keep", "-1"], "--keep"),
                        (["--continuous", str(tmp_path), "--upload", "ftp://x"], "--upload"),
-                       (["--continuous", str(tmp_path), "--alloc"], "--alloc"),
                        (["--continuous", str(tmp_path), "--cuda"], "--cuda"),
                        (["--continuous", str(tmp_path), "--wall"], "--wall")]:
         r = subprocess.run([BPFPROF] + args, capture_output=True, text=True, timeout=30)

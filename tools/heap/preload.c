@@ -8,7 +8,8 @@
  * linked). Sampling is the one bpf/alloc.bpf.c does, by bytes: each thread
  * counts down the bytes to its next sample point, drawn from an exponential
  * distribution of mean BPFPROF_ALLOC_RATE, so bpfprof weights the samples
- * the same way. An unsampled call costs a thread-local subtraction; no trap.
+ * the same way. The countdown is taken before the call: an unsampled call
+ * costs a thread-local subtraction and a jump into the allocator; no trap.
  *
  * A sampled allocation calls bpfprof_heap_sampled(), on which bpfprof has a
  * uprobe: the BPF program walks the stack from the registers of the
@@ -18,9 +19,9 @@
  * of an address in the set calls bpfprof_heap_freed() before the block is
  * given back (after, its address could be sampled again by another thread).
  *
- * Anonymous mmap/munmap are interposed too, but an mmap made inside an
- * allocation call (an allocator mapping its own arenas) is not sampled: the
- * arenas are the allocator's, the blocks in them the program's.
+ * Anonymous mmap/munmap are interposed too, but an mmap the allocator's own
+ * code makes (its arenas) is not sampled: the arenas are the allocator's,
+ * the blocks in them the program's.
  *
  * Not interposable: a static executable, and an executable that defines
  * malloc itself (it comes before any preloaded library in the lookup
@@ -28,6 +29,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -85,11 +87,22 @@ static long nlive; /* addresses in set */
 
 /* per thread, one block (one TLS offset to load) */
 static __thread struct {
-	int64_t until; /* bytes to the next sample point; 0 until drawn */
+	uint64_t until; /* bytes to the next sample point; 0 until drawn */
 	uint64_t rng;
-	int depth; /* allocation calls of this thread in progress */
 	int init;
-} ts;
+} ts __attribute__((tls_model("initial-exec")));
+
+/*
+ * The allocator's own code (the executable segments of the object the next
+ * malloc is in) and this library's: an mmap or munmap called from there is
+ * the allocator managing its arenas, and a malloc called from there is
+ * nested in an allocation call (counted once, as the outer call).
+ */
+#define MAX_TEXT 8
+static struct {
+	uintptr_t lo, hi;
+} alloc_text[MAX_TEXT];
+static int nalloc_text;
 
 /* The probe points. Their arguments are what the BPF programs read. */
 API __attribute__((noinline, used)) void
@@ -128,14 +141,48 @@ static void resolve(void)
 	__atomic_store_n(&resolving, 0, __ATOMIC_RELAXED);
 }
 
+/* dl_iterate_phdr: the executable segments of the object that holds arg */
+static int find_text(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uintptr_t want = (uintptr_t)arg;
+	int hit = 0;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && want >= lo && want - lo < ph->p_memsz)
+			hit = 1;
+	}
+	if (!hit)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum && nalloc_text < MAX_TEXT; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			alloc_text[nalloc_text].lo = lo;
+			alloc_text[nalloc_text].hi = lo + ph->p_memsz;
+			nalloc_text++;
+		}
+	}
+	return 1;
+}
+
 static void init(void)
 {
 	const char *s = getenv("BPFPROF_ALLOC_RATE");
 	char *end;
 	unsigned long long v = s ? strtoull(s, &end, 10) : 0;
 
-	if (!real.malloc)
+	if (!real.malloc) {
 		resolve();
+		/* and this library's: glibc's reallocarray tail-calls realloc */
+		dl_iterate_phdr(find_text, (void *)(uintptr_t)&init);
+		if (real.malloc)
+			dl_iterate_phdr(find_text, (void *)(uintptr_t)real.malloc);
+	}
 	__atomic_store_n(&rate, v && !*end ? v : DEFAULT_RATE, __ATOMIC_RELAXED);
 }
 
@@ -144,9 +191,17 @@ __attribute__((constructor)) static void ctor(void)
 	init();
 }
 
-static int is_boot(const void *p)
+static int in_allocator(uintptr_t ip)
 {
-	return (const char *)p >= boot && (const char *)p < boot + sizeof(boot);
+	for (int i = 0; i < nalloc_text; i++)
+		if (ip >= alloc_text[i].lo && ip < alloc_text[i].hi)
+			return 1;
+	return 0;
+}
+
+static inline int is_boot(const void *p)
+{
+	return (uintptr_t)p - (uintptr_t)boot < sizeof(boot);
 }
 
 /* dlsym's own allocations, before the real functions are known */
@@ -171,21 +226,24 @@ static uint64_t rng_next(void)
 }
 
 /* Bytes to the next sample point: -rate * ln(U), U uniform in (0, 1]. */
-static int64_t next_sample(uint64_t r)
+static uint64_t next_sample(uint64_t r)
 {
 	double u = ((rng_next() >> 11) + 1) * (1.0 / 9007199254740992.0);
 
-	return (int64_t)(-(double)r * log(u));
+	return (uint64_t)(-(double)r * log(u));
 }
 
 /*
  * The countdown ran out (or was never drawn, or every call is sampled):
  * whether the allocation of eff bytes holds a sample point.
  */
-static int sample_slow(int64_t eff)
+static __attribute__((noinline)) int sample_slow(uint64_t eff)
 {
-	uint64_t r = __atomic_load_n(&rate, __ATOMIC_RELAXED);
+	uint64_t r;
 
+	if (!__atomic_load_n(&rate, __ATOMIC_RELAXED))
+		init();
+	r = __atomic_load_n(&rate, __ATOMIC_RELAXED);
 	if (r <= 1)
 		return r == 1;
 	if (!ts.init) {
@@ -198,6 +256,27 @@ static int sample_slow(int64_t eff)
 	}
 	ts.until = next_sample(r);
 	return 1;
+}
+
+/*
+ * Whether an allocation of size bytes holds a sample point, decided before
+ * the call so that an unsampled call is a tail call into the allocator.
+ * malloc(0) still returns a block: it counts as one byte.
+ */
+static inline uint64_t eff_of(size_t size)
+{
+	return (uint64_t)size + !size;
+}
+
+static inline int take(size_t size)
+{
+	uint64_t eff = eff_of(size);
+
+	if (__builtin_expect(ts.until > eff, 1)) {
+		ts.until -= eff;
+		return 0;
+	}
+	return sample_slow(eff);
 }
 
 static inline uint32_t set_hash(uintptr_t a)
@@ -276,19 +355,34 @@ static int set_take(uintptr_t a)
 }
 
 /*
- * The wrapper's caller as a return probe on it would see it: frame
- * pointers in this file, so fa is the wrapper's frame (saved rbp, then the
- * return address), the caller's stack starts above it.
+ * The wrapper's caller as a return probe on it would see it: its return
+ * address, its stack pointer after the return, its frame pointer (frame
+ * pointers in this file: the wrapper's frame holds the saved rbp, then the
+ * return address). Taken in the wrapper itself, also when it then jumps to
+ * its *_slow function.
  */
-#define CALLER() (uintptr_t) __builtin_return_address(0), __builtin_frame_address(0)
+#define CALLER()                                                                             \
+	(uintptr_t) __builtin_return_address(0), (uintptr_t)__builtin_frame_address(0) + 16, \
+		*(uintptr_t *)__builtin_frame_address(0)
 
-static __attribute__((noinline)) void sampled(void *p, size_t size, uintptr_t ip, void *fa)
+/* A sampled allocation returned p. */
+static __attribute__((noinline)) void sampled(void *p, size_t size, uintptr_t ip, uintptr_t sp,
+					      uintptr_t bp)
 {
 	uint64_t v = (uint64_t)size & SIZE_MASK;
 
+	if (in_allocator(ip))
+		return; /* nested: the allocator calls its own malloc; its caller's call counts */
 	if (set_add((uintptr_t)p))
 		v |= F_UNTRACKED;
-	bpfprof_heap_sampled(p, v, ip, (uintptr_t)fa + 16, *(uintptr_t *)fa);
+	bpfprof_heap_sampled(p, v, ip, sp, bp);
+}
+
+/* A free's first check, inline: p is not sampled unless its filter bucket says maybe. */
+static inline int maybe_sampled(const void *p)
+{
+	return is_boot(p) || (__atomic_load_n(&nlive, __ATOMIC_RELAXED) &&
+			      __atomic_load_n(filter_of((uintptr_t)p), __ATOMIC_RELAXED));
 }
 
 static inline void retire(void *p)
@@ -297,92 +391,130 @@ static inline void retire(void *p)
 		bpfprof_heap_freed(p);
 }
 
-static __attribute__((noinline)) void note_slow(void *p, size_t size, int64_t eff, uintptr_t ip,
-						void *fa)
+/*
+ * Each wrapper's fast path (the countdown did not run out, the block freed
+ * is not sampled) is a tail call into the allocator: no frame, no store but
+ * the countdown's. The rest (first call, a sample point, a sampled block)
+ * is in a *_slow function, given the wrapper's caller.
+ */
+static __attribute__((noinline)) void *malloc_slow(size_t size, uintptr_t ip, uintptr_t sp,
+						   uintptr_t bp)
 {
-	if (sample_slow(eff))
-		sampled(p, size, ip, fa);
-}
+	void *p;
 
-/* An allocation returned p: the countdown, and its sample when it ran out. */
-static inline void note(void *p, size_t size, uintptr_t ip, void *fa)
-{
-	int64_t eff = size ? (int64_t)(size & SIZE_MASK) : 1;
-
-	if (__builtin_expect(!p || ts.depth, 0))
-		return;
-	if (__builtin_expect(ts.until > eff, 1)) {
-		ts.until -= eff;
-		return;
-	}
-	note_slow(p, size, eff, ip, fa);
+	if (!real.malloc)
+		init();
+	if (!take(size))
+		return real.malloc(size);
+	p = real.malloc(size);
+	if (p)
+		sampled(p, size, ip, sp, bp);
+	return p;
 }
 
 API void *malloc(size_t size)
 {
+	malloc_fn f = real.malloc;
+	uint64_t eff = eff_of(size);
+
+	if (__builtin_expect(f != NULL, 1) && __builtin_expect(ts.until > eff, 1)) {
+		ts.until -= eff;
+		return f(size);
+	}
+	return malloc_slow(size, CALLER());
+}
+
+static __attribute__((noinline)) void *calloc_slow(size_t n, size_t size, uintptr_t ip,
+						   uintptr_t sp, uintptr_t bp)
+{
+	size_t total;
 	void *p;
 
-	if (__builtin_expect(!real.malloc, 0))
+	if (!real.calloc) {
+		if (__atomic_load_n(&resolving, __ATOMIC_RELAXED))
+			return __builtin_mul_overflow(n, size, &total) ? NULL : boot_alloc(total);
 		init();
-	ts.depth++;
-	p = real.malloc(size);
-	ts.depth--;
-	note(p, size, CALLER());
+	}
+	if (__builtin_mul_overflow(n, size, &total) || !take(total))
+		return real.calloc(n, size); /* (an overflow fails: not counted) */
+	p = real.calloc(n, size);
+	if (p)
+		sampled(p, total, ip, sp, bp);
 	return p;
 }
 
 API void *calloc(size_t n, size_t size)
 {
+	calloc_fn f = real.calloc;
 	size_t total;
-	void *p;
 
-	if (__builtin_expect(!real.calloc, 0)) {
-		if (__atomic_load_n(&resolving, __ATOMIC_RELAXED))
-			return __builtin_mul_overflow(n, size, &total) ? NULL : boot_alloc(total);
-		init();
+	if (__builtin_expect(f != NULL, 1) && !__builtin_mul_overflow(n, size, &total) &&
+	    __builtin_expect(ts.until > eff_of(total), 1)) {
+		ts.until -= eff_of(total);
+		return f(n, size);
 	}
-	ts.depth++;
-	p = real.calloc(n, size);
-	ts.depth--;
-	if (p && !__builtin_mul_overflow(n, size, &total))
-		note(p, total, CALLER());
-	return p;
+	return calloc_slow(n, size, CALLER());
 }
 
-API void free(void *p)
+static __attribute__((noinline)) void free_slow(void *p)
 {
 	if (!p || is_boot(p))
 		return;
 	retire(p);
-	if (__builtin_expect(!real.free, 0))
+	if (!real.free)
 		init();
 	real.free(p); /* (an allocator's munmap in it: not a sampled address) */
 }
 
-API void *realloc(void *old, size_t size)
+API void free(void *p)
+{
+	free_fn f = real.free;
+
+	if (__builtin_expect(f != NULL, 1) && __builtin_expect(!maybe_sampled(p), 1)) {
+		f(p);
+		return;
+	}
+	free_slow(p);
+}
+
+static __attribute__((noinline)) void *realloc_slow(void *old, size_t size, uintptr_t ip,
+						    uintptr_t sp, uintptr_t bp)
 {
 	void *p;
 
-	if (__builtin_expect(!real.realloc, 0))
+	if (!real.realloc)
 		init();
 	if (is_boot(old)) { /* never given back: copy out of it */
+		size_t left = BOOT_BYTES - (size_t)((char *)old - boot);
+
 		p = real.malloc(size);
 		if (p)
-			memcpy(p, old,
-			       size < BOOT_BYTES - (size_t)((char *)old - boot)
-				       ? size
-				       : BOOT_BYTES - (size_t)((char *)old - boot));
-		note(p, size, CALLER());
+			memcpy(p, old, size < left ? size : left);
+		if (p && take(size))
+			sampled(p, size, ip, sp, bp);
 		return p;
 	}
 	/* before the call: once it returns, the old address may be someone else's */
 	retire(old);
-	ts.depth++;
+	if (!size || !take(size))
+		return real.realloc(old, size); /* realloc(p, 0) frees */
 	p = real.realloc(old, size);
-	ts.depth--;
-	if (size)
-		note(p, size, CALLER());
+	if (p)
+		sampled(p, size, ip, sp, bp);
 	return p;
+}
+
+API void *realloc(void *old, size_t size)
+{
+	realloc_fn f = real.realloc;
+	uint64_t eff = eff_of(size);
+
+	if (__builtin_expect(f != NULL, 1) && size && __builtin_expect(ts.until > eff, 1) &&
+	    __builtin_expect(!maybe_sampled(old), 1)) {
+		ts.until -= eff;
+		return f(old, size);
+	}
+	return realloc_slow(old, size, CALLER());
 }
 
 API void *reallocarray(void *old, size_t n, size_t size)
@@ -397,11 +529,12 @@ API void *reallocarray(void *old, size_t n, size_t size)
 		return NULL;
 	}
 	retire(old);
-	ts.depth++;
+	if (!total || !take(total))
+		return real.reallocarray ? real.reallocarray(old, n, size)
+					 : real.realloc(old, total);
 	p = real.reallocarray ? real.reallocarray(old, n, size) : real.realloc(old, total);
-	ts.depth--;
-	if (total)
-		note(p, total, CALLER());
+	if (p)
+		sampled(p, total, CALLER());
 	return p;
 }
 
@@ -411,50 +544,55 @@ API int posix_memalign(void **out, size_t align, size_t size)
 
 	if (__builtin_expect(!real.posix_memalign, 0))
 		init();
-	ts.depth++;
+	if (!take(size))
+		return real.posix_memalign(out, align, size);
 	ret = real.posix_memalign(out, align, size);
-	ts.depth--;
 	if (!ret)
-		note(*out, size, CALLER());
+		sampled(*out, size, CALLER());
 	return ret;
+}
+
+static void *memalign_any(memalign_fn f, size_t align, size_t size, uintptr_t ip, uintptr_t sp,
+			  uintptr_t bp)
+{
+	void *p;
+
+	if (!take(size))
+		return f(align, size);
+	p = f(align, size);
+	if (p)
+		sampled(p, size, ip, sp, bp);
+	return p;
 }
 
 API void *aligned_alloc(size_t align, size_t size)
 {
-	void *p;
-
-	if (__builtin_expect(!real.aligned_alloc, 0))
+	if (__builtin_expect(!real.memalign, 0))
 		init();
-	ts.depth++;
-	p = real.aligned_alloc ? real.aligned_alloc(align, size) : real.memalign(align, size);
-	ts.depth--;
-	note(p, size, CALLER());
-	return p;
+	return memalign_any(real.aligned_alloc ? real.aligned_alloc : real.memalign, align, size,
+			    CALLER());
 }
 
 API void *memalign(size_t align, size_t size)
 {
-	void *p;
-
 	if (__builtin_expect(!real.memalign, 0))
 		init();
-	ts.depth++;
-	p = real.memalign(align, size);
-	ts.depth--;
-	note(p, size, CALLER());
-	return p;
+	return memalign_any(real.memalign, align, size, CALLER());
 }
 
 API void *valloc(size_t size)
 {
 	void *p;
 
-	if (__builtin_expect(!real.valloc, 0))
+	if (__builtin_expect(!real.memalign, 0))
 		init();
-	ts.depth++;
-	p = real.valloc ? real.valloc(size) : real.memalign(sysconf(_SC_PAGESIZE), size);
-	ts.depth--;
-	note(p, size, CALLER());
+	if (!real.valloc)
+		return memalign_any(real.memalign, sysconf(_SC_PAGESIZE), size, CALLER());
+	if (!take(size))
+		return real.valloc(size);
+	p = real.valloc(size);
+	if (p)
+		sampled(p, size, CALLER());
 	return p;
 }
 
@@ -463,48 +601,51 @@ API void *pvalloc(size_t size)
 	size_t page = 4096, whole = (size + page - 1) & ~(page - 1);
 	void *p;
 
-	if (__builtin_expect(!real.pvalloc, 0))
+	if (__builtin_expect(!real.memalign, 0))
 		init();
-	ts.depth++;
+	if (!take(whole))
+		return real.pvalloc ? real.pvalloc(size) : real.memalign(page, whole);
 	p = real.pvalloc ? real.pvalloc(size) : real.memalign(page, whole);
-	ts.depth--;
-	note(p, whole, CALLER());
+	if (p)
+		sampled(p, whole, CALLER());
 	return p;
 }
 
 /*
- * Anonymous mmaps the program makes are allocations; those an allocator
- * makes inside a malloc call (its arenas: jemalloc's, mimalloc's) are not.
+ * Anonymous mmaps the program makes are allocations; those the allocator
+ * makes (its arenas: jemalloc's, mimalloc's) are not.
  */
-API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+static __attribute__((noinline)) void *mmap_any(void *addr, size_t len, int prot, int flags, int fd,
+						off_t off, uintptr_t ip, uintptr_t sp, uintptr_t bp)
 {
+	size_t whole = (len + 4095) & ~(size_t)4095;
 	void *p;
 
 	if (__builtin_expect(!real.mmap, 0))
 		init();
+	if (!(flags & MAP_ANONYMOUS) || in_allocator(ip) || !take(whole))
+		return real.mmap(addr, len, prot, flags, fd, off);
 	p = real.mmap(addr, len, prot, flags, fd, off);
-	if (p != MAP_FAILED && (flags & MAP_ANONYMOUS))
-		note(p, (len + 4095) & ~(size_t)4095, CALLER());
+	if (p != MAP_FAILED)
+		sampled(p, whole, ip, sp, bp);
 	return p;
+}
+
+API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return mmap_any(addr, len, prot, flags, fd, off, CALLER());
 }
 
 API void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	void *p;
-
-	if (__builtin_expect(!real.mmap, 0))
-		init();
-	p = real.mmap(addr, len, prot, flags, fd, off);
-	if (p != MAP_FAILED && (flags & MAP_ANONYMOUS))
-		note(p, (len + 4095) & ~(size_t)4095, CALLER());
-	return p;
+	return mmap_any(addr, len, prot, flags, fd, off, CALLER());
 }
 
 API int munmap(void *addr, size_t len)
 {
 	if (__builtin_expect(!real.munmap, 0))
 		init();
-	if (!ts.depth)
+	if (!in_allocator((uintptr_t)__builtin_return_address(0)))
 		retire(addr);
 	return real.munmap(addr, len);
 }

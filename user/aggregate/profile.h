@@ -63,7 +63,7 @@ struct plabel {
 	const char *unit; /* for numeric labels, or NULL */
 };
 
-#define PROFILE_MAX_VALUES 8
+#define PROFILE_MAX_VALUES 12
 #define PROFILE_MAX_LABELS \
 	12 /* pid comm gil unwind tid thread cgroup container pod + stack_labels */
 

@@ -49,7 +49,7 @@ struct stack_key {
  * nanoseconds, alloc bytes, ...). Which index means what is the recorder's
  * choice, handed to profile__build in build_opts.value_types.
  */
-#define STACK_MAX_VALUES 8
+#define STACK_MAX_VALUES 12
 
 struct stack_vals {
 	int64_t v[STACK_MAX_VALUES];

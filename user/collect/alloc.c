@@ -8,6 +8,9 @@
  *   alloc_objects, alloc_space   everything allocated during the run
  *   inuse_objects, inuse_space   what was still allocated at the end (or when
  *                                its process exited: the leak view)
+ *   peak_space                   what each stack held when the total peaked
+ *   finalize_space               Python: what was allocated when Py_FinalizeEx
+ *                                was entered (a uprobe on it, SAMPLE_HEAP_MARK)
  *
  * each sample weighted by 1/P(sampled) = 1/(1 - exp(-size/rate)), so that
  * the sums are unbiased estimates (exact with --alloc-rate 1). Weights are
@@ -67,8 +70,9 @@ struct block {
 	struct block_key key; /* the live htab borrows it */
 	uint64_t time_ns;
 	size_t stack;
-	double objs, bytes; /* its weights */
-	uint32_t next_free; /* free list, when not in use */
+	double objs, bytes;    /* its weights */
+	uint32_t next_free;    /* free list, when not in use */
+	uint32_t older, newer; /* the live blocks in allocation order (eviction) */
 };
 
 #define CHUNK_BITS 12
@@ -82,6 +86,8 @@ struct stack_acc {
 	uint64_t oldest_ns;	/* allocation time of the oldest block still held; 0: none */
 	double l_bytes;		/* of which in live processes (exited ones' left out) */
 	double p_bytes;		/* l_bytes when the run's total in use peaked */
+	double f_bytes;		/* held when its process entered Py_FinalizeEx */
+	uint32_t nblocks;	/* live blocks (--continuous carries them over) */
 };
 
 struct exit_note {
@@ -108,6 +114,10 @@ struct alloc_stats {
 	uint64_t no_key;	/* allocation records rec__key refused */
 	uint64_t exited_blocks; /* blocks still held when their process exited */
 	double exited_bytes;
+	uint64_t evicted;   /* the oldest live blocks, forgotten for room */
+	uint64_t carried;   /* --continuous: live blocks carried into a new interval */
+	uint64_t finalized; /* Python processes whose in-use at Py_FinalizeEx was kept */
+	double finalized_bytes;
 };
 
 struct alloc {
@@ -115,6 +125,9 @@ struct alloc {
 	struct uprobes *u;
 	struct uprobes *pu; /* the preload library's probe points (-- CMD), else NULL */
 	struct uprobe_spec pspecs[2];
+	struct uprobes *fu; /* Py_FinalizeEx in libpython / python executables */
+	struct uprobe_spec fspec;
+	struct htab *finalized; /* pids whose in-use at Py_FinalizeEx was kept */
 	struct uprobe_spec specs[24];
 	size_t nspecs;
 	int ix_aobj, ix_abytes, ix_iobj, ix_ibytes;
@@ -122,6 +135,8 @@ struct alloc {
 	struct htab *live; /* struct block_key -> block index */
 	struct block **chunks;
 	uint32_t nchunks, free_head;
+	uint32_t oldest, newest; /* the allocation-order list; NO_BLOCK: empty */
+	uint64_t nlive;
 	struct htab *pid_blocks; /* pid -> blocks in live */
 
 	struct stack_acc *acc;
@@ -136,14 +151,16 @@ struct alloc {
 	uint64_t counters;   /* counter samples written */
 	struct alloc_stats st;
 	struct uprobes_stats ust; /* kept when the probes are gone */
-	/* totals of the final values, for the summary */
+	/* totals of the final values, for the summary (--continuous: alloc summed, in use last) */
 	int64_t inuse_objs, inuse_bytes, alloc_bytes;
+	size_t *carry_map; /* --continuous: old stack index -> new one, for live blocks */
 	uint64_t inuse_stacks, live_blocks, oldest_ns;
 	/* peak_space: the total of l_bytes, its highest value, and whether it is there now */
 	double live_total, peak_total;
 	bool at_peak;
-	int ix_peak;
-	int64_t peak_bytes;
+	bool ending; /* the run is over: the command's exit counts too */
+	int ix_peak, ix_final;
+	int64_t peak_bytes, final_bytes;
 };
 
 static bool wanted(void)
@@ -276,6 +293,36 @@ static struct block *block_at(struct alloc *a, uint32_t i)
 	return &a->chunks[i >> CHUNK_BITS][i & (CHUNK - 1)];
 }
 
+/* The live blocks in allocation order: newest at the end, the oldest evicted first. */
+static void order_link(struct alloc *a, uint32_t i)
+{
+	struct block *b = block_at(a, i);
+
+	b->older = a->newest;
+	b->newer = NO_BLOCK;
+	if (a->newest != NO_BLOCK)
+		block_at(a, a->newest)->newer = i;
+	else
+		a->oldest = i;
+	a->newest = i;
+	a->nlive++;
+}
+
+static void order_unlink(struct alloc *a, uint32_t i)
+{
+	struct block *b = block_at(a, i);
+
+	if (b->older != NO_BLOCK)
+		block_at(a, b->older)->newer = b->newer;
+	else
+		a->oldest = b->newer;
+	if (b->newer != NO_BLOCK)
+		block_at(a, b->newer)->older = b->older;
+	else
+		a->newest = b->older;
+	a->nlive--;
+}
+
 static int block_new(struct alloc *a, uint32_t *out)
 {
 	if (a->free_head == NO_BLOCK) {
@@ -304,6 +351,8 @@ static struct stack_acc *acc_at(struct alloc *a, size_t stack)
 		size_t n = a->nacc ? a->nacc : 1024;
 		struct stack_acc *p;
 
+		if (stack > UINT32_MAX)
+			return NULL; /* SIZE_MAX: a block whose stack is gone */
 		while (n <= stack)
 			n *= 2;
 		p = realloc(a->acc, n * sizeof(*p));
@@ -432,6 +481,8 @@ static void block_drop(struct alloc *a, uint32_t i, bool freed, uint64_t ts)
 	a->live_total -= b->bytes;
 	if (s)
 		s->l_bytes -= b->bytes;
+	if (s)
+		s->nblocks--;
 	if (s && freed) {
 		s->i_objs -= b->objs;
 		s->i_bytes -= b->bytes;
@@ -443,8 +494,26 @@ static void block_drop(struct alloc *a, uint32_t i, bool freed, uint64_t ts)
 	}
 	htab__delete(a->live, &b->key, sizeof(b->key), htab__hash(&b->key, sizeof(b->key)));
 	pid_count(a, b->key.pid, -1);
+	order_unlink(a, i);
 	b->next_free = a->free_head;
 	a->free_head = i;
+}
+
+/*
+ * The live table is full (env.alloc_max_live blocks, the BPF table's size):
+ * the oldest block is forgotten, out of in-use as if freed, and counted. A
+ * long-running agent keeps what is recent; blocks whose free went unseen
+ * cannot pile up.
+ */
+static void evict_oldest(struct alloc *a, uint64_t ts)
+{
+	uint32_t i = a->oldest;
+
+	if (i == NO_BLOCK)
+		return;
+	bpf_map_delete_elem(bpf_map__fd(a->skel->maps.alloc_live), &block_at(a, i)->key);
+	block_drop(a, i, true, ts);
+	a->st.evicted++;
 }
 
 static struct htab_entry *live_find(struct alloc *a, uint32_t pid, uint64_t addr)
@@ -505,6 +574,8 @@ static void on_alloc(struct recorder *r, struct alloc *a, const struct prof_samp
 		a->st.replaced++;
 		block_drop(a, (uint32_t)e->val, true, h->time_ns);
 	}
+	while (a->nlive >= env.alloc_max_live && a->oldest != NO_BLOCK)
+		evict_oldest(a, h->time_ns);
 	if (block_new(a, &i)) {
 		r->st.agg_failed++;
 		return;
@@ -524,6 +595,8 @@ static void on_alloc(struct recorder *r, struct alloc *a, const struct prof_samp
 	}
 	e->val = i;
 	pid_count(a, h->pid, 1);
+	order_link(a, i);
+	s->nblocks++;
 	s->i_objs += wo;
 	s->i_bytes += wb;
 	s->l_bytes += wb;
@@ -547,6 +620,31 @@ static void on_free(struct alloc *a, const struct prof_sample_hdr *h)
 	block_drop(a, (uint32_t)e->val, true, h->time_ns);
 }
 
+/*
+ * A Python process entered Py_FinalizeEx: what it holds now is what the
+ * program held, before the interpreter frees it (finalize_space). The first
+ * time per process image.
+ */
+static void on_mark(struct alloc *a, const struct prof_sample_hdr *h)
+{
+	uint32_t pid = h->pid;
+	struct htab_entry *e;
+
+	if (h->aux0 != HEAP_MARK_PY_FINALIZE ||
+	    htab__upsert(a->finalized, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)), &e) != 1)
+		return;
+	a->st.finalized++;
+	for (uint32_t i = a->oldest; i != NO_BLOCK; i = block_at(a, i)->newer) {
+		struct block *b = block_at(a, i);
+		struct stack_acc *s;
+
+		if (b->key.pid != pid || !(s = acc_at(a, b->stack)))
+			continue;
+		s->f_bytes += b->bytes;
+		a->st.finalized_bytes += b->bytes;
+	}
+}
+
 static void on_record(struct recorder *r, void *priv, const struct prof_sample_hdr *h,
 		      const void *data, size_t size)
 {
@@ -554,6 +652,8 @@ static void on_record(struct recorder *r, void *priv, const struct prof_sample_h
 
 	if (h->kind == SAMPLE_ALLOC)
 		on_alloc(r, a, h, data, size);
+	else if (h->kind == SAMPLE_HEAP_MARK)
+		on_mark(a, h);
 	else
 		on_free(a, h);
 }
@@ -572,8 +672,8 @@ static void handle_exits(struct recorder *r, struct alloc *a)
 	size_t n = 0, cap = 0, it = 0;
 	int fd = bpf_map__fd(a->skel->maps.alloc_live);
 	bool any = false;
+	size_t kept = 0;
 
-	(void)r;
 	if (!a->nexits)
 		return;
 	gone = htab__new(a->nexits, HTAB_COPY_KEYS);
@@ -582,6 +682,16 @@ static void handle_exits(struct recorder *r, struct alloc *a)
 		struct htab_entry *c =
 			htab__find(a->pid_blocks, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
 
+		/*
+		 * -- CMD: the run ends when the command does; until then its
+		 * blocks stay live, so that with --continuous the last interval
+		 * (not one that happened to end between its exit and the run's)
+		 * holds what it had when it exited.
+		 */
+		if (r->child > 0 && pid == (uint32_t)r->child && !a->ending) {
+			a->exits[kept++] = a->exits[i];
+			continue;
+		}
 		if (!c || !c->val)
 			continue;
 		if (htab__upsert(gone, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)), &e) >= 0) {
@@ -589,7 +699,7 @@ static void handle_exits(struct recorder *r, struct alloc *a)
 			any = true;
 		}
 	}
-	a->nexits = 0;
+	a->nexits = kept;
 	if (!any) {
 		htab__free(gone);
 		return;
@@ -655,17 +765,25 @@ static void on_proc(struct recorder *r, void *priv, uint32_t pid, int change)
 	struct alloc *a = priv;
 	struct proc *p;
 
+	if (change == PROC_EXITED || change == PROC_EXECED) /* a new image may finalize again */
+		htab__delete(a->finalized, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
 	if (change == PROC_EXITED) {
 		note_exit(a, pid, mono_ns());
 		if (a->u)
 			uprobes__forget(a->u, pid);
+		if (a->fu)
+			uprobes__forget(a->fu, pid);
 		return;
 	}
 	if (change == PROC_EXECED && (p = proctab__lookup(r->procs, pid, 0)))
 		note_exit(a, pid, p->start_ns ? p->start_ns : mono_ns()); /* the old image's end */
-	if (!a->u || a->pu || !rec__is_target(r, pid))
+	if (!rec__is_target(r, pid))
 		return;
-	uprobes__scan(a->u, proctab__lookup(r->procs, pid, 0));
+	p = proctab__lookup(r->procs, pid, 0);
+	if (a->fu)
+		uprobes__scan(a->fu, p);
+	if (a->u && !a->pu)
+		uprobes__scan(a->u, p);
 }
 
 static void poll_hook(struct recorder *r, void *priv)
@@ -726,6 +844,24 @@ static bool fd_is_allocator(int fd)
 	}
 	yes = dynamic ? defines(e, SHT_DYNSYM, "malloc") : defines(e, SHT_SYMTAB, "malloc");
 	elf_end(e);
+	return yes;
+}
+
+/* A Python runtime: libpython, or a python executable linked with it statically. */
+static bool is_python_runtime(struct objfile *o, void *arg)
+{
+	bool yes = false;
+	Elf *e;
+
+	(void)arg;
+	if (o->fd < 0 || elf_version(EV_CURRENT) == EV_NONE)
+		return false;
+	e = elf_begin(o->fd, ELF_C_READ, NULL);
+	if (e && elf_kind(e) == ELF_K_ELF)
+		yes = defines(e, SHT_DYNSYM, "Py_FinalizeEx");
+	elf_end(e);
+	if (yes)
+		pr_debug("heap: %s has Py_FinalizeEx", o->path);
 	return yes;
 }
 
@@ -808,7 +944,7 @@ static void add_spec(struct alloc *a, const char *func, struct bpf_program *entr
 static const char *const metric_type[] = {
 	[ALLOC_INUSE_SPACE] = "inuse_space", [ALLOC_INUSE_OBJECTS] = "inuse_objects",
 	[ALLOC_ALLOC_SPACE] = "alloc_space", [ALLOC_ALLOC_OBJECTS] = "alloc_objects",
-	[ALLOC_PEAK_SPACE] = "peak_space",
+	[ALLOC_PEAK_SPACE] = "peak_space",   [ALLOC_FINALIZE_SPACE] = "finalize_space",
 };
 
 static int setup(struct recorder *r, void **priv)
@@ -821,9 +957,11 @@ static int setup(struct recorder *r, void **priv)
 		return -ENOMEM;
 	*priv = a;
 	a->free_head = NO_BLOCK;
+	a->oldest = a->newest = NO_BLOCK;
 	a->live = htab__new(1024, 0); /* keys borrowed from the blocks */
 	a->pid_blocks = htab__new(256, HTAB_COPY_KEYS);
-	if (!a->live || !a->pid_blocks)
+	a->finalized = htab__new(16, HTAB_COPY_KEYS);
+	if (!a->live || !a->pid_blocks || !a->finalized)
 		return -ENOMEM;
 	if (r->tl) {
 		a->tl = tl_log__timeline(r->tl);
@@ -876,30 +1014,39 @@ static int setup(struct recorder *r, void **priv)
 		if (err)
 			return err;
 	}
+	a->fspec =
+		(struct uprobe_spec){ .func = "Py_FinalizeEx", .prog = s->progs.alloc_py_finalize };
+	err = uprobes__new(&a->fu, "heap-python", r->objs, env.all, is_python_runtime, NULL,
+			   &a->fspec, 1);
+	if (err)
+		return err;
 
 	a->ix_aobj = rec__value(r, "alloc_objects", "count");
 	a->ix_abytes = rec__value(r, "alloc_space", "bytes");
 	a->ix_iobj = rec__value(r, "inuse_objects", "count");
 	a->ix_ibytes = rec__value(r, "inuse_space", "bytes");
 	a->ix_peak = rec__value(r, "peak_space", "bytes");
+	a->ix_final = rec__value(r, "finalize_space", "bytes");
 	if (a->ix_aobj < 0 || a->ix_abytes < 0 || a->ix_iobj < 0 || a->ix_ibytes < 0 ||
-	    a->ix_peak < 0) {
+	    a->ix_peak < 0 || a->ix_final < 0) {
 		pr_err("too many value types for the heap values");
 		return -ENOSPC;
 	}
 	/* folded carries one value: with --alloc it is --alloc-metric, --cpu or not */
 	rec__default_value(r, rec__value(r, metric_type[env.alloc_metric],
-					 env.alloc_metric == ALLOC_INUSE_SPACE ||
-							 env.alloc_metric == ALLOC_ALLOC_SPACE ||
-							 env.alloc_metric == ALLOC_PEAK_SPACE
-						 ? "bytes"
-						 : "count"));
+					 env.alloc_metric == ALLOC_INUSE_OBJECTS ||
+							 env.alloc_metric == ALLOC_ALLOC_OBJECTS
+						 ? "count"
+						 : "bytes"));
 	return 0;
 }
 
 static void scan_pid(struct recorder *r, struct alloc *a, uint32_t pid)
 {
-	uprobes__scan(a->u, proctab__lookup(r->procs, pid, 0));
+	struct proc *p = proctab__lookup(r->procs, pid, 0);
+
+	uprobes__scan(a->u, p);
+	uprobes__scan(a->fu, p);
 }
 
 static int start(struct recorder *r, void *priv)
@@ -963,21 +1110,24 @@ static void stop(struct recorder *r, void *priv)
 	a->u = NULL;
 	uprobes__free(a->pu);
 	a->pu = NULL;
+	uprobes__free(a->fu);
+	a->fu = NULL;
 }
 
-/* In-use values are final: round each stack's sums into the stack table. */
-static void finish(struct recorder *r, void *priv)
+/*
+ * In-use values are final (the run's end, or an interval's): round each
+ * stack's sums into the stack table. The totals for the summary: allocated
+ * summed over intervals, in use as of the last.
+ */
+static void settle(struct recorder *r, struct alloc *a, uint64_t end_ns)
 {
-	struct alloc *a = priv;
-	struct htab_entry *e;
-	size_t it = 0;
-
 	handle_exits(r, a);
-	heap_flush(a, UINT64_MAX);
 	peak_leave(a); /* still at its peak at the end */
-	a->end_ns = (uint64_t)r->t_stop.tv_sec * 1000000000ULL + r->t_stop.tv_nsec;
-	while ((e = htab__next(a->live, &it))) {
-		struct block *b = block_at(a, (uint32_t)e->val);
+	a->end_ns = end_ns;
+	a->live_blocks = a->inuse_stacks = a->oldest_ns = 0;
+	a->inuse_objs = a->inuse_bytes = a->peak_bytes = a->final_bytes = 0;
+	for (uint32_t i = a->oldest; i != NO_BLOCK; i = block_at(a, i)->newer) {
+		struct block *b = block_at(a, i);
 		struct stack_acc *s = acc_at(a, b->stack);
 
 		if (s && (!s->oldest_ns || b->time_ns < s->oldest_ns))
@@ -988,7 +1138,7 @@ static void finish(struct recorder *r, void *priv)
 		struct stack_acc *s = &a->acc[i];
 		struct stack_vals *v = stacks__vals(r->stacks, i);
 
-		if (!v || (!s->a_objs && !s->i_objs))
+		if (!v || (!s->a_objs && !s->i_objs && !s->p_bytes && !s->f_bytes))
 			continue;
 		v->v[a->ix_aobj] = llround(s->a_objs);
 		v->v[a->ix_abytes] = llround(s->a_bytes);
@@ -996,7 +1146,9 @@ static void finish(struct recorder *r, void *priv)
 		v->v[a->ix_iobj] = s->i_objs > 0.5 ? llround(s->i_objs) : 0;
 		v->v[a->ix_ibytes] = s->i_bytes > 0.5 ? llround(s->i_bytes) : 0;
 		v->v[a->ix_peak] = s->p_bytes > 0.5 ? llround(s->p_bytes) : 0;
+		v->v[a->ix_final] = s->f_bytes > 0.5 ? llround(s->f_bytes) : 0;
 		a->peak_bytes += v->v[a->ix_peak];
+		a->final_bytes += v->v[a->ix_final];
 		a->inuse_objs += v->v[a->ix_iobj];
 		a->inuse_bytes += v->v[a->ix_ibytes];
 		a->alloc_bytes += v->v[a->ix_abytes];
@@ -1006,6 +1158,81 @@ static void finish(struct recorder *r, void *priv)
 				a->oldest_ns = s->oldest_ns;
 		}
 	}
+}
+
+static void finish(struct recorder *r, void *priv)
+{
+	struct alloc *a = priv;
+
+	a->ending = true;
+	heap_flush(a, UINT64_MAX);
+	if (r->cont)
+		return; /* the last interval's end settles it */
+	settle(r, a, (uint64_t)r->t_stop.tv_sec * 1000000000ULL + r->t_stop.tv_nsec);
+}
+
+/* --continuous: this interval's file gets its allocations and what is in use at its end. */
+static void interval_end(struct recorder *r, void *priv)
+{
+	settle(r, priv, mono_ns());
+}
+
+/*
+ * --continuous: the live blocks go on into the new interval's (empty) stack
+ * table: their stacks are entered in it, their weights are its in-use, the
+ * peak starts from them. Allocated values start from zero. (Blocks of a
+ * process whose exit went unseen stay until evicted for room.)
+ */
+static void interval(struct recorder *r, void *priv, struct stacks *old)
+{
+	struct alloc *a = priv;
+	size_t n = old ? stacks__count(old) : a->nacc, it = 0;
+	const struct stack_vals *vals;
+	const struct stack_key *k;
+	uint32_t i, next;
+	size_t *map;
+
+	map = malloc((n ? n : 1) * sizeof(*map));
+	if (!map) {
+		r->st.agg_failed += a->nlive;
+		return;
+	}
+	for (size_t j = 0; j < n; j++)
+		map[j] = old ? SIZE_MAX : j; /* no new table: the indexes stand */
+	while (old && (k = stacks__next(old, &it, &vals))) {
+		size_t j = stacks__index(old, vals), to;
+
+		if (j < n && j < a->nacc && a->acc[j].nblocks && !stacks__intern(r->stacks, k, &to))
+			map[j] = to;
+	}
+	free(a->acc);
+	a->acc = NULL;
+	a->nacc = 0;
+	a->live_total = 0;
+	a->at_peak = false;
+	for (i = a->oldest; i != NO_BLOCK; i = next) {
+		struct block *b = block_at(a, i);
+		struct stack_acc *s;
+
+		next = b->newer;
+		if (b->stack >= n || map[b->stack] == SIZE_MAX || !(s = acc_at(a, map[b->stack]))) {
+			r->st.agg_failed++;
+			b->stack = SIZE_MAX;	   /* (acc_at fails on it: no stack to update) */
+			a->live_total += b->bytes; /* (block_drop takes it off) */
+			block_drop(a, i, true, 0);
+			continue;
+		}
+		b->stack = map[b->stack];
+		s->nblocks++;
+		s->i_objs += b->objs;
+		s->i_bytes += b->bytes;
+		s->l_bytes += b->bytes;
+		a->live_total += b->bytes;
+		a->st.carried++;
+	}
+	free(map);
+	a->peak_total = a->live_total;
+	a->at_peak = true;
 }
 
 /* pprof label oldest_age: how long the stack's oldest block still held had been held */
@@ -1071,24 +1298,36 @@ static void summary(struct recorder *r, void *priv, FILE *f)
 		(unsigned long long)env.alloc_rate, (unsigned long long)c.frees,
 		a->alloc_bytes / 1048576.0, a->inuse_bytes / 1048576.0, (long long)a->inuse_objs,
 		(unsigned long long)a->inuse_stacks, age, a->peak_bytes / 1048576.0);
+	if (a->st.finalized)
+		fprintf(f,
+			"bpfprof: heap: %.1f MiB in use when %llu Python processes entered "
+			"Py_FinalizeEx (finalize_space)\n",
+			a->st.finalized_bytes / 1048576.0, (unsigned long long)a->st.finalized);
 	if (a->tl)
 		fprintf(f,
 			"bpfprof: heap: %llu samples of %llu processes' heap in use in the "
 			"trace (at most one per %.0f ms each)\n",
 			(unsigned long long)a->counters, (unsigned long long)htab__count(a->heap),
 			HEAP_COUNTER_NS / 1e6);
-	if (lost || a->st.replaced || a->st.untracked || a->ust.attach_failed)
+	if (lost || a->st.replaced || a->st.untracked || a->st.evicted || a->ust.attach_failed)
 		fprintf(f,
 			"bpfprof: heap: lost: %llu probes not attached, %llu allocations and %llu "
 			"frees (ring buffer full), "
 			"%llu blocks untracked (live table of %u full), %llu calls without thread "
 			"state, %llu frees of unknown blocks, %llu records refused; %llu blocks "
-			"sampled again before their free was seen\n",
+			"sampled again before their free was seen, %llu oldest blocks evicted "
+			"for room\n",
 			(unsigned long long)a->ust.attach_failed, (unsigned long long)c.lost_alloc,
 			(unsigned long long)c.lost_free, (unsigned long long)c.live_full,
 			env.alloc_max_live, (unsigned long long)c.no_tls,
 			(unsigned long long)a->st.unmatched, (unsigned long long)a->st.no_key,
-			(unsigned long long)a->st.replaced);
+			(unsigned long long)a->st.replaced, (unsigned long long)a->st.evicted);
+	if (r->cont)
+		fprintf(f,
+			"bpfprof: heap: continuous: %llu live blocks carried from one interval "
+			"into the next (in-use and allocated above: the last interval's, and "
+			"the sum of all)\n",
+			(unsigned long long)a->st.carried);
 	if (log_level >= 2) {
 		fprintf(f,
 			"bpfprof: heap: %llu nested calls ignored, %llu sampled calls failed, "
@@ -1119,7 +1358,9 @@ static void destroy(struct recorder *r, void *priv)
 		return;
 	uprobes__free(a->u);
 	uprobes__free(a->pu);
+	uprobes__free(a->fu);
 	alloc_bpf__destroy(a->skel);
+	htab__free(a->finalized);
 	htab__free(a->live);
 	htab__free(a->pid_blocks);
 	while (a->heap && (e = htab__next(a->heap, &it)))
@@ -1151,8 +1392,10 @@ const struct rec_feature alloc_feature = {
 	.poll = poll_hook,
 	.stop = stop,
 	.finish = finish,
+	.interval_end = interval_end,
+	.interval = interval,
 	.summary = summary,
 	.destroy = destroy,
 	.labels = labels,
-	.kinds = { SAMPLE_ALLOC, SAMPLE_FREE, 0 },
+	.kinds = { SAMPLE_ALLOC, SAMPLE_FREE, SAMPLE_HEAP_MARK, 0 },
 };

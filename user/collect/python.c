@@ -60,9 +60,10 @@ static void python_finish(struct recorder *r, void *priv)
 		pytrack__thread_names_final(r->py); /* threads sampled since the last read */
 }
 
-static void python_interval(struct recorder *r, void *priv)
+static void python_interval(struct recorder *r, void *priv, struct stacks *old)
 {
 	(void)priv;
+	(void)old;
 	pytrack__gc(r->py);
 }
 

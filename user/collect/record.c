@@ -875,11 +875,14 @@ static int end_interval(struct recorder *r)
 	struct interval_totals t = { 0 };
 	struct build_stats bs;
 	struct profile *p = NULL;
-	struct stacks *fresh;
+	struct stacks *fresh, *old;
 	int err;
 
 	sideband__consume(r->sb);
 	ring_buffer__consume(r->rb);
+	for (uint32_t i = 0; i < r->nfeat; i++)
+		if (r->feat[i]->interval_end)
+			r->feat[i]->interval_end(r, r->feat_priv[i]);
 	build_opts_init(r, &bo);
 	continuous__span(r->cont, &bo.time_ns, &bo.duration_ns);
 	if (!env.no_kernel)
@@ -899,15 +902,16 @@ static int end_interval(struct recorder *r)
 	err = continuous__write(r->cont, p, &t);
 	profile__free(p);
 	fresh = stacks__new();
-	if (fresh) {
-		stacks__free(r->stacks);
+	old = r->stacks;
+	if (fresh)
 		r->stacks = fresh;
-	}
 	/* what only exited processes could still need: everything they sampled is written */
 	proctab__gc(r->procs);
 	for (uint32_t i = 0; i < r->nfeat; i++)
 		if (r->feat[i]->interval)
-			r->feat[i]->interval(r, r->feat_priv[i]);
+			r->feat[i]->interval(r, r->feat_priv[i], fresh ? old : NULL);
+	if (fresh)
+		stacks__free(old);
 	if (r->cg)
 		cgroups__trim(r->cg, 10, 1024);
 	return err;

@@ -86,8 +86,18 @@ struct rec_feature {
 	void (*stop)(struct recorder *r, void *priv);
 	/* after the last drain, before the profile is built (e.g. in-use values) */
 	void (*finish)(struct recorder *r, void *priv);
-	/* --continuous: an interval was written; let go of what only exited processes needed */
-	void (*interval)(struct recorder *r, void *priv);
+	/*
+	 * --continuous: the interval ends, its file is about to be built from
+	 * the stack table: set the values kept outside it (heap in use).
+	 */
+	void (*interval_end)(struct recorder *r, void *priv);
+	/*
+	 * --continuous: an interval was written and the stack table is a new,
+	 * empty one; let go of what only exited processes needed, carry over
+	 * what outlives the interval (live heap blocks). old: the interval's
+	 * table, freed after this hook.
+	 */
+	void (*interval)(struct recorder *r, void *priv, struct stacks *old);
 	/* end-of-run summary lines (what was taken and lost) */
 	void (*summary)(struct recorder *r, void *priv, FILE *f);
 	void (*destroy)(struct recorder *r, void *priv);
