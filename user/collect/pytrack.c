@@ -169,12 +169,16 @@ static void lines_added(struct pytrack *t, struct code_entry *ce)
 {
 	if (!ce->code.linetable)
 		return;
+	if (!ce->on_lru)
+		t->mb.entries++;
 	lru_touch(t, ce);
 	membudget__charge(&t->mb, ce->code.linetable_len);
 }
 
 static void lines_drop(struct pytrack *t, struct code_entry *ce)
 {
+	if (ce->on_lru)
+		t->mb.entries--;
 	lru_unlink(t, ce);
 	if (!ce->code.linetable)
 		return;

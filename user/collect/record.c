@@ -844,6 +844,7 @@ static int end_interval(struct recorder *r)
 	}
 	/* what only exited processes could still need: everything they sampled is written */
 	proctab__gc(r->procs);
+	objtab__interval(r->objs);
 	for (uint32_t i = 0; i < r->nfeat; i++)
 		if (r->feat[i]->interval)
 			r->feat[i]->interval(r, r->feat_priv[i]);
@@ -864,6 +865,28 @@ static void housekeeping(struct recorder *r, uint64_t *last_ns)
 		return;
 	*last_ns = now;
 	proctab__close_unused_files(r->procs);
+	if (log_level >= 2) {
+		char line[1024];
+
+		membudget__report(line, sizeof(line), 0);
+		pr_verbose("caches: %.1f MiB of %.0f MiB (%s); stacks %zu",
+			   membudget__used() / 1048576.0, membudget__get() / 1048576.0, line,
+			   stacks__count(r->stacks));
+	}
+}
+
+/* Every (object, offset) frame of the aggregated stacks (objtab keeps their names). */
+static void stack_frames(void *ctx, objtab_visit_fn visit, void *arg)
+{
+	struct recorder *r = ctx;
+	const struct stack_vals *v;
+	const struct stack_key *k;
+	size_t it = 0;
+
+	while ((k = stacks__next(r->stacks, &it, &v)))
+		for (uint32_t i = k->nkernel; i < (uint32_t)k->nkernel + k->nuser; i++)
+			if (k->frames[i].obj >= OBJ_FIRST)
+				visit(arg, k->frames[i].obj, k->frames[i].addr);
 }
 
 /*
@@ -975,11 +998,15 @@ static void print_files_summary(struct recorder *r)
 			(unsigned long long)os->open_failed);
 	if (membudget__evicted() || log_level >= 2) {
 		const struct pytrack_stats *ps = r->py ? pytrack__stats(r->py) : NULL;
+		char which[512];
 
+		membudget__report(which, sizeof(which), 1);
 		pr_info("memory: budget %.0f MiB for caches, %.1f MiB held at the end; %llu evicted "
-			"(least recently used; python line tables read again %llu, lost %llu)",
+			"(least recently used%s%s; elf symbols read again %llu, frames lost %llu; "
+			"python line tables read again %llu, lost %llu)",
 			membudget__get() / 1048576.0, membudget__used() / 1048576.0,
-			(unsigned long long)membudget__evicted(),
+			(unsigned long long)membudget__evicted(), which[0] ? ": " : "", which,
+			(unsigned long long)os->syms_reread, (unsigned long long)os->syms_lost,
 			(unsigned long long)(ps ? ps->lines_reread : 0),
 			(unsigned long long)(ps ? ps->lines_lost : 0));
 	}
@@ -1266,6 +1293,8 @@ int record__run(const struct rec_mode *mode)
 	membudget__set(env.mem_budget);
 	r.objs = objtab__new();
 	r.procs = r.objs ? proctab__new(r.objs) : NULL;
+	if (r.objs)
+		objtab__set_frames(r.objs, stack_frames, &r);
 	r.jit = perfmaps__new();
 	r.stacks = stacks__new();
 	r.dirty = htab__new(64, HTAB_COPY_KEYS);

@@ -39,15 +39,32 @@ struct objfile {
 	uint8_t open_tries; /* reopens after a failed open */
 	struct elfsym *syms;
 	uint64_t frames; /* distinct frames resolved in it (for -v) */
+	/*
+	 * Symbols live in the memory budget: the least recently used are freed
+	 * and read again from fd on demand. A file with no fd left (closed:
+	 * its processes exited) keeps, in memo, the name of each offset the
+	 * aggregated stacks hold, taken before its symbols were freed.
+	 */
+	struct objtab *tab;
+	uint64_t last_use;
+	size_t sym_bytes;     /* charged for syms */
+	char *build_id;	      /* kept past an eviction (mappings name it); NULL: none */
+	struct symmemo *memo; /* sorted by off */
+	uint32_t nmemo;
+	bool memo_pending; /* chosen for eviction: its frames are being collected */
+	bool evicted;	   /* its symbols were freed by the budget at least once */
 };
 
 struct objtab;
 
 struct objtab_stats {
-	uint64_t opened;      /* files opened (reopens included) */
-	uint64_t open_failed; /* could not be opened, or refused (see tfile's stats) */
-	uint64_t by_path;     /* opened by path (map_files failed: process gone) */
-	uint64_t closed;      /* closed when no live process mapped them any more */
+	uint64_t opened;       /* files opened (reopens included) */
+	uint64_t open_failed;  /* could not be opened, or refused (see tfile's stats) */
+	uint64_t by_path;      /* opened by path (map_files failed: process gone) */
+	uint64_t closed;       /* closed when no live process mapped them any more */
+	uint64_t syms_evicted; /* symbol tables freed by the memory budget */
+	uint64_t syms_reread;  /* ... and read again from the file */
+	uint64_t syms_lost;    /* frames of an evicted, closed file the memo did not hold */
 };
 
 struct objtab *objtab__new(void);
@@ -85,5 +102,21 @@ void objtab__mark_unused(struct objtab *t);
 void objfile__mark_used(struct objtab *t, uint32_t id);
 size_t objtab__close_unused(struct objtab *t);
 const struct objtab_stats *objtab__stats(const struct objtab *t);
+
+/*
+ * Where the frames that still need names are: fn calls visit(arg, obj, off)
+ * for every (object id, file offset) frame of the aggregated stacks. Called
+ * before the symbols of a closed file are evicted, to keep their names.
+ */
+typedef void (*objtab_visit_fn)(void *arg, uint32_t obj, uint64_t off);
+void objtab__set_frames(struct objtab *t, void (*fn)(void *ctx, objtab_visit_fn visit, void *arg),
+			void *ctx);
+/*
+ * Continuous mode, between intervals (the stacks were written and emptied):
+ * memos are dropped, and so are the symbols of closed files.
+ */
+void objtab__interval(struct objtab *t);
+/* Free obj's symbols as the budget would (tests). Returns the bytes freed. */
+size_t objtab__evict_syms(struct objtab *t, struct objfile *obj);
 
 #endif
