@@ -5,12 +5,27 @@
 
 #include "aggregate/stacks.h"
 #include "util/htab.h"
+#include "util/membudget.h"
 
 struct stacks {
 	struct htab *tab; /* key -> index into vals */
 	struct stack_vals *vals;
 	size_t n, cap;
+	size_t bytes; /* charged to the memory budget's "stacks" (reported, never evicted) */
 };
+
+/*
+ * The stacks are the profile itself, not a cache: reported in the budget
+ * (so the caches give way to them), never evicted. A key costs its bytes in
+ * the table's arena, its values, and about two hash slots.
+ */
+static struct membudget_cache mb = { .name = "stacks" };
+static unsigned int ntables;
+
+static size_t stack_bytes(const struct stack_key *key)
+{
+	return stack_key__size(key) + sizeof(struct stack_vals) + 2 * sizeof(struct htab_entry);
+}
 
 struct stacks *stacks__new(void)
 {
@@ -23,6 +38,8 @@ struct stacks *stacks__new(void)
 		free(s);
 		return NULL;
 	}
+	if (!ntables++)
+		membudget__add(&mb);
 	return s;
 }
 
@@ -30,6 +47,10 @@ void stacks__free(struct stacks *s)
 {
 	if (!s)
 		return;
+	membudget__charge(&mb, -(long long)s->bytes);
+	mb.entries -= s->n;
+	if (!--ntables)
+		membudget__remove(&mb);
 	htab__free(s->tab);
 	free(s->vals);
 	free(s);
@@ -59,6 +80,9 @@ int stacks__intern(struct stacks *s, const struct stack_key *key, size_t *idx)
 		e->val = s->n;
 		memset(&s->vals[s->n], 0, sizeof(s->vals[s->n]));
 		s->n++;
+		s->bytes += stack_bytes(key);
+		mb.entries++;
+		membudget__charge(&mb, stack_bytes(key));
 	}
 	*idx = e->val;
 	return 0;

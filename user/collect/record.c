@@ -68,6 +68,7 @@
  */
 #define POLL_MS		100
 #define HOUSEKEEPING_NS (1000 * 1000000ULL)
+#define GC_AFTER_NS	(5000 * 1000000ULL)
 
 static volatile sig_atomic_t exiting;
 static volatile sig_atomic_t got_signal;
@@ -864,6 +865,9 @@ static void housekeeping(struct recorder *r, uint64_t *last_ns)
 	if (now - *last_ns < HOUSEKEEPING_NS)
 		return;
 	*last_ns = now;
+	/* samples are read within 100 ms of being taken: 5 s after an exit nobody needs it */
+	if (now > GC_AFTER_NS)
+		proctab__gc_before(r->procs, now - GC_AFTER_NS);
 	proctab__close_unused_files(r->procs);
 	if (log_level >= 2) {
 		char line[1024];
