@@ -16,11 +16,14 @@ struct stacks {
 
 /*
  * The stacks are the profile itself, not a cache: reported in the budget
- * (so the caches give way to them), never evicted. A key costs its bytes in
+ * (so the caches give way to them), never evicted, and bounded: once they
+ * hold half the budget a new distinct stack is refused (its sample counted
+ * lost, "table full"), so that no target can grow the agent without end. A key costs its bytes in
  * the table's arena, its values, and about two hash slots.
  */
 static struct membudget_cache mb = { .name = "stacks" };
 static unsigned int ntables;
+static uint64_t refused;
 
 static size_t stack_bytes(const struct stack_key *key)
 {
@@ -62,6 +65,16 @@ int stacks__intern(struct stacks *s, const struct stack_key *key, size_t *idx)
 	struct htab_entry *e;
 	int ret;
 
+	if (mb.used + stack_bytes(key) > membudget__get() / 2) {
+		/* full: a stack already counted still counts, a new one is refused */
+		e = htab__find(s->tab, key, len, htab__hash(key, len));
+		if (!e) {
+			refused++;
+			return -ENOSPC;
+		}
+		*idx = e->val;
+		return 0;
+	}
 	ret = htab__upsert(s->tab, key, len, htab__hash(key, len), &e);
 	if (ret < 0)
 		return ret;
@@ -126,4 +139,9 @@ const struct stack_key *stacks__next(const struct stacks *s, size_t *iter,
 		return NULL;
 	*vals = &s->vals[e->val];
 	return e->key;
+}
+
+uint64_t stacks__refused(void)
+{
+	return refused;
 }

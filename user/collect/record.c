@@ -7,6 +7,7 @@
  * print what was taken and what was lost.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -69,6 +70,7 @@
 #define POLL_MS		100
 #define HOUSEKEEPING_NS (1000 * 1000000ULL)
 #define GC_AFTER_NS	(5000 * 1000000ULL)
+#define TRIM_NS		(10000 * 1000000ULL)
 
 static volatile sig_atomic_t exiting;
 static volatile sig_atomic_t got_signal;
@@ -869,6 +871,15 @@ static void housekeeping(struct recorder *r, uint64_t *last_ns)
 	if (now > GC_AFTER_NS)
 		proctab__gc_before(r->procs, now - GC_AFTER_NS);
 	proctab__close_unused_files(r->procs);
+	/*
+	 * What evictions and exits freed is mostly in the middle of the heap,
+	 * which free() does not give back: return its pages to the kernel.
+	 */
+	if (membudget__evicted() != r->trimmed_at || now - r->trim_ns > TRIM_NS) {
+		malloc_trim(0);
+		r->trimmed_at = membudget__evicted();
+		r->trim_ns = now;
+	}
 	if (log_level >= 2) {
 		char line[1024];
 
@@ -1014,6 +1025,10 @@ static void print_files_summary(struct recorder *r)
 			(unsigned long long)(ps ? ps->lines_reread : 0),
 			(unsigned long long)(ps ? ps->lines_lost : 0));
 	}
+	if (stacks__refused())
+		pr_warn("%llu new distinct stacks were not aggregated (their samples are counted "
+			"lost, table full): the stacks hold half of --mem-budget %.0f MiB; raise it",
+			(unsigned long long)stacks__refused(), membudget__get() / 1048576.0);
 	pr_verbose("files: %llu opened (%llu by path: process gone), %llu closed after their "
 		   "processes exited",
 		   (unsigned long long)os->opened, (unsigned long long)os->by_path,
