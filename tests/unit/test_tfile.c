@@ -247,6 +247,7 @@ static void test_symbols_evicted_and_reread(void **state)
 	assert_int_equal(objtab__stats(t)->syms_reread, 1);
 
 	/* its process gone: the file is closed (symbols loaded first), then evicted */
+	objtab__sampled(t, o->id);
 	objtab__mark_unused(t);
 	assert_int_equal(objtab__close_unused(t), 1);
 	assert_true(o->fd < 0);

@@ -232,8 +232,10 @@ static bool dec_user_resolve(void *ctx, uint64_t ip, struct sframe *f)
 
 		*f = id ? (struct sframe){ .obj = OBJ_JIT, .addr = id }
 			: (struct sframe){ .obj = OBJ_ANON, .addr = ip };
-	} else
+	} else {
 		*f = (struct sframe){ .obj = m->obj, .addr = ip - m->start + m->pgoff };
+		objtab__sampled(r->objs, m->obj);
+	}
 	return true;
 }
 
@@ -1310,6 +1312,15 @@ int record__run(const struct rec_mode *mode)
 	err = install_signals();
 	r.key = malloc(decode__key_size());
 	membudget__set(env.mem_budget);
+	/*
+	 * Big transient buffers (CFI compiled into rows: tens of MiB for a large
+	 * library, freed right after) get their own mappings, given back on
+	 * free. glibc's default raises this threshold after the first such free,
+	 * so the next ones came from the heap and stayed in RSS as its
+	 * high-water mark: a whole-machine agent stepped up 9-27 MiB in its
+	 * first seconds and never came down (test_rss_flat_over_1000_intervals).
+	 */
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 	r.objs = objtab__new();
 	r.procs = r.objs ? proctab__new(r.objs) : NULL;
 	if (r.objs)

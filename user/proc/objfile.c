@@ -401,6 +401,14 @@ void objtab__mark_unused(struct objtab *t)
 		t->vdso->live = true;
 }
 
+void objtab__sampled(struct objtab *t, uint32_t id)
+{
+	struct objfile *o = objtab__by_id(t, id);
+
+	if (o)
+		o->sampled = true;
+}
+
 void objfile__mark_used(struct objtab *t, uint32_t id)
 {
 	struct objfile *o = objtab__by_id(t, id);
@@ -419,7 +427,7 @@ size_t objtab__close_unused(struct objtab *t)
 		if (o->live || o->fd < 0)
 			continue;
 		/* what samples already named must still be named: symbols first */
-		if (!o->loaded)
+		if (!o->loaded && o->sampled)
 			load_syms(o);
 		close(o->fd);
 		o->fd = -1;
@@ -651,6 +659,7 @@ void objtab__interval(struct objtab *t)
 	for (uint32_t i = 0; i < t->n; i++) {
 		struct objfile *o = t->objs[i];
 
+		o->sampled = false; /* the stacks were emptied */
 		if (o->nmemo)
 			drop_memo(t, o);
 		if (o->fd < 0 && o != t->vdso)

@@ -53,6 +53,7 @@ struct objfile {
 	uint32_t nmemo;
 	bool memo_pending; /* chosen for eviction: its frames are being collected */
 	bool evicted;	   /* its symbols were freed by the budget at least once */
+	bool sampled;	   /* a frame of the aggregated stacks is in it (objtab__sampled) */
 };
 
 struct objtab;
@@ -95,10 +96,12 @@ const char *objfile__build_id(struct objfile *obj);
 /*
  * Files of exited processes: objtab__mark_unused(), then objfile__mark_used()
  * for each object a live process maps, then objtab__close_unused() loads the
- * symbols of the others (for the samples that named them) and closes their
+ * symbols of the others that samples named (objtab__sampled) and closes their
  * fds. Returns the files closed. A later mapping reopens the file.
  */
 void objtab__mark_unused(struct objtab *t);
+/* A sample's frame is in object id: its symbols are loaded before its file is closed. */
+void objtab__sampled(struct objtab *t, uint32_t id);
 void objfile__mark_used(struct objtab *t, uint32_t id);
 size_t objtab__close_unused(struct objtab *t);
 const struct objtab_stats *objtab__stats(const struct objtab *t);
