@@ -348,6 +348,8 @@ void perfmaps__forget(struct perfmaps *pm, uint32_t pid)
 	if (!he)
 		return;
 	m = (struct pmap *)(uintptr_t)he->val;
+	/* the key lives in m: out of the table first */
+	htab__delete(pm->procs, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
 	if (m) {
 		membudget__charge(&pm->mb, -(long long)pmap_bytes(m));
 		pm->mb.entries--;
@@ -355,7 +357,6 @@ void perfmaps__forget(struct perfmaps *pm, uint32_t pid)
 		free(m->pool);
 		free(m);
 	}
-	htab__delete(pm->procs, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
 }
 
 static int last_use_cmp(const void *pa, const void *pb)
