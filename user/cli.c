@@ -824,8 +824,9 @@ static const struct cli_opt opts[] = {
 	  "tables go to the files samples land in, least recently sampled evicted; a warning "
 	  "at the end says when it was short" },
 	{ "mem-budget", 0, "SIZE", S_OPTIONS, NULL, parse_mem_budget,
-	  "memory for the agent's caches of what targets control (Python line tables), least "
-	  "recently used given back first; suffixes k, m, g (default 128m, at least 1m)" },
+	  "memory for what the agent keeps of targets (symbols, Python line tables, perf maps, "
+	  "process state; stacks up to half), least recently used given back first; suffixes "
+	  "k, m, g (default 128m, at least 1m)" },
 	{ "output", 'o', "PATH", S_OPTIONS, NULL, set_output,
 	  "where to write ('-' = stdout, the default)" },
 	{ "format", 'f', "FMT", S_OPTIONS, NULL, parse_format,

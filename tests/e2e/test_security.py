@@ -322,3 +322,72 @@ def test_new_code_objects_stay_in_budget(pub_path):
     # (an evicted table that could not be read again would give line 1, the def)
     body = [x for x in lines if int(x.rsplit(":", 1)[1][:-1]) in range(2, 7)]
     assert len(body) > 0.95 * len(lines), lines
+
+
+BIGLIB = "".join("int budget_fn_with_a_long_name_%d(int x) { return x * %d + 1; }\n" % (i, i)
+                 for i in range(2000)) + r"""
+__attribute__((noinline)) int lib_spin(int x) {
+    volatile int s = 0;
+    for (int i = 0; i < 60000000; i++)
+        s += x * i;
+    return s;
+}
+"""
+SPINNER = r"""
+import ctypes, os, sys
+d = sys.argv[1]
+for name in sorted(os.listdir(d)):
+    if name.endswith(".so"):
+        lib = ctypes.CDLL(os.path.join(d, name))
+        os.unlink(os.path.join(d, name))
+        lib.lib_spin(3)
+print("done", flush=True)
+"""
+
+
+def test_evicted_symbols_of_deleted_libraries_still_named(pub_path):
+    """60 distinct libraries of 2000 functions each, loaded, run, unlinked, and
+    their process gone before the profile is written: under a 2 MiB budget
+    their symbol tables are evicted, yet every sample in them is named, from
+    the names kept for the stacks' frames before the eviction."""
+    import sys
+    src = pub_path / "big.c"
+    src.write_text(BIGLIB)
+    so = pub_path / "big.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(so), str(src)], check=True)
+    libs = pub_path / "libs"
+    libs.mkdir()
+    for i in range(60):
+        shutil.copy(str(so), str(libs / f"big{i:02d}.so"))
+    os.chmod(libs, 0o777)
+    script = pub_path / "spinner.py"
+    script.write_text(SPINNER)
+    out = pub_path / "out.folded"
+    agent = subprocess.Popen([os.environ.get("BPFPROF", "build/bpfprof"), "-a", "-F", "199",
+                              "--mem-budget", "2m", "-v", "-o", str(out)],
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(3)
+        target = subprocess.Popen([sys.executable, str(script), str(libs)],
+                                  stdout=subprocess.PIPE, text=True, user=NOBODY,
+                                  group=NOBODY, extra_groups=[])
+        assert target.stdout.readline().startswith("done")
+        target.wait()
+        time.sleep(2.5)  # closed within a second or two of the exit
+        agent.send_signal(2)
+        err = agent.communicate(timeout=120)[1]
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+    assert agent.returncode == 0, err
+    m = re.search(r"memory: budget 2 MiB for caches, [\d.]+ MiB held at the end; (\d+) evicted "
+                  r"\(least recently used: [^;]*elf symbols (\d+)[^;]*; elf symbols read again "
+                  r"\d+, frames lost (\d+)", err)
+    assert m, err
+    assert int(m.group(2)) >= 30, m.group(0)
+    stacks = [(f, c) for f, c in parse_folded(out.read_text()) if f[0].startswith("python")]
+    named = total([(f, c) for f, c in stacks if "lib_spin" in f])
+    anon = total([(f, c) for f, c in stacks if any(re.match(r"big\d+\.so\+0x", x) for x in f)])
+    assert named > 100, (named, anon)
+    assert anon <= 0.02 * named, (named, anon)

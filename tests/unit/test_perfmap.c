@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "symbolize/perfmap.h"
+#include "util/membudget.h"
 
 static void test_parse_sorted_and_named(void **state)
 {
@@ -72,12 +74,50 @@ static void test_no_such_process(void **state)
 	perfmaps__free(pm);
 }
 
+/*
+ * Our own perf map, evicted by the memory budget and read again: names a
+ * frame already took stay valid; only names samples landed in are interned.
+ */
+static void test_evicted_and_read_again(void **state)
+{
+	struct perfmaps *pm = perfmaps__new();
+	char path[64];
+	uint32_t alpha, beta;
+	FILE *f;
+
+	(void)state;
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("1000 100 alpha\n2000 100 beta\n3000 100 gamma\n", f);
+	fclose(f);
+	alpha = perfmaps__lookup(pm, getpid(), 0x1010);
+	assert_string_equal(perfmaps__name(pm, alpha), "alpha");
+	assert_int_equal(perfmaps__stats(pm)->files, 1);
+	/* gamma was never looked up: not interned */
+	assert_int_equal(perfmaps__lookup(pm, 0x7fffffff, 0x1000), 0);
+	/* a budget of one byte: the next map read evicts every other one */
+	membudget__set(1);
+	assert_int_equal(perfmaps__lookup(pm, 0x7ffffffe, 0x1000), 0);
+	membudget__set(0);
+	beta = perfmaps__lookup(pm, getpid(), 0x2010);
+	assert_string_equal(perfmaps__name(pm, beta), "beta");
+	assert_int_equal(perfmaps__stats(pm)->files, 2); /* read again */
+	assert_string_equal(perfmaps__name(pm, alpha), "alpha");
+	assert_int_equal(perfmaps__lookup(pm, getpid(), 0x1050), alpha);
+	assert_null(perfmaps__name(pm, beta + 1));
+	unlink(path);
+	perfmaps__free(pm);
+	assert_int_equal(membudget__used(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_sorted_and_named),
 		cmocka_unit_test(test_garbage_counted_not_fatal),
 		cmocka_unit_test(test_no_such_process),
+		cmocka_unit_test(test_evicted_and_read_again),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * tfile (files opened for a target) and membudget (the caches' memory
- * budget): pure logic on a scratch directory, no root needed.
+ * budget, and the ELF symbols it evicts): pure logic on a scratch directory
+ * and this test's own executable, no root needed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +19,8 @@
 
 #include <cmocka.h>
 
+#include "proc/objfile.h"
+#include "proc/procmaps.h"
 #include "util/membudget.h"
 #include "util/tfile.h"
 
@@ -148,12 +151,169 @@ static void test_budget_evicts(void **state)
 	assert_int_equal(membudget__get(), MEMBUDGET_DEFAULT);
 }
 
+__attribute__((noinline)) int budget_probe_one(int x)
+{
+	return x * 7 + 1;
+}
+
+__attribute__((noinline)) int budget_probe_two(int x)
+{
+	return x * 11 + budget_probe_one(x);
+}
+
+struct find_map {
+	uintptr_t addr;
+	struct procmaps_entry e;
+	char path[PATH_MAX];
+};
+
+static int find_cb(const struct procmaps_entry *e, void *ctx)
+{
+	struct find_map *f = ctx;
+
+	if (f->addr < e->start || f->addr >= e->end)
+		return 0;
+	f->e = *e;
+	snprintf(f->path, sizeof(f->path), "%s", e->path);
+	f->e.path = f->path;
+	return 1;
+}
+
+/* Our own mapping of fn's code, as the process table would see it. */
+static void find_mapping(void *fn, struct find_map *f)
+{
+	FILE *m = fopen("/proc/self/maps", "r");
+
+	assert_non_null(m);
+	f->addr = (uintptr_t)fn;
+	assert_int_equal(procmaps__for_each_exec(m, find_cb, f), 1);
+	fclose(m);
+}
+
+struct frames {
+	uint32_t obj;
+	uint64_t offs[2];
+};
+
+static void visit_frames(void *ctx, objtab_visit_fn visit, void *arg)
+{
+	struct frames *fr = ctx;
+
+	for (int i = 0; i < 2; i++)
+		visit(arg, fr->obj, fr->offs[i]);
+}
+
+/*
+ * Symbols evicted by the budget give the same names afterwards: read again
+ * from the open file, or, once the file is closed (its processes gone), from
+ * the names kept for the frames the stacks hold.
+ */
+static void test_symbols_evicted_and_reread(void **state)
+{
+	struct find_map f;
+	struct objtab *t = objtab__new();
+	struct objfile *o;
+	struct frames fr;
+	const char *name;
+	char one[64], two[64];
+	uint64_t va, va2;
+
+	(void)state;
+	assert_non_null(t);
+	find_mapping((void *)budget_probe_one, &f);
+	o = objtab__get(t, f.e.dev_major, f.e.dev_minor, f.e.ino, f.path, getpid(), f.e.start,
+			f.e.end);
+	assert_non_null(o);
+	assert_true(o->fd >= 0);
+	fr.obj = o->id;
+	fr.offs[0] = (uintptr_t)budget_probe_one - f.e.start + f.e.pgoff;
+	fr.offs[1] = (uintptr_t)budget_probe_two - f.e.start + f.e.pgoff;
+	objtab__set_frames(t, visit_frames, &fr);
+
+	assert_int_equal(objfile__symbolize(o, fr.offs[0], &name, &va), 0);
+	assert_string_equal(name, "budget_probe_one");
+	snprintf(one, sizeof(one), "%s", name);
+	assert_int_equal(objfile__symbolize(o, fr.offs[1], &name, &va2), 0);
+	snprintf(two, sizeof(two), "%s", name);
+	assert_string_equal(two, "budget_probe_two");
+	assert_true(membudget__used() > 0);
+
+	/* evicted while the file is open: read again */
+	assert_true(objtab__evict_syms(t, o) > 0);
+	assert_null(o->syms);
+	assert_int_equal(objtab__stats(t)->syms_evicted, 1);
+	assert_int_equal(objfile__symbolize(o, fr.offs[0], &name, &va), 0);
+	assert_string_equal(name, one);
+	assert_int_equal(objtab__stats(t)->syms_reread, 1);
+
+	/* its process gone: the file is closed (symbols loaded first), then evicted */
+	objtab__sampled(t, o->id);
+	objtab__mark_unused(t);
+	assert_int_equal(objtab__close_unused(t), 1);
+	assert_true(o->fd < 0);
+	assert_non_null(o->syms);
+	assert_true(objtab__evict_syms(t, o) > 0);
+	assert_null(o->syms);
+	assert_int_equal(o->nmemo, 4); /* each frame, and each one byte before it */
+	assert_int_equal(objfile__symbolize(o, fr.offs[0], &name, &va), 0);
+	assert_string_equal(name, one);
+	assert_int_equal(objfile__symbolize(o, fr.offs[1], &name, &va), 0);
+	assert_string_equal(name, two);
+	assert_int_equal(va, va2);
+	/* a caller's lookup at the return address - 1 is kept too */
+	assert_int_equal(objfile__symbolize(o, fr.offs[1] - 1, &name, &va), 0);
+	assert_int_equal(objtab__stats(t)->syms_lost, 0);
+	/* an offset no stack held is lost, and counted */
+	assert_true(objfile__symbolize(o, fr.offs[1] + 2, &name, &va) < 0);
+	assert_null(name);
+	assert_int_equal(objtab__stats(t)->syms_lost, 1);
+
+	/* the next interval needs neither the names nor a closed file's symbols */
+	objtab__interval(t);
+	assert_int_equal(o->nmemo, 0);
+	objtab__free(t);
+	assert_int_equal(membudget__used(), 0);
+}
+
+/* Past the budget, the least recently used symbol tables go first. */
+static void test_symbols_lru(void **state)
+{
+	struct find_map f;
+	struct objtab *t = objtab__new();
+	struct objfile *o, *vdso;
+	const char *name;
+	uint64_t va, off;
+
+	(void)state;
+	find_mapping((void *)budget_probe_one, &f);
+	o = objtab__get(t, f.e.dev_major, f.e.dev_minor, f.e.ino, f.path, getpid(), f.e.start,
+			f.e.end);
+	vdso = objtab__vdso(t);
+	assert_non_null(o);
+	assert_non_null(vdso);
+	off = (uintptr_t)budget_probe_one - f.e.start + f.e.pgoff;
+	assert_int_equal(objfile__symbolize(o, off, &name, &va), 0);
+	assert_non_null(o->syms);
+	/* a budget just above what this file holds: loading another evicts the older */
+	membudget__set(membudget__used() + 1);
+	objfile__symbolize(vdso, 0, &name, &va);
+	assert_non_null(vdso->syms);
+	assert_null(o->syms);
+	assert_int_equal(objtab__stats(t)->syms_evicted, 1);
+	assert_int_equal(objfile__symbolize(o, off, &name, &va), 0);
+	assert_string_equal(name, "budget_probe_one");
+	membudget__set(0);
+	objtab__free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_in_root),
 		cmocka_unit_test(test_open_host_and_links),
 		cmocka_unit_test(test_budget_evicts),
+		cmocka_unit_test(test_symbols_evicted_and_reread),
+		cmocka_unit_test(test_symbols_lru),
 	};
 
 	return cmocka_run_group_tests_name("tfile", tests, mk, rm);

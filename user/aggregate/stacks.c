@@ -5,12 +5,30 @@
 
 #include "aggregate/stacks.h"
 #include "util/htab.h"
+#include "util/membudget.h"
 
 struct stacks {
 	struct htab *tab; /* key -> index into vals */
 	struct stack_vals *vals;
 	size_t n, cap;
+	size_t bytes; /* charged to the memory budget's "stacks" (reported, never evicted) */
 };
+
+/*
+ * The stacks are the profile itself, not a cache: reported in the budget
+ * (so the caches give way to them), never evicted, and bounded: once they
+ * hold half the budget a new distinct stack is refused (its sample counted
+ * lost, "table full"), so that no target can grow the agent without end. A key costs its bytes in
+ * the table's arena, its values, and about two hash slots.
+ */
+static struct membudget_cache mb = { .name = "stacks" };
+static unsigned int ntables;
+static uint64_t refused;
+
+static size_t stack_bytes(const struct stack_key *key)
+{
+	return stack_key__size(key) + sizeof(struct stack_vals) + 2 * sizeof(struct htab_entry);
+}
 
 struct stacks *stacks__new(void)
 {
@@ -23,6 +41,8 @@ struct stacks *stacks__new(void)
 		free(s);
 		return NULL;
 	}
+	if (!ntables++)
+		membudget__add(&mb);
 	return s;
 }
 
@@ -30,6 +50,10 @@ void stacks__free(struct stacks *s)
 {
 	if (!s)
 		return;
+	membudget__charge(&mb, -(long long)s->bytes);
+	mb.entries -= s->n;
+	if (!--ntables)
+		membudget__remove(&mb);
 	htab__free(s->tab);
 	free(s->vals);
 	free(s);
@@ -41,6 +65,16 @@ int stacks__intern(struct stacks *s, const struct stack_key *key, size_t *idx)
 	struct htab_entry *e;
 	int ret;
 
+	if (mb.used + stack_bytes(key) > membudget__get() / 2) {
+		/* full: a stack already counted still counts, a new one is refused */
+		e = htab__find(s->tab, key, len, htab__hash(key, len));
+		if (!e) {
+			refused++;
+			return -ENOSPC;
+		}
+		*idx = e->val;
+		return 0;
+	}
 	ret = htab__upsert(s->tab, key, len, htab__hash(key, len), &e);
 	if (ret < 0)
 		return ret;
@@ -59,6 +93,9 @@ int stacks__intern(struct stacks *s, const struct stack_key *key, size_t *idx)
 		e->val = s->n;
 		memset(&s->vals[s->n], 0, sizeof(s->vals[s->n]));
 		s->n++;
+		s->bytes += stack_bytes(key);
+		mb.entries++;
+		membudget__charge(&mb, stack_bytes(key));
 	}
 	*idx = e->val;
 	return 0;
@@ -102,4 +139,9 @@ const struct stack_key *stacks__next(const struct stacks *s, size_t *iter,
 		return NULL;
 	*vals = &s->vals[e->val];
 	return e->key;
+}
+
+uint64_t stacks__refused(void)
+{
+	return refused;
 }

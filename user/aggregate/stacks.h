@@ -71,6 +71,12 @@ int stacks__add(struct stacks *s, const struct stack_key *key, const int64_t *de
  * stacks__vals. Returns 0 or -errno.
  */
 int stacks__intern(struct stacks *s, const struct stack_key *key, size_t *idx);
+/*
+ * Stacks share the memory budget (util/membudget.h) and may hold half of it:
+ * past that a new distinct stack is refused with -ENOSPC (an existing one
+ * still counts). New stacks refused so far, in all tables.
+ */
+uint64_t stacks__refused(void);
 struct stack_vals *stacks__vals(struct stacks *s, size_t idx);
 size_t stacks__count(const struct stacks *s);
 /* The stable index (as stacks__intern gives) of values that stacks__next returned. */

@@ -109,6 +109,7 @@ struct code_entry {
 	bool lines_evicted;
 	struct lmemo *memo; /* sorted by off */
 	uint32_t nmemo, capmemo;
+	size_t charged; /* to "python code objects": the entry, its names, its memo */
 };
 
 struct lmemo {
@@ -133,7 +134,25 @@ struct pytrack {
 	struct pytrack_stats st;
 	struct code_entry *lru_head, *lru_tail; /* entries holding a line table */
 	struct membudget_cache mb;
+	/*
+	 * The entries themselves (names, sampled lines): what stacks refer to,
+	 * reported; freed by pytrack__gc once their process is gone (continuous).
+	 */
+	struct membudget_cache mb_codes;
 };
+
+/* What ce holds besides its line table, charged again after it changed. */
+static void codes_recharge(struct pytrack *t, struct code_entry *ce)
+{
+	size_t bytes = sizeof(*ce) + ce->capmemo * sizeof(*ce->memo);
+
+	if (ce->code.qualname)
+		bytes += strlen(ce->code.qualname) + 1;
+	if (ce->code.filename)
+		bytes += strlen(ce->code.filename) + 1;
+	membudget__charge(&t->mb_codes, (long long)bytes - (long long)ce->charged);
+	ce->charged = bytes;
+}
 
 static void lru_unlink(struct pytrack *t, struct code_entry *ce)
 {
@@ -171,12 +190,16 @@ static void lines_added(struct pytrack *t, struct code_entry *ce)
 {
 	if (!ce->code.linetable)
 		return;
+	if (!ce->on_lru)
+		t->mb.entries++;
 	lru_touch(t, ce);
 	membudget__charge(&t->mb, ce->code.linetable_len);
 }
 
 static void lines_drop(struct pytrack *t, struct code_entry *ce)
 {
+	if (ce->on_lru)
+		t->mb.entries--;
 	lru_unlink(t, ce);
 	if (!ce->code.linetable)
 		return;
@@ -203,6 +226,9 @@ static size_t lines_evict(void *ctx, size_t want)
 
 static void entry_free(struct pytrack *t, struct code_entry *ce)
 {
+	membudget__charge(&t->mb_codes, -(long long)ce->charged);
+	if (ce->charged)
+		t->mb_codes.entries--;
 	lines_drop(t, ce);
 	pycode__free(&ce->code);
 	free(ce->memo);
@@ -227,6 +253,8 @@ int pytrack__new(struct pytrack **out, int procs_fd, int threads_fd, struct objt
 					  .evict = lines_evict,
 					  .ctx = t };
 	membudget__add(&t->mb);
+	t->mb_codes = (struct membudget_cache){ .name = "python code objects" };
+	membudget__add(&t->mb_codes);
 	if (!t->procs || !t->codes || !t->snaps || !t->scratch) {
 		pytrack__free(t);
 		return -ENOMEM;
@@ -283,6 +311,7 @@ void pytrack__free(struct pytrack *t)
 		entry_free(t, t->ents[i]);
 	}
 	membudget__remove(&t->mb);
+	membudget__remove(&t->mb_codes);
 	free(t->ents);
 	free(t->free_ids);
 	htab__free(t->codes);
@@ -587,6 +616,8 @@ static int resolve(struct pytrack *t, struct pyp *pp, struct code_entry *ce, uin
 	ce->lines_evicted = false;
 	ce->validated_ns = mono_ns();
 	lines_added(t, ce);
+	if (ce->charged)
+		codes_recharge(t, ce);
 	t->st.codes++;
 	return 0;
 }
@@ -612,6 +643,8 @@ static uint64_t decode(struct pytrack *t, struct pyp *pp, uint64_t addr)
 		entry_free(t, ce);
 		return 0;
 	}
+	t->mb_codes.entries++;
+	codes_recharge(t, ce);
 	if (ce->pending)
 		return id;
 	pr_debug("pid %u: code 0x%llx = %s (%s:%u)", pp->pid, (unsigned long long)addr,
@@ -754,6 +787,8 @@ static void memo_line(struct pytrack *t, struct pyp *pp, struct code_entry *ce, 
 			return;
 		ce->memo = m;
 		ce->capmemo = cap;
+		if (ce->charged)
+			codes_recharge(t, ce);
 	}
 	memmove(&ce->memo[pos + 1], &ce->memo[pos], (ce->nmemo - pos) * sizeof(*ce->memo));
 	ce->memo[pos] = (struct lmemo){ .off = off, .line = line };

@@ -7,6 +7,7 @@
  * print what was taken and what was lost.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -68,6 +69,8 @@
  */
 #define POLL_MS		100
 #define HOUSEKEEPING_NS (1000 * 1000000ULL)
+#define GC_AFTER_NS	(5000 * 1000000ULL)
+#define TRIM_NS		(10000 * 1000000ULL)
 
 static volatile sig_atomic_t exiting;
 static volatile sig_atomic_t got_signal;
@@ -229,8 +232,10 @@ static bool dec_user_resolve(void *ctx, uint64_t ip, struct sframe *f)
 
 		*f = id ? (struct sframe){ .obj = OBJ_JIT, .addr = id }
 			: (struct sframe){ .obj = OBJ_ANON, .addr = ip };
-	} else
+	} else {
 		*f = (struct sframe){ .obj = m->obj, .addr = ip - m->start + m->pgoff };
+		objtab__sampled(r->objs, m->obj);
+	}
 	return true;
 }
 
@@ -907,6 +912,7 @@ static int end_interval(struct recorder *r)
 		r->stacks = fresh;
 	/* what only exited processes could still need: everything they sampled is written */
 	proctab__gc(r->procs);
+	objtab__interval(r->objs);
 	for (uint32_t i = 0; i < r->nfeat; i++)
 		if (r->feat[i]->interval)
 			r->feat[i]->interval(r, r->feat_priv[i], fresh ? old : NULL);
@@ -928,7 +934,41 @@ static void housekeeping(struct recorder *r, uint64_t *last_ns)
 	if (now - *last_ns < HOUSEKEEPING_NS)
 		return;
 	*last_ns = now;
+	/* samples are read within 100 ms of being taken: 5 s after an exit nobody needs it */
+	if (now > GC_AFTER_NS)
+		proctab__gc_before(r->procs, now - GC_AFTER_NS);
 	proctab__close_unused_files(r->procs);
+	/*
+	 * What evictions and exits freed is mostly in the middle of the heap,
+	 * which free() does not give back: return its pages to the kernel.
+	 */
+	if (membudget__evicted() != r->trimmed_at || now - r->trim_ns > TRIM_NS) {
+		malloc_trim(0);
+		r->trimmed_at = membudget__evicted();
+		r->trim_ns = now;
+	}
+	if (log_level >= 2) {
+		char line[1024];
+
+		membudget__report(line, sizeof(line), 0);
+		pr_verbose("caches: %.1f MiB of %.0f MiB (%s); stacks %zu",
+			   membudget__used() / 1048576.0, membudget__get() / 1048576.0, line,
+			   stacks__count(r->stacks));
+	}
+}
+
+/* Every (object, offset) frame of the aggregated stacks (objtab keeps their names). */
+static void stack_frames(void *ctx, objtab_visit_fn visit, void *arg)
+{
+	struct recorder *r = ctx;
+	const struct stack_vals *v;
+	const struct stack_key *k;
+	size_t it = 0;
+
+	while ((k = stacks__next(r->stacks, &it, &v)))
+		for (uint32_t i = k->nkernel; i < (uint32_t)k->nkernel + k->nuser; i++)
+			if (k->frames[i].obj >= OBJ_FIRST)
+				visit(arg, k->frames[i].obj, k->frames[i].addr);
 }
 
 /*
@@ -1040,14 +1080,22 @@ static void print_files_summary(struct recorder *r)
 			(unsigned long long)os->open_failed);
 	if (membudget__evicted() || log_level >= 2) {
 		const struct pytrack_stats *ps = r->py ? pytrack__stats(r->py) : NULL;
+		char which[512];
 
+		membudget__report(which, sizeof(which), 1);
 		pr_info("memory: budget %.0f MiB for caches, %.1f MiB held at the end; %llu evicted "
-			"(least recently used; python line tables read again %llu, lost %llu)",
+			"(least recently used%s%s; elf symbols read again %llu, frames lost %llu; "
+			"python line tables read again %llu, lost %llu)",
 			membudget__get() / 1048576.0, membudget__used() / 1048576.0,
-			(unsigned long long)membudget__evicted(),
+			(unsigned long long)membudget__evicted(), which[0] ? ": " : "", which,
+			(unsigned long long)os->syms_reread, (unsigned long long)os->syms_lost,
 			(unsigned long long)(ps ? ps->lines_reread : 0),
 			(unsigned long long)(ps ? ps->lines_lost : 0));
 	}
+	if (stacks__refused())
+		pr_warn("%llu new distinct stacks were not aggregated (their samples are counted "
+			"lost, table full): the stacks hold half of --mem-budget %.0f MiB; raise it",
+			(unsigned long long)stacks__refused(), membudget__get() / 1048576.0);
 	pr_verbose("files: %llu opened (%llu by path: process gone), %llu closed after their "
 		   "processes exited",
 		   (unsigned long long)os->opened, (unsigned long long)os->by_path,
@@ -1352,8 +1400,19 @@ int record__run(const struct rec_mode *mode)
 	err = install_signals();
 	r.key = malloc(decode__key_size());
 	membudget__set(env.mem_budget);
+	/*
+	 * Big transient buffers (CFI compiled into rows: tens of MiB for a large
+	 * library, freed right after) get their own mappings, given back on
+	 * free. glibc's default raises this threshold after the first such free,
+	 * so the next ones came from the heap and stayed in RSS as its
+	 * high-water mark: a whole-machine agent stepped up 9-27 MiB in its
+	 * first seconds and never came down (test_rss_flat_over_1000_intervals).
+	 */
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 	r.objs = objtab__new();
 	r.procs = r.objs ? proctab__new(r.objs) : NULL;
+	if (r.objs)
+		objtab__set_frames(r.objs, stack_frames, &r);
 	r.jit = perfmaps__new();
 	r.stacks = stacks__new();
 	r.dirty = htab__new(64, HTAB_COPY_KEYS);

@@ -145,6 +145,7 @@ struct recorder {
 	uint32_t dpid;
 	uint64_t dtime_ns;
 	struct rec_stats st;
+	uint64_t trimmed_at, trim_ns; /* malloc_trim after evictions (housekeeping) */
 	struct timespec t_start, t_stop;
 	struct timespec wall_start;
 	struct rusage ru_ready, ru_stop; /* the agent's CPU at the ready line, at the stop */

@@ -251,6 +251,14 @@ static void handle_queue(struct sideband *sb)
 		qsort(sb->q, sb->nq, sizeof(*sb->q), by_time);
 	for (size_t i = 0; i < sb->nq; i++)
 		handle(sb, (const struct perf_event_header *)(sb->arena + sb->q[i].off));
+	/* a burst (a fork storm) grew the queue: give it back rather than keep the peak */
+	if (sb->cap > (4u << 20) && sb->used < sb->cap / 8) {
+		free(sb->arena);
+		free(sb->q);
+		sb->arena = NULL;
+		sb->q = NULL;
+		sb->cap = sb->capq = 0;
+	}
 	sb->nq = sb->used = 0;
 }
 

@@ -20,6 +20,11 @@
 #include "util/membudget.h"
 #include "util/tfile.h"
 
+struct symmemo {
+	uint64_t off, vaddr;
+	const char *name; /* in the memo's own block; NULL: no symbol there */
+};
+
 struct objtab {
 	struct objfile **objs; /* by id - OBJ_FIRST */
 	uint32_t n, cap;
@@ -28,9 +33,16 @@ struct objtab {
 	struct objtab_stats st;
 	struct membudget_cache lines; /* the objects' open DWARF (dwlines) */
 	uint64_t lines_tick;
+	struct membudget_cache mb_syms; /* symbol tables: evicted least recently used first */
+	struct membudget_cache mb_objs; /* the objects themselves, paths, memos: reported */
+	uint64_t tick;			/* last_use clock */
+	struct objfile *busy;		/* being loaded: never its own victim */
+	void (*frames_fn)(void *ctx, objtab_visit_fn visit, void *arg);
+	void *frames_ctx;
 };
 
 static size_t lines_evict(void *ctx, size_t want);
+static size_t syms_evict(void *ctx, size_t want);
 
 /* A file that keeps failing to open is not retried on every mapping of it. */
 #define MAX_OPEN_TRIES 16
@@ -55,6 +67,11 @@ struct objtab *objtab__new(void)
 	t->lines.evict = lines_evict;
 	t->lines.ctx = t;
 	membudget__add(&t->lines);
+	t->mb_syms =
+		(struct membudget_cache){ .name = "elf symbols", .evict = syms_evict, .ctx = t };
+	t->mb_objs = (struct membudget_cache){ .name = "mapped files" };
+	membudget__add(&t->mb_syms);
+	membudget__add(&t->mb_objs);
 	return t;
 }
 
@@ -68,6 +85,8 @@ static void objfile__free(struct objfile *o)
 		close(o->root_fd);
 	elfsym__free(o->syms);
 	dwlines__free(o->dw);
+	free(o->build_id);
+	free(o->memo);
 	free(o->path);
 	free(o);
 }
@@ -77,6 +96,8 @@ void objtab__free(struct objtab *t)
 	if (!t)
 		return;
 	membudget__remove(&t->lines);
+	membudget__remove(&t->mb_syms);
+	membudget__remove(&t->mb_objs);
 	for (uint32_t i = 0; i < t->n; i++)
 		objfile__free(t->objs[i]);
 	free(t->objs);
@@ -110,8 +131,12 @@ static struct objfile *add_obj(struct objtab *t, const char *path)
 	o->name = slash ? slash + 1 : o->path;
 	o->fd = -1;
 	o->root_fd = -1;
+	o->tab = t;
+	o->last_use = ++t->tick;
 	o->id = OBJ_FIRST + t->n;
 	t->objs[t->n++] = o;
+	t->mb_objs.entries++;
+	membudget__charge(&t->mb_objs, sizeof(*o) + strlen(path) + 1 + sizeof(*v));
 	return o;
 }
 
@@ -216,6 +241,7 @@ struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_m
 				o->loaded = false;
 		}
 		o->live = true;
+		o->last_use = ++t->tick;
 		return o;
 	}
 	o = add_obj(t, path);
@@ -296,6 +322,8 @@ uint32_t objtab__count(const struct objtab *t)
 static void load_syms(struct objfile *o)
 {
 	struct elfsym_opts opts = { .has_root_fd = true, .root_fd = o->root_fd };
+	struct objtab *t = o->tab;
+	const char *b;
 	int err;
 
 	o->loaded = true;
@@ -308,19 +336,59 @@ static void load_syms(struct objfile *o)
 		o->load_err = err;
 		o->syms = NULL;
 		pr_debug("no symbols for %s: %s", o->path, strerror(-err));
-	} else {
-		pr_debug("%s: %zu symbols from %s", o->path, elfsym__count(o->syms),
-			 elfsym__source(o->syms));
+		return;
 	}
+	pr_debug("%s: %zu symbols from %s", o->path, elfsym__count(o->syms),
+		 elfsym__source(o->syms));
 	/* the fd stays: unwind tables and Python probing read the file too */
+	b = elfsym__build_id(o->syms);
+	if (!o->build_id && b && *b) {
+		o->build_id = strdup(b);
+		if (o->build_id)
+			membudget__charge(&t->mb_objs, strlen(b) + 1);
+	}
+	if (o->evicted)
+		t->st.syms_reread++;
+	o->sym_bytes = elfsym__bytes(o->syms);
+	t->mb_syms.entries++;
+	t->busy = o;
+	membudget__charge(&t->mb_syms, o->sym_bytes);
+	t->busy = NULL;
+}
+
+static const struct symmemo *memo_find(const struct objfile *o, uint64_t off)
+{
+	uint32_t lo = 0, hi = o->nmemo;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (o->memo[mid].off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < o->nmemo && o->memo[lo].off == off ? &o->memo[lo] : NULL;
 }
 
 int objfile__symbolize(struct objfile *obj, uint64_t file_off, const char **name, uint64_t *vaddr)
 {
 	*name = NULL;
 	*vaddr = file_off;
+	obj->last_use = ++obj->tab->tick;
+	if (!obj->syms && obj->nmemo) {
+		const struct symmemo *m = memo_find(obj, file_off);
+
+		if (m) {
+			*name = m->name;
+			*vaddr = m->vaddr;
+			return 0;
+		}
+	}
 	if (!obj->loaded)
 		load_syms(obj);
+	if (!obj->syms && obj->evicted)
+		obj->tab->st.syms_lost++;
 	if (!obj->syms)
 		return obj->load_err ? obj->load_err : -ENOENT;
 	if (elfsym__offset_to_vaddr(obj->syms, file_off, vaddr))
@@ -424,14 +492,9 @@ int objtab__lines(struct objtab *t, struct objfile *o, uint64_t vaddr, struct dw
 
 const char *objfile__build_id(struct objfile *obj)
 {
-	const char *b;
-
-	if (!obj->loaded)
+	if (!obj->build_id && !obj->loaded)
 		load_syms(obj);
-	if (!obj->syms)
-		return NULL;
-	b = elfsym__build_id(obj->syms);
-	return b && *b ? b : NULL;
+	return obj->build_id;
 }
 
 void objtab__mark_unused(struct objtab *t)
@@ -440,6 +503,14 @@ void objtab__mark_unused(struct objtab *t)
 		t->objs[i]->live = false;
 	if (t->vdso)
 		t->vdso->live = true;
+}
+
+void objtab__sampled(struct objtab *t, uint32_t id)
+{
+	struct objfile *o = objtab__by_id(t, id);
+
+	if (o)
+		o->sampled = true;
 }
 
 void objfile__mark_used(struct objtab *t, uint32_t id)
@@ -460,7 +531,7 @@ size_t objtab__close_unused(struct objtab *t)
 		if (o->live || o->fd < 0)
 			continue;
 		/* what samples already named must still be named: symbols first */
-		if (!o->loaded)
+		if (!o->loaded && o->sampled)
 			load_syms(o);
 		close(o->fd);
 		o->fd = -1;
@@ -477,4 +548,225 @@ size_t objtab__close_unused(struct objtab *t)
 const struct objtab_stats *objtab__stats(const struct objtab *t)
 {
 	return &t->st;
+}
+
+/* Give o's symbol table back; what reads it next loads it again. */
+static size_t drop_syms(struct objtab *t, struct objfile *o)
+{
+	size_t bytes = o->sym_bytes;
+
+	if (!o->syms)
+		return 0;
+	elfsym__free(o->syms);
+	o->syms = NULL;
+	o->loaded = false;
+	o->sym_bytes = 0;
+	t->mb_syms.entries--;
+	membudget__charge(&t->mb_syms, -(long long)bytes);
+	return bytes;
+}
+
+static void drop_memo(struct objtab *t, struct objfile *o)
+{
+	size_t bytes = o->nmemo * sizeof(*o->memo);
+
+	for (uint32_t i = 0; i < o->nmemo; i++)
+		bytes += o->memo[i].name && (i == 0 || o->memo[i].name != o->memo[i - 1].name)
+				 ? strlen(o->memo[i].name) + 1
+				 : 0;
+	free(o->memo);
+	o->memo = NULL;
+	o->nmemo = 0;
+	membudget__charge(&t->mb_objs, -(long long)bytes);
+}
+
+struct frame_ref {
+	uint32_t obj;
+	uint64_t off;
+};
+
+struct collect {
+	struct objtab *t;
+	struct frame_ref *v;
+	size_t n, cap;
+	bool failed;
+};
+
+static void collect_push(struct collect *c, uint32_t obj, uint64_t off)
+{
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 1024;
+		struct frame_ref *v = realloc(c->v, cap * sizeof(*v));
+
+		if (!v) {
+			c->failed = true;
+			return;
+		}
+		c->v = v;
+		c->cap = cap;
+	}
+	c->v[c->n++] = (struct frame_ref){ .obj = obj, .off = off };
+}
+
+static void memo_visit(void *arg, uint32_t obj, uint64_t off)
+{
+	struct collect *c = arg;
+	struct objfile *o = objtab__by_id(c->t, obj);
+
+	if (!o || !o->memo_pending || c->failed)
+		return;
+	/* the builder looks a caller up at return address - 1, then at it */
+	collect_push(c, obj, off);
+	if (off)
+		collect_push(c, obj, off - 1);
+}
+
+static int ref_cmp(const void *pa, const void *pb)
+{
+	const struct frame_ref *a = pa, *b = pb;
+
+	if (a->obj != b->obj)
+		return a->obj < b->obj ? -1 : 1;
+	return a->off < b->off ? -1 : a->off > b->off;
+}
+
+/* The names of refs[0..n) (one object's distinct offsets, sorted) from its symbols, kept. */
+static void build_memo(struct objtab *t, struct objfile *o, const struct frame_ref *refs, size_t n)
+{
+	size_t names = 0, bytes;
+	const char *prev = NULL, *nm;
+	struct symmemo *m;
+	char *pool;
+
+	drop_memo(t, o);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t va = refs[i].off;
+
+		if (elfsym__offset_to_vaddr(o->syms, refs[i].off, &va))
+			va = refs[i].off;
+		nm = elfsym__lookup(o->syms, va, NULL);
+		if (nm && nm != prev)
+			names += strlen(nm) + 1;
+		prev = nm;
+	}
+	bytes = n * sizeof(*m) + names;
+	m = malloc(bytes ? bytes : 1);
+	if (!m)
+		return;
+	pool = (char *)(m + n);
+	prev = NULL;
+	for (size_t i = 0; i < n; i++) {
+		m[i].off = refs[i].off;
+		if (elfsym__offset_to_vaddr(o->syms, refs[i].off, &m[i].vaddr))
+			m[i].vaddr = refs[i].off;
+		nm = elfsym__lookup(o->syms, m[i].vaddr, NULL);
+		if (nm && nm == prev) {
+			m[i].name = m[i - 1].name;
+		} else if (nm) {
+			strcpy(pool, nm);
+			m[i].name = pool;
+			pool += strlen(nm) + 1;
+		} else {
+			m[i].name = NULL;
+		}
+		prev = nm;
+	}
+	o->memo = m;
+	o->nmemo = n;
+	membudget__charge(&t->mb_objs, bytes);
+}
+
+static int last_use_cmp(const void *pa, const void *pb)
+{
+	const struct objfile *a = *(struct objfile *const *)pa, *b = *(struct objfile *const *)pb;
+
+	return a->last_use < b->last_use ? -1 : a->last_use > b->last_use;
+}
+
+/*
+ * Least recently used symbol tables first. Those of files still open are
+ * read again when needed; for a closed file (no process maps it: it may be
+ * deleted, its container gone) the names of the frames the stacks hold are
+ * kept first, from one pass over the stacks for all such victims.
+ */
+static size_t syms_evict(void *ctx, size_t want)
+{
+	struct objtab *t = ctx;
+	struct collect c = { .t = t };
+	struct objfile **v;
+	size_t k = 0, nv, freed = 0;
+	bool closed = false;
+
+	v = malloc((t->n ? t->n : 1) * sizeof(*v));
+	if (!v)
+		return 0;
+	for (uint32_t i = 0; i < t->n; i++)
+		if (t->objs[i]->syms && t->objs[i] != t->busy)
+			v[k++] = t->objs[i];
+	qsort(v, k, sizeof(*v), last_use_cmp);
+	for (nv = 0; nv < k && freed < want; nv++) {
+		freed += v[nv]->sym_bytes;
+		if (v[nv]->fd < 0) {
+			v[nv]->memo_pending = true;
+			closed = true;
+		}
+	}
+	if (closed && t->frames_fn) {
+		t->frames_fn(t->frames_ctx, memo_visit, &c);
+		if (!c.failed) {
+			qsort(c.v, c.n, sizeof(*c.v), ref_cmp);
+			for (size_t i = 0, j; i < c.n; i = j) {
+				size_t u = 0;
+
+				/* one object's run, deduplicated in place */
+				for (j = i; j < c.n && c.v[j].obj == c.v[i].obj; j++)
+					if (j == i || c.v[j].off != c.v[i + u - 1].off)
+						c.v[i + u++] = c.v[j];
+				build_memo(t, objtab__by_id(t, c.v[i].obj), &c.v[i], u);
+			}
+		}
+		free(c.v);
+	}
+	freed = 0;
+	for (size_t i = 0; i < nv; i++) {
+		v[i]->memo_pending = false;
+		v[i]->evicted = true;
+		freed += drop_syms(t, v[i]);
+		t->mb_syms.evicted++;
+		t->st.syms_evicted++;
+	}
+	free(v);
+	return freed;
+}
+
+size_t objtab__evict_syms(struct objtab *t, struct objfile *obj)
+{
+	uint64_t keep = obj->last_use;
+	size_t freed;
+
+	/* the least recently used of all, for a moment */
+	obj->last_use = 0;
+	freed = obj->syms ? syms_evict(t, 1) : 0;
+	obj->last_use = keep;
+	return freed;
+}
+
+void objtab__set_frames(struct objtab *t, void (*fn)(void *ctx, objtab_visit_fn visit, void *arg),
+			void *ctx)
+{
+	t->frames_fn = fn;
+	t->frames_ctx = ctx;
+}
+
+void objtab__interval(struct objtab *t)
+{
+	for (uint32_t i = 0; i < t->n; i++) {
+		struct objfile *o = t->objs[i];
+
+		o->sampled = false; /* the stacks were emptied */
+		if (o->nmemo)
+			drop_memo(t, o);
+		if (o->fd < 0 && o != t->vdso)
+			drop_syms(t, o);
+	}
 }

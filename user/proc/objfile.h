@@ -48,15 +48,33 @@ struct objfile {
 	int lines_err;	    /* -errno once its DWARF proved unreadable or absent */
 	struct dwlines *dw; /* source lines, opened on first use; NULL: not now */
 	uint64_t dw_used;   /* last use (LRU for the memory budget) */
+	/*
+	 * Symbols live in the memory budget: the least recently used are freed
+	 * and read again from fd on demand. A file with no fd left (closed:
+	 * its processes exited) keeps, in memo, the name of each offset the
+	 * aggregated stacks hold, taken before its symbols were freed.
+	 */
+	struct objtab *tab;
+	uint64_t last_use;
+	size_t sym_bytes;     /* charged for syms */
+	char *build_id;	      /* kept past an eviction (mappings name it); NULL: none */
+	struct symmemo *memo; /* sorted by off */
+	uint32_t nmemo;
+	bool memo_pending; /* chosen for eviction: its frames are being collected */
+	bool evicted;	   /* its symbols were freed by the budget at least once */
+	bool sampled;	   /* a frame of the aggregated stacks is in it (objtab__sampled) */
 };
 
 struct objtab;
 
 struct objtab_stats {
-	uint64_t opened;      /* files opened (reopens included) */
-	uint64_t open_failed; /* could not be opened, or refused (see tfile's stats) */
-	uint64_t by_path;     /* opened by path (map_files failed: process gone) */
-	uint64_t closed;      /* closed when no live process mapped them any more */
+	uint64_t opened;       /* files opened (reopens included) */
+	uint64_t open_failed;  /* could not be opened, or refused (see tfile's stats) */
+	uint64_t by_path;      /* opened by path (map_files failed: process gone) */
+	uint64_t closed;       /* closed when no live process mapped them any more */
+	uint64_t syms_evicted; /* symbol tables freed by the memory budget */
+	uint64_t syms_reread;  /* ... and read again from the file */
+	uint64_t syms_lost;    /* frames of an evicted, closed file the memo did not hold */
 };
 
 struct objtab *objtab__new(void);
@@ -100,12 +118,30 @@ const char *objfile__build_id(struct objfile *obj);
 /*
  * Files of exited processes: objtab__mark_unused(), then objfile__mark_used()
  * for each object a live process maps, then objtab__close_unused() loads the
- * symbols of the others (for the samples that named them) and closes their
+ * symbols of the others that samples named (objtab__sampled) and closes their
  * fds. Returns the files closed. A later mapping reopens the file.
  */
 void objtab__mark_unused(struct objtab *t);
+/* A sample's frame is in object id: its symbols are loaded before its file is closed. */
+void objtab__sampled(struct objtab *t, uint32_t id);
 void objfile__mark_used(struct objtab *t, uint32_t id);
 size_t objtab__close_unused(struct objtab *t);
 const struct objtab_stats *objtab__stats(const struct objtab *t);
+
+/*
+ * Where the frames that still need names are: fn calls visit(arg, obj, off)
+ * for every (object id, file offset) frame of the aggregated stacks. Called
+ * before the symbols of a closed file are evicted, to keep their names.
+ */
+typedef void (*objtab_visit_fn)(void *arg, uint32_t obj, uint64_t off);
+void objtab__set_frames(struct objtab *t, void (*fn)(void *ctx, objtab_visit_fn visit, void *arg),
+			void *ctx);
+/*
+ * Continuous mode, between intervals (the stacks were written and emptied):
+ * memos are dropped, and so are the symbols of closed files.
+ */
+void objtab__interval(struct objtab *t);
+/* Free obj's symbols as the budget would (tests). Returns the bytes freed. */
+size_t objtab__evict_syms(struct objtab *t, struct objfile *obj);
 
 #endif

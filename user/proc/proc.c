@@ -8,8 +8,10 @@
 #include "proc/objfile.h"
 #include "proc/proc.h"
 #include "proc/procmaps.h"
+#include "util/clock.h"
 #include "util/htab.h"
 #include "util/log.h"
+#include "util/membudget.h"
 
 struct proctab {
 	struct objtab *objs;
@@ -19,7 +21,19 @@ struct proctab {
 	size_t deleted; /* since `latest` was last rebuilt (its copied keys stay until then) */
 	void (*change_fn)(void *ctx, uint32_t pid, int change);
 	void *change_ctx;
+	/*
+	 * Process generations and their mappings, in the budget as a report:
+	 * exited ones are freed by proctab__gc (continuous, every interval) and
+	 * proctab__gc_exited (once a second, some seconds after the exit).
+	 */
+	struct membudget_cache mb;
 };
+
+/* What one generation holds. */
+static size_t proc_bytes(const struct proc *p)
+{
+	return sizeof(*p) + p->cap * sizeof(*p->maps);
+}
 
 static void changed(struct proctab *t, uint32_t pid, int what)
 {
@@ -46,14 +60,18 @@ struct proctab *proctab__new(struct objtab *objs)
 		free(t);
 		return NULL;
 	}
+	t->mb = (struct membudget_cache){ .name = "processes" };
+	membudget__add(&t->mb);
 	return t;
 }
 
-static void proc__free_chain(struct proc *p)
+static void proc__free_chain(struct proctab *t, struct proc *p)
 {
 	while (p) {
 		struct proc *prev = p->prev;
 
+		membudget__charge(&t->mb, -(long long)proc_bytes(p));
+		t->mb.entries--;
 		free(p->maps);
 		free(p);
 		p = prev;
@@ -68,7 +86,8 @@ void proctab__free(struct proctab *t)
 	if (!t)
 		return;
 	while ((e = htab__next(t->latest, &it)))
-		proc__free_chain((struct proc *)(uintptr_t)e->val);
+		proc__free_chain(t, (struct proc *)(uintptr_t)e->val);
+	membudget__remove(&t->mb);
 	htab__free(t->latest);
 	free(t);
 }
@@ -99,6 +118,8 @@ static struct proc *new_generation(struct proctab *t, uint32_t pid, uint64_t tim
 	p->prev = (struct proc *)(uintptr_t)e->val; /* 0 for a new pid */
 	e->val = (uintptr_t)p;
 	t->stats.procs++;
+	t->mb.entries++;
+	membudget__charge(&t->mb, proc_bytes(p));
 	return p;
 }
 
@@ -157,6 +178,16 @@ int proc__insert_mapping(struct proc *p, const struct mapping *m)
 	return 0;
 }
 
+/* proc__insert_mapping, the growth of p's array charged. */
+static int insert(struct proctab *t, struct proc *p, const struct mapping *m)
+{
+	uint32_t cap = p->cap;
+	int err = proc__insert_mapping(p, m);
+
+	membudget__charge(&t->mb, ((long long)p->cap - cap) * (long long)sizeof(*p->maps));
+	return err;
+}
+
 const struct mapping *proc__find(const struct proc *p, uint64_t addr)
 {
 	uint32_t lo = 0, hi = p->nmaps;
@@ -212,7 +243,7 @@ static int add_proc_mapping(const struct procmaps_entry *e, void *ctx)
 
 	m.obj = obj_for(c->t, c->p->pid, e->path, e->dev_major, e->dev_minor, e->ino, e->start,
 			e->end, e->pgoff);
-	return proc__insert_mapping(c->p, &m);
+	return insert(c->t, c->p, &m);
 }
 
 int proctab__reload(struct proctab *t, struct proc *p)
@@ -279,6 +310,7 @@ void proctab__fork(struct proctab *t, uint32_t ppid, uint32_t pid, uint64_t time
 		if (child->maps) {
 			memcpy(child->maps, parent->maps, parent->nmaps * sizeof(*child->maps));
 			child->nmaps = child->cap = parent->nmaps;
+			membudget__charge(&t->mb, child->cap * sizeof(*child->maps));
 		}
 	}
 	child->state = parent->state == MAPS_COMPLETE && child->maps ? MAPS_COMPLETE : MAPS_UNKNOWN;
@@ -300,10 +332,11 @@ void proctab__exit(struct proctab *t, uint32_t pid, uint64_t time_ns)
 {
 	struct proc *p = latest(t, pid);
 
-	(void)time_ns;
 	t->stats.exits++;
-	if (p)
+	if (p) {
 		p->exited = true;
+		p->exit_ns = time_ns ? time_ns : mono_ns();
+	}
 	changed(t, pid, PROC_EXITED);
 }
 
@@ -321,7 +354,7 @@ void proctab__mmap(struct proctab *t, uint32_t pid, uint64_t start, uint64_t len
 			return;
 	}
 	m.obj = obj_for(t, pid, path, maj, min, ino, start, start + len, pgoff);
-	if (proc__insert_mapping(p, &m))
+	if (insert(t, p, &m))
 		pr_debug("pid %u: cannot record mapping of %s", pid, path);
 	changed(t, pid, PROC_MAPPED);
 }
@@ -333,6 +366,11 @@ const struct proctab_stats *proctab__stats(const struct proctab *t)
 
 size_t proctab__gc(struct proctab *t)
 {
+	return proctab__gc_before(t, UINT64_MAX);
+}
+
+size_t proctab__gc_before(struct proctab *t, uint64_t before_ns)
+{
 	struct htab_entry *e;
 	uint32_t *gone = NULL;
 	size_t it = 0, n = 0, cap = 0, freed = 0;
@@ -341,15 +379,18 @@ size_t proctab__gc(struct proctab *t)
 		struct proc *p = (struct proc *)(uintptr_t)e->val;
 
 		/* older generations only served samples taken before an exec: all read by now */
-		if (p->prev) {
-			proc__free_chain(p->prev);
+		if (p->prev && p->start_ns < before_ns) {
+			proc__free_chain(t, p->prev);
 			p->prev = NULL;
 			freed++;
 		}
 		/* an exit the side band lost still ends the process */
-		if (!p->exited && kill((pid_t)p->pid, 0) && errno == ESRCH)
-			p->exited = true, changed(t, p->pid, PROC_EXITED);
-		if (!p->exited)
+		if (!p->exited && kill((pid_t)p->pid, 0) && errno == ESRCH) {
+			p->exited = true;
+			p->exit_ns = mono_ns();
+			changed(t, p->pid, PROC_EXITED);
+		}
+		if (!p->exited || p->exit_ns >= before_ns)
 			continue;
 		if (n == cap) {
 			uint32_t *v = realloc(gone, (cap = cap ? cap * 2 : 256) * sizeof(*v));
@@ -366,7 +407,7 @@ size_t proctab__gc(struct proctab *t)
 		e = htab__find(t->latest, &gone[i], sizeof(gone[i]), h);
 		if (!e)
 			continue;
-		proc__free_chain((struct proc *)(uintptr_t)e->val);
+		proc__free_chain(t, (struct proc *)(uintptr_t)e->val);
 		htab__delete(t->latest, &gone[i], sizeof(gone[i]), h);
 		freed++;
 		t->deleted++;

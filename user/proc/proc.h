@@ -39,6 +39,7 @@ struct proc {
 	uint64_t start_ns;	 /* CLOCK_MONOTONIC: when this generation began (0: before us) */
 	uint64_t last_reload_ns; /* rate limit for re-reading /proc after a miss */
 	bool exited;
+	uint64_t exit_ns;  /* CLOCK_MONOTONIC of the exit, when exited */
 	struct proc *prev; /* the generation before an exec or pid reuse */
 };
 
@@ -80,6 +81,12 @@ void proctab__mmap(struct proctab *t, uint32_t pid, uint64_t start, uint64_t len
  * no longer exist as exited. Returns the generations freed.
  */
 size_t proctab__gc(struct proctab *t);
+/*
+ * The same for processes that exited, and generations that ended, before
+ * before_ns (CLOCK_MONOTONIC): once a second in every mode, for exits a few
+ * seconds old (their samples have all been read by then).
+ */
+size_t proctab__gc_before(struct proctab *t, uint64_t before_ns);
 
 const struct proctab_stats *proctab__stats(const struct proctab *t);
 

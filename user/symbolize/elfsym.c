@@ -65,6 +65,7 @@ struct elfsym {
 	struct sym *syms;
 	size_t nsyms;
 	char *pool;
+	size_t pool_len;
 	struct seg *segs;
 	size_t nsegs;
 	const char *source;
@@ -486,6 +487,7 @@ static int finalize(struct elfsym *es, struct cands *cs)
 		n++;
 	}
 	es->nsyms = n;
+	es->pool_len = pool_len;
 	if (n) {
 		tmp = realloc(es->syms, n * sizeof(*es->syms));
 		if (tmp)
@@ -1094,6 +1096,13 @@ int elfsym__offset_to_vaddr(const struct elfsym *es, uint64_t file_off, uint64_t
 const char *elfsym__build_id(const struct elfsym *es)
 {
 	return es ? es->build_id : "";
+}
+
+size_t elfsym__bytes(const struct elfsym *es)
+{
+	return es ? sizeof(*es) + es->nsyms * sizeof(*es->syms) + es->pool_len +
+			       es->nsegs * sizeof(*es->segs)
+		  : 0;
 }
 
 size_t elfsym__count(const struct elfsym *es)

@@ -60,6 +60,8 @@ int elfsym__offset_to_vaddr(const struct elfsym *es, uint64_t file_off, uint64_t
 
 /* Build id as lowercase hex ("" when the file has none). */
 const char *elfsym__build_id(const struct elfsym *es);
+/* Heap bytes es holds (what the memory budget is charged). */
+size_t elfsym__bytes(const struct elfsym *es);
 /* Number of function symbols loaded, and which source they came from (for -v). */
 size_t elfsym__count(const struct elfsym *es);
 const char *elfsym__source(const struct elfsym *es);

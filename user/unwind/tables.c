@@ -75,6 +75,7 @@ struct pmap {
 struct pentry {
 	struct pmap *maps;
 	uint32_t nmaps;
+	uint32_t pid;  /* u->procs' key (borrowed: an exit leaves no key copy behind) */
 	bool exe_read; /* exe and start_code read from /proc (since the last sync: exec) */
 	struct exe_unwind_key exe; /* its executable (ino 0: unknown) */
 	uint64_t start_code;
@@ -204,7 +205,7 @@ static int unwinder_alloc(struct unwinder **out, const struct unwind_store *stor
 	u->cap = rows_cap;
 	u->objs = objs;
 	u->st.rows_cap = rows_cap;
-	u->procs = htab__new(256, HTAB_COPY_KEYS);
+	u->procs = htab__new(256, 0);
 	u->by_bid = htab__new(256, HTAB_COPY_KEYS);
 	u->buf = calloc(1, sizeof(*u->buf));
 	u->capfree = 64;
@@ -1009,6 +1010,8 @@ static struct pentry *pentry_of(struct unwinder *u, uint32_t pid, bool create)
 			htab__delete(u->procs, &pid, sizeof(pid), e->hash);
 			return NULL;
 		}
+		pe->pid = pid;
+		e->key = &pe->pid;
 		e->val = (uintptr_t)pe;
 		u->st.procs++;
 	}
@@ -1087,9 +1090,10 @@ void unwinder__forget(struct unwinder *u, uint32_t pid)
 	if (!pe)
 		return;
 	u->store.delete_proc(u->store.ctx, pid);
+	/* the key lives in pe: out of the table first */
+	htab__delete(u->procs, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
 	pentry_release(u, pe);
 	free(pe);
-	htab__delete(u->procs, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
 	u->st.procs--;
 }
 
