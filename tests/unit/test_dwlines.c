@@ -117,6 +117,7 @@ static void test_no_dwarf(void **state)
 
 static void test_budget_gives_back(void **state)
 {
+	size_t base = membudget__used(); /* before the table: it charges its own objects too */
 	struct objtab *t = objtab__new();
 	struct objfile *o;
 	struct dwline dl;
@@ -149,7 +150,7 @@ static void test_budget_gives_back(void **state)
 	assert_true(membudget__used() > before);
 	assert_int_equal(dl.start_line, PROBE_DEF_LINE);
 	objtab__free(t);
-	assert_int_equal(membudget__used(), before);
+	assert_int_equal(membudget__used(), base);
 }
 
 int main(void)
