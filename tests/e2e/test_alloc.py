@@ -424,6 +424,31 @@ def test_allocator_early_leak(tmp_path, allocator, rate):
     assert not others, others
 
 
+@pytest.mark.parametrize("allocator", sorted(ALLOCATORS))
+def test_uprobes_linked_allocator_early_leak(tmp_path, allocator):
+    """The uprobe path (--alloc-uprobes) with the allocator linked in (DT_NEEDED, not
+    LD_PRELOAD'ed, so bpfprof itself does not map it): its probes are attached for the
+    held command before it runs, so the leak of its first millisecond is all there,
+    counted once (a later scan of the same file attaches nothing twice)."""
+    lib = ALLOCATORS[allocator]
+    if not os.path.exists(lib):
+        pytest.skip(f"{lib} not installed (make deps)")
+    src = os.path.join(os.path.dirname(__file__), "../workloads/alloc_early.c")
+    exe = tmp_path / f"alloc_early_{allocator}"
+    c = subprocess.run(["cc", "-O1", "-g", "-fno-omit-frame-pointer", "-I" + os.path.dirname(src),
+                        src, "-Wl,--no-as-needed", lib, "-o", str(exe)],
+                       capture_output=True, text=True)
+    assert c.returncode == 0, c.stderr
+    out = tmp_path / "heap.folded"
+    r = run(["--alloc", "--alloc-uprobes", "--alloc-rate", "1", "-o", str(out), "--", str(exe)])
+    assert r.returncode == 0, r.stderr
+    assert "in-process sampling" not in r.stderr, r.stderr
+    stacks = parse_folded(out.read_text())
+    assert sum(c for f, c in stacks if "leak_early" in f) == EARLY, stacks
+    others = [(f, c) for f, c in stacks if "leak_early" not in f and c > MIB]
+    assert not others, others
+
+
 def test_preload_follows_fork_and_exec(tmp_path):
     """The library is in CMD's environment: a child the command starts (sh -c, then
     the workload) is sampled in process too."""

@@ -40,6 +40,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -52,6 +54,7 @@
 #include "collect/uprobes.h"
 #include "proc/objfile.h"
 #include "proc/proc.h"
+#include "unwind/needed.h"
 #include "util/bpfmap.h"
 #include "util/clock.h"
 #include "util/htab.h"
@@ -894,6 +897,55 @@ static void probe_cmd_file(struct alloc *a)
 	close(fd);
 }
 
+static void probe_cmd_path(struct recorder *r, struct alloc *a, const char *path)
+{
+	struct objfile *o;
+	struct stat st;
+
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return;
+	o = objtab__get(r->objs, major(st.st_dev), minor(st.st_dev), st.st_ino, path, getpid(), 0,
+			0);
+	if (o)
+		uprobes__attach_obj(a->u, o, (uint32_t)r->child);
+}
+
+/*
+ * -- CMD on the uprobe path: the allocators it will map (its executable's
+ * DT_NEEDED libraries, transitively, and LD_PRELOAD), probed for the held
+ * child before it runs, so that its first allocations are seen. Scanning the
+ * child finds only what bpfprof itself maps (libc); a program linked against
+ * tcmalloc would otherwise lose everything before the next scan. The scan
+ * later finds the same files (same objects, by device and inode) and
+ * attaches nothing twice.
+ */
+static void probe_cmd_libraries(struct recorder *r, struct alloc *a)
+{
+	const char *preload = getenv("LD_PRELOAD");
+	char **files = NULL, *list = NULL, *tok, *save;
+	size_t n = 0;
+
+	if (needed__files(env.cmd_argv[0], &files, &n))
+		n = 0;
+	for (size_t i = 0; i <= n; i++) {
+		const char *path = i < n ? files[i] : NULL;
+
+		if (i == n) {
+			/* LD_PRELOAD: entries with a slash, as ld.so takes them */
+			if (!preload || !(list = strdup(preload)))
+				break;
+			for (tok = strtok_r(list, " :", &save); tok;
+			     tok = strtok_r(NULL, " :", &save))
+				if (strchr(tok, '/'))
+					probe_cmd_path(r, a, tok);
+			free(list);
+			break;
+		}
+		probe_cmd_path(r, a, path);
+	}
+	needed__free(files, n);
+}
+
 /*
  * Where to put free's probe. The kernel emulates a probed push, jump, call
  * or nop, but single-steps anything else out of line, which costs two more
@@ -1086,6 +1138,7 @@ static int start(struct recorder *r, void *priv)
 	}
 	if (r->child > 0) {
 		probe_cmd_file(a);
+		probe_cmd_libraries(r, a);
 		scan_pid(r, a, r->child); /* held before exec: the probes follow it through exec */
 	}
 	us = uprobes__stats(a->u);

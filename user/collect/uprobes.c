@@ -630,6 +630,18 @@ void uprobes__scan(struct uprobes *u, const struct proc *p)
 	}
 }
 
+void uprobes__attach_obj(struct uprobes *u, struct objfile *o, uint32_t pid)
+{
+	struct ufile *f = o ? get_file(u, o, NULL) : NULL;
+
+	if (!f)
+		return;
+	if (u->all)
+		attach_all(u, f);
+	else
+		attach_pid(u, f, o->id, pid);
+}
+
 int uprobes__add_path(struct uprobes *u, const char *path)
 {
 	struct ufile *f = get_file(u, NULL, path);

@@ -66,6 +66,12 @@ void uprobes__free(struct uprobes *u);
 void uprobes__scan(struct uprobes *u, const struct proc *p);
 /* The process is gone: drop its probes (targeted mode). */
 void uprobes__forget(struct uprobes *u, uint32_t pid);
+/*
+ * Probe file o for pid now, before pid maps it (a held -- CMD child, whose
+ * libraries are known from its executable): the probes are in place for its
+ * first call. A later scan of pid that finds o attaches nothing again.
+ */
+void uprobes__attach_obj(struct uprobes *u, struct objfile *o, uint32_t pid);
 /* Attach a probe on an explicit file (--cuda-lib PATH) for every target. */
 int uprobes__add_path(struct uprobes *u, const char *path);
 
