@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proc/proc.h"
 #include "python/pyimpl.h"
 #include "util/log.h"
 
@@ -255,34 +256,6 @@ struct tasks {
 	size_t n;
 };
 
-/* Last (innermost) NSpid value of /proc/PID[/task/TID]/status, or 0. */
-static uint32_t innermost_nspid(const char *path)
-{
-	char line[256];
-	uint32_t last = 0;
-	FILE *f = fopen(path, "re");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line + 6, *end;
-
-		if (strncmp(line, "NSpid:", 6))
-			continue;
-		for (;;) {
-			unsigned long v = strtoul(p, &end, 10);
-
-			if (end == p)
-				break;
-			last = (uint32_t)v;
-			p = end;
-		}
-		break;
-	}
-	fclose(f);
-	return last;
-}
-
 static int read_tasks(pid_t pid, struct tasks *t)
 {
 	char path[64];
@@ -291,7 +264,7 @@ static int read_tasks(pid_t pid, struct tasks *t)
 	DIR *d;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	nested = innermost_nspid(path) != (uint32_t)pid;
+	nested = proc__nspid(path, 0) != (uint32_t)pid;
 	snprintf(path, sizeof(path), "/proc/%d/task", pid);
 	d = opendir(path);
 	if (!d)
@@ -312,7 +285,7 @@ static int read_tasks(pid_t pid, struct tasks *t)
 		t->v[t->n].nstid = (uint32_t)tid;
 		if (nested) {
 			snprintf(path, sizeof(path), "/proc/%d/task/%lu/status", pid, tid);
-			t->v[t->n].nstid = innermost_nspid(path);
+			t->v[t->n].nstid = proc__nspid(path, 0);
 		}
 		t->n++;
 	}
@@ -485,7 +458,7 @@ int pyproc__threads(pid_t pid, const struct pyinfo *info, struct pythread *out, 
 		char path[64];
 
 		snprintf(path, sizeof(path), "/proc/%d/status", pid);
-		need_tasks = innermost_nspid(path) != (uint32_t)pid;
+		need_tasks = proc__nspid(path, 0) != (uint32_t)pid;
 	}
 	if (need_tasks && n) {
 		err = read_tasks(pid, &tasks);

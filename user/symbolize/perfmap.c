@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "proc/proc.h"
 #include "symbolize/perfmap.h"
 #include "util/clock.h"
 #include "util/htab.h"
@@ -218,41 +219,6 @@ static int parse(struct perfmaps *pm, const char *buf, size_t len, struct perfma
 	return (int)n;
 }
 
-/*
- * pid as the process itself sees it: the last NSpid of /proc/PID/status. A
- * JIT in a container (a pid namespace) names its map after that pid, not the
- * host's. 0 when the status cannot be read (the process is gone).
- */
-static uint32_t ns_pid(uint32_t pid)
-{
-	char path[64], line[256];
-	uint32_t last;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%u/status", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	last = pid; /* a kernel without NSpid (before 4.1) has no pid namespaces to speak of */
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line + 6, *end;
-
-		if (strncmp(line, "NSpid:", 6))
-			continue;
-		for (;;) {
-			unsigned long v = strtoul(p, &end, 10);
-
-			if (end == p || v > UINT32_MAX)
-				break;
-			last = (uint32_t)v;
-			p = end;
-		}
-		break;
-	}
-	fclose(f);
-	return last;
-}
-
 int perfmaps__parse(struct perfmaps *pm, const char *buf, size_t len, struct perfmap_ent **out)
 {
 	return parse(pm, buf, len, out, NULL, NULL);
@@ -269,8 +235,14 @@ static void pmap_load(struct perfmaps *pm, uint32_t pid, struct pmap *m)
 	ssize_t r;
 
 	m->checked = mono_ns();
-	if (!m->nspid)
-		m->nspid = ns_pid(pid);
+	if (!m->nspid) {
+		/*
+		 * A JIT in a pid namespace (a container) names its map after the pid
+		 * it knows itself by; 0: the process is gone.
+		 */
+		snprintf(path, sizeof(path), "/proc/%u/status", pid);
+		m->nspid = proc__nspid(path, pid);
+	}
 	if (!m->nspid)
 		return;
 	root = tfile__root(pid);
