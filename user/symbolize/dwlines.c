@@ -31,30 +31,6 @@ void dwlines__free(struct dwlines *d)
 	free(d);
 }
 
-/* What libdw read: the debug sections' data, decompressed where it had to. */
-static size_t debug_bytes(Elf *elf)
-{
-	Elf_Scn *scn = NULL;
-	size_t shstrndx, n = 0;
-	const char *name;
-	Elf_Data *data;
-	GElf_Shdr sh;
-
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return 0;
-	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
-			continue;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (!name || (strncmp(name, ".debug_", 7) && strncmp(name, ".zdebug_", 8)))
-			continue;
-		data = elf_rawdata(scn, NULL);
-		if (data)
-			n += data->d_size;
-	}
-	return n;
-}
-
 /*
  * What the debug sections will take once read, decompressed sizes from
  * their compression headers: a small file may claim gigabytes.
@@ -87,6 +63,7 @@ static uint64_t debug_size(Elf *elf)
 int dwlines__open(struct dwlines **out, int fd, uint64_t max)
 {
 	struct dwlines *d;
+	uint64_t size;
 
 	*out = NULL;
 	if (elf_version(EV_CURRENT) == EV_NONE) {
@@ -106,7 +83,8 @@ int dwlines__open(struct dwlines **out, int fd, uint64_t max)
 		return -ENOEXEC;
 	}
 	/* refused before libdw reads (and inflates) anything: held, it would count twice */
-	if (max && 2 * debug_size(d->elf) > max) {
+	size = debug_size(d->elf);
+	if (max && 2 * size > max) {
 		dwlines__free(d);
 		return -EFBIG;
 	}
@@ -120,7 +98,7 @@ int dwlines__open(struct dwlines **out, int fd, uint64_t max)
 	 * and line tables come on top (a Python pprof run, libc + libpython +
 	 * ld.so: 28 MB of sections, peak RSS 48 MB above the folded run's).
 	 */
-	d->bytes = sizeof(*d) + 2 * debug_bytes(d->elf);
+	d->bytes = sizeof(*d) + 2 * size;
 	*out = d;
 	return 0;
 }
