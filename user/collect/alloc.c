@@ -922,28 +922,21 @@ static void probe_cmd_path(struct recorder *r, struct alloc *a, const char *path
 static void probe_cmd_libraries(struct recorder *r, struct alloc *a)
 {
 	const char *preload = getenv("LD_PRELOAD");
-	char **files = NULL, *list = NULL, *tok, *save;
-	size_t n = 0;
+	char **files, *list, *tok, *save;
+	size_t n;
 
-	if (needed__files(env.cmd_argv[0], &files, &n))
-		n = 0;
-	for (size_t i = 0; i <= n; i++) {
-		const char *path = i < n ? files[i] : NULL;
-
-		if (i == n) {
-			/* LD_PRELOAD: entries with a slash, as ld.so takes them */
-			if (!preload || !(list = strdup(preload)))
-				break;
-			for (tok = strtok_r(list, " :", &save); tok;
-			     tok = strtok_r(NULL, " :", &save))
-				if (strchr(tok, '/'))
-					probe_cmd_path(r, a, tok);
-			free(list);
-			break;
-		}
-		probe_cmd_path(r, a, path);
+	if (!needed__files(env.cmd_argv[0], &files, &n)) {
+		for (size_t i = 0; i < n; i++)
+			probe_cmd_path(r, a, files[i]);
+		needed__free(files, n);
 	}
-	needed__free(files, n);
+	/* LD_PRELOAD: the entries with a slash, as ld.so takes them */
+	if (!preload || !(list = strdup(preload)))
+		return;
+	for (tok = strtok_r(list, " :", &save); tok; tok = strtok_r(NULL, " :", &save))
+		if (strchr(tok, '/'))
+			probe_cmd_path(r, a, tok);
+	free(list);
 }
 
 /*
