@@ -147,10 +147,11 @@ int BPF_PROG(on_exit, struct task_struct *task)
 {
 	__u32 tgid, *reason;
 
-	if (!follow_children)
-		return 0;
 	tgid = BPF_CORE_READ(task, tgid);
 	if ((__u32)BPF_CORE_READ(task, pid) != tgid)
+		return 0;
+	bpf_map_delete_elem(&early_maps, &tgid);
+	if (!follow_children)
 		return 0;
 	reason = bpf_map_lookup_elem(&targets, &tgid);
 	if (reason && *reason == TARGET_CHILD)

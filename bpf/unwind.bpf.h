@@ -33,18 +33,37 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct exe_unwind_key);
-	__type(value, struct exe_unwind);
-} exe_unwind SEC(".maps");
+	__uint(max_entries, 8192);
+	__type(key, struct file_unwind_key);
+	__type(value, struct file_unwind);
+} file_unwind SEC(".maps");
 
-/* A one-mapping description made from exe_unwind, per CPU (too big for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tgid */
+	__type(value, struct early_maps);
+} early_maps SEC(".maps");
+
+/* A zeroed early_maps value to create entries from (too big for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct early_maps);
+} early_zero SEC(".maps");
+
+/*
+ * The description of a process user space has not described yet, built per
+ * sample from early_maps and file_unwind (lazy_describe), per CPU (too big
+ * for the stack).
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct bpf_proc_unwind);
-} exe_desc SEC(".maps");
+} lazy_desc SEC(".maps");
 
 /*
  * Which row covers a pc: a per-CPU direct-mapped cache in front of the
@@ -125,8 +144,10 @@ struct ustate {
 	const struct bpf_umap *last; /* consecutive frames are mostly in one file */
 	struct row_cache *cache;     /* NULL: no cache (gen 0: not set up) */
 	__u32 gen;
-	bool exact_ip;	/* ip is not a return address (leaf, after a signal) */
-	bool heuristic; /* a frame was reached by fp_fallback */
+	bool exact_ip;		  /* ip is not a return address (leaf, after a signal) */
+	bool heuristic;		  /* a frame was reached by fp_fallback */
+	bool vma_tried;		  /* lazy_add ran in this walk (once per interrupt: see there) */
+	struct early_maps *early; /* info is lazy_desc made from this (NULL: described) */
 };
 
 /*
@@ -183,20 +204,165 @@ __noinline int find_row_idx(__u32 first, __u32 count, __u32 pc)
 	return lo;
 }
 
-static __always_inline const struct bpf_umap *find_umap(struct bpf_proc_unwind *info, __u64 ip)
+__noinline int find_umap_lin(const struct bpf_proc_unwind *info, __u64 ip);
+
+/*
+ * The mapping of ip in info (lazy: a description made from early_maps,
+ * unsorted), or NULL.
+ */
+static __always_inline const struct bpf_umap *find_umap(struct bpf_proc_unwind *info, __u64 ip,
+							bool lazy)
 {
 	__u32 n = info->nmaps;
 	int i;
 
 	if (n > MAX_UMAPS)
 		n = MAX_UMAPS;
-	i = find_umap_idx(info, ip, 0, n);
+	i = lazy ? find_umap_lin(info, ip) : find_umap_idx(info, ip, 0, n);
 
 	/* clang knows the range the function returns; the verifier does not */
 	asm volatile("" : "+r"(i));
 	if (i < 0 || i >= MAX_UMAPS)
 		return NULL;
 	return &info->maps[i];
+}
+
+/*
+ * Describe the current process from its early_maps entry, as user space
+ * would: an executable mapping of a file with a table in file_unwind walks
+ * by its rows, of another file by frame pointers. An entry whose off is
+ * EARLY_EXE is the executable's text as mm->start_code/end_code give it:
+ * its first executable segment. 0, or -1.
+ */
+#define EARLY_EXE (~0ULL)
+
+/* One early mapping as a description's mapping (a global function: checked once). */
+__noinline int lazy_map(struct bpf_umap *m, const struct early_map *em)
+{
+	struct file_unwind_key k = {};
+	const struct file_unwind *f = NULL;
+
+	if (!m || !em)
+		return -1;
+	m->start = em->start;
+	m->end = em->end;
+	m->bias = 0;
+	m->first = m->count = 0;
+	m->kind = em->ino ? UMAP_FP : UMAP_ANON;
+	if (em->ino) {
+		k.dev = em->dev;
+		k.ino = em->ino;
+		f = bpf_map_lookup_elem(&file_unwind, &k);
+	}
+	for (int s = 0; f && s < FILE_UNWIND_SEGS; s++) {
+		__u64 off = em->off == EARLY_EXE ? f->segs[s].off : em->off;
+
+		if (off < f->segs[s].off || off >= f->segs[s].end)
+			continue;
+		m->bias = em->start - off - f->segs[s].delta + f->base;
+		m->first = f->first;
+		m->count = f->count;
+		m->kind = UMAP_TABLE;
+		break;
+	}
+	return 0;
+}
+
+/* d made from e, in e's order: unsorted, looked up by find_umap_lin. 0, or -1. */
+__noinline int lazy_describe(struct bpf_proc_unwind *d, const struct early_maps *e)
+{
+	__u32 n;
+
+	if (!d || !e)
+		return -1;
+	n = e->n;
+	if (n > EARLY_MAPS)
+		n = EARLY_MAPS;
+	for (int i = 0; i < EARLY_MAPS; i++) {
+		if ((__u32)i >= n)
+			break;
+		lazy_map(&d->maps[i], &e->m[i]);
+	}
+	d->nmaps = n;
+	return 0;
+}
+
+/* Append a mapping to e. 0, or -1 (full). */
+static __always_inline int early_append(struct early_maps *e, const struct early_map *nm)
+{
+	__u32 n = e->n;
+
+	if (n >= EARLY_MAPS)
+		return -1;
+	e->m[n & (EARLY_MAPS - 1)] = *nm;
+	e->n = n + 1;
+	return 0;
+}
+
+/* Index of the mapping of ip in a lazy description (unsorted, few), or -1. */
+__noinline int find_umap_lin(const struct bpf_proc_unwind *info, __u64 ip)
+{
+	__u32 n;
+
+	if (!info)
+		return -1;
+	n = info->nmaps;
+	for (int i = 0; i < EARLY_MAPS; i++) {
+		if ((__u32)i >= n)
+			break;
+		if (info->maps[i].start <= ip && ip < info->maps[i].end)
+			return i;
+	}
+	return -1;
+}
+
+/* What lazy_add's bpf_find_vma() callback copies out of the VMA. */
+struct vma_info {
+	struct early_map m;
+	__u64 flags;
+};
+
+static long vma_copy(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct vma_info *v = data;
+	struct file *f = BPF_CORE_READ(vma, vm_file);
+
+	v->m.start = BPF_CORE_READ(vma, vm_start);
+	v->m.end = BPF_CORE_READ(vma, vm_end);
+	v->m.off = BPF_CORE_READ(vma, vm_pgoff) << 12;
+	v->flags = BPF_CORE_READ(vma, vm_flags);
+	if (f) {
+		v->m.ino = BPF_CORE_READ(f, f_inode, i_ino);
+		v->m.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	}
+	return 0;
+}
+
+/*
+ * The mapping of ip, from the current task's VMAs, into e, and the sample's
+ * description d made again from e. With interrupts off (a perf event) the
+ * kernel lets a program take the mmap lock once per interrupt, so a walk
+ * asks once; the mappings found stay in e for the process's next samples.
+ * 0, or -1.
+ */
+__noinline int lazy_add(struct bpf_proc_unwind *d, struct early_maps *e, __u64 ip)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct vma_info v = {};
+
+	if (!d || !e)
+		return -1;
+	if (bpf_find_vma(task, ip, vma_copy, &v, 0) || !v.m.end) {
+		count(CNT_EARLY_MAP_LOST);
+		return -1;
+	}
+	if (!(v.flags & 0x4) || ip < v.m.start || ip >= v.m.end) /* VM_EXEC */
+		return -1;
+	if (early_append(e, &v.m)) {
+		count(CNT_EARLY_MAP_LOST);
+		return -1;
+	}
+	return lazy_describe(d, e);
 }
 
 static __always_inline const struct bpf_urow *find_row(struct row_cache *c, __u32 gen, __u32 first,
@@ -304,7 +470,7 @@ struct fpregs {
  * unwinder was two thirds of the CPU object's verification, the bulk of
  * -a's start-up).
  */
-__noinline int fp_try_regs(struct bpf_proc_unwind *info, struct fpregs *r)
+__noinline int fp_try_regs(struct bpf_proc_unwind *info, struct fpregs *r, int lazy)
 {
 	__u64 ra, bp;
 
@@ -312,7 +478,7 @@ __noinline int fp_try_regs(struct bpf_proc_unwind *info, struct fpregs *r)
 		return -1;
 	if (read_stack(r->bp + 8, &ra) || read_stack(r->bp, &bp))
 		return -1;
-	if (!find_umap(info, ra))
+	if (!find_umap(info, ra, lazy))
 		return -1;
 	r->sp = r->bp + 16;
 	r->bp = bp;
@@ -324,7 +490,7 @@ static __always_inline int fp_try(struct ustate *st)
 {
 	struct fpregs r = { .ip = st->ip, .sp = st->sp, .bp = st->bp };
 
-	if (fp_try_regs(st->info, &r))
+	if (fp_try_regs(st->info, &r, st->early != NULL))
 		return -1;
 	st->sp = r.sp;
 	st->bp = r.bp;
@@ -387,7 +553,12 @@ static long unwind_step(__u32 i, void *data)
 
 	m = st->last;
 	if (!m || st->ip < m->start || st->ip >= m->end)
-		m = st->last = find_umap(st->info, st->ip);
+		m = st->last = find_umap(st->info, st->ip, st->early != NULL);
+	if (!m && st->early && !st->vma_tried) {
+		st->vma_tried = true;
+		if (!lazy_add(st->info, st->early, st->ip))
+			m = st->last = find_umap(st->info, st->ip, true);
+	}
 	if (!m) {
 		st->stale = 1;
 		return unwind_fail(st, CNT_UNW_NO_MAPPING);
@@ -538,37 +709,46 @@ static __always_inline int uregs_uprobe_caller(struct pt_regs *ctx, struct uregs
 }
 
 /*
- * A description of the current process that has only its executable, from
- * exe_unwind (NULL: none). The current task must be of tgid: true of every
- * caller (samples, probes of the running task).
+ * The current process described from its early mappings (lazy_describe),
+ * or NULL; *early gets its early_maps entry, made here on its first sample
+ * with the executable's text (mm->start_code, end_code) in it. The current
+ * task must be of tgid: true of every caller (samples, probes of the
+ * running task).
  */
-static __always_inline struct bpf_proc_unwind *exe_only(__u32 tgid)
+static __always_inline struct bpf_proc_unwind *lazy_start(__u32 tgid, struct early_maps **early)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	struct exe_unwind_key k = {};
 	struct bpf_proc_unwind *d;
-	const struct exe_unwind *e;
-	__u64 sc;
+	struct early_maps *e;
+	__u64 mm;
 	__u32 zero = 0;
 
 	if ((__u32)(bpf_get_current_pid_tgid() >> 32) != tgid)
 		return NULL;
-	k.ino = BPF_CORE_READ(task, mm, exe_file, f_inode, i_ino);
-	k.dev = BPF_CORE_READ(task, mm, exe_file, f_inode, i_sb, s_dev);
-	sc = BPF_CORE_READ(task, mm, start_code);
-	if (!k.ino || !sc)
+	mm = (__u64)BPF_CORE_READ(task, mm);
+	e = bpf_map_lookup_elem(&early_maps, &tgid);
+	if (!e || e->mm != mm) {
+		const struct early_maps *z = bpf_map_lookup_elem(&early_zero, &zero);
+		struct early_map x = {};
+
+		if (!z || !mm || bpf_map_update_elem(&early_maps, &tgid, z, BPF_ANY))
+			return NULL;
+		e = bpf_map_lookup_elem(&early_maps, &tgid);
+		if (!e)
+			return NULL;
+		e->mm = mm;
+		x.start = BPF_CORE_READ(task, mm, start_code);
+		x.end = BPF_CORE_READ(task, mm, end_code);
+		x.off = EARLY_EXE;
+		x.ino = BPF_CORE_READ(task, mm, exe_file, f_inode, i_ino);
+		x.dev = BPF_CORE_READ(task, mm, exe_file, f_inode, i_sb, s_dev);
+		if (x.start && x.end > x.start && x.ino)
+			early_append(e, &x);
+	}
+	d = bpf_map_lookup_elem(&lazy_desc, &zero);
+	if (!d || lazy_describe(d, e))
 		return NULL;
-	e = bpf_map_lookup_elem(&exe_unwind, &k);
-	d = bpf_map_lookup_elem(&exe_desc, &zero);
-	if (!e || !d)
-		return NULL;
-	d->nmaps = 1;
-	d->maps[0].start = sc + e->start;
-	d->maps[0].end = sc + e->end;
-	d->maps[0].bias = sc + e->bias;
-	d->maps[0].first = e->first;
-	d->maps[0].count = e->count;
-	d->maps[0].kind = e->kind;
+	*early = e;
 	return d;
 }
 
@@ -587,12 +767,12 @@ static __always_inline int unwind_user(const struct uregs *r, __u32 tgid, __u64 
 	st.info = bpf_map_lookup_elem(&proc_unwind, &tgid);
 	if (!st.info) {
 		count(CNT_UNW_NO_PROC);
-		st.info = exe_only(tgid);
+		st.info = lazy_start(tgid, &st.early);
 		if (!st.info)
 			return -1;
 		/* still not described: user space is told (the caller's flag) */
 		*flags |= SAMPLE_F_NO_UNWIND_INFO;
-		count(CNT_UNW_EXE_ONLY);
+		count(CNT_UNW_LAZY);
 	}
 	gen = bpf_map_lookup_elem(&unwind_gen, &zero);
 	if (gen && *gen) {

@@ -244,8 +244,10 @@ enum cuda_counter {
 	X(CNT_FILTER_FULL, "pid filter full", 1, "pid filter map full: a child was not followed") \
 	X(CNT_UNW_NO_PROC, "no unwind info", 1,                                                   \
 	  "no unwind info for the process yet (fell back or leaf only)")                          \
-	X(CNT_UNW_EXE_ONLY, "unwind: executable only", 0,                                         \
-	  "a process not described yet walked through its executable's table (exe_unwind)")       \
+	X(CNT_UNW_LAZY, "unwind: not described yet", 0,                                           \
+	  "a process not described yet walked through its files' tables (file_unwind)")           \
+	X(CNT_EARLY_MAP_LOST, "unwind: early mapping not kept", 1,                                \
+	  "an executable mapping of a process not described yet was not kept (early_maps)")       \
 	X(CNT_UNW_NO_MAPPING, "unwind: no mapping", 1, "a PC in no known executable mapping")     \
 	X(CNT_UNW_NO_ROW, "unwind: no row", 1, "a PC in a mapping whose table has no row for it") \
 	X(CNT_UNW_UNSUPPORTED, "unwind: unsupported rule", 1, "a CFA rule we cannot follow")      \
@@ -352,26 +354,57 @@ struct bpf_proc_unwind {
 };
 
 /*
- * exe_unwind: an executable's mapping with a table, relative to the
- * process's mm->start_code (the ELF loader puts the text at a fixed offset
- * from it, PIE or not), keyed by the executable's inode as the kernel
- * numbers it (s_dev, i_ino). A process not described yet (a short-lived
- * one: a 2 ms program exits before user space has read its maps) is
- * walked through its executable with this. Written when a process of that
- * executable is described, deleted before the rows are freed.
+ * file_unwind: a file's table, keyed by its inode as the kernel numbers it
+ * (s_dev, i_ino), for processes user space has not described yet (a 2 ms
+ * program exits before its maps are read; a command's first milliseconds;
+ * a dlopen'd library). BPF finds the mapping of a PC with bpf_find_vma()
+ * and, from the VMA's file, start and page offset, builds the one mapping
+ * description user space would have written:
+ *   bias = vm_start - vm_pgoff * 4096 - segs[s].delta + base
+ * for the PT_LOAD segment s whose file range holds vm_pgoff * 4096. Written
+ * when the table is built (and for a file served by another's table, same
+ * build id, when a process of it is described); deleted before the rows are
+ * freed.
  */
-struct exe_unwind_key {
+#define FILE_UNWIND_SEGS 4
+
+struct file_unwind_key {
 	__u64 dev; /* the kernel's dev_t: major << 20 | minor */
 	__u64 ino;
 };
 
-struct exe_unwind {
-	__u64 start, end, bias; /* bpf_umap's, minus start_code */
-	__u32 first, count;
-	__u32 kind;
-	__u32 pad;
+struct file_unwind {
+	__u32 first, count; /* rows [first, first + count) */
+	__u64 base;	    /* ELF vaddr of row pc 0 */
+	struct {
+		__u64 off, end; /* [off, end) in the file; end 0: unused */
+		__u64 delta;	/* p_vaddr - p_offset */
+	} segs[FILE_UNWIND_SEGS];
 };
-_Static_assert(sizeof(struct exe_unwind) == 40, "exe_unwind layout");
+_Static_assert(sizeof(struct file_unwind) == 112, "file_unwind layout");
+
+/*
+ * early_maps: per process (tgid), its executable file mappings as BPF saw
+ * them made (fentry on perf_event_mmap: the executable and the dynamic
+ * loader mapped by execve, every library after), sorted by start, for the
+ * samples it gets before user space has described it. Of the address
+ * space mm only (an exec starts a new list); deleted when the process
+ * exits or user space describes it.
+ */
+#define EARLY_MAPS 32
+
+struct early_map {
+	__u64 start, end;
+	__u64 off; /* file offset of start (vm_pgoff * 4096) */
+	__u64 dev, ino;
+};
+
+struct early_maps {
+	__u64 mm;
+	__u32 n;
+	__u32 pad;
+	struct early_map m[EARLY_MAPS];
+};
 
 /*
  * CPython. User space finds each interpreter's layout (per-version table for

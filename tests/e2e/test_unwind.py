@@ -321,8 +321,9 @@ def test_storm_of_short_processes_reaches_main(tmp_path):
     """A storm of 2 ms processes of one program (built without frame
     pointers) on the whole machine: once its executable has a table (built
     for the first processes), the later ones are walked from it from their
-    first sample on, described or not yet (exe_unwind: by the executable's
-    inode, relative to its start_code), so their work function reaches main.
+    first sample on, described or not yet (file_unwind: by the files'
+    inodes; early_maps: the executable's text from start_code, libc found by
+    bpf_find_vma), so their work function reaches main.
     The rest of such a process's samples are exec and the dynamic loader:
     about 80% of a 2 ms dynamically linked program's life on this VM."""
     out = tmp_path / "storm.folded"
@@ -350,3 +351,46 @@ def test_storm_of_short_processes_reaches_main(tmp_path):
     print(r.stdout.strip().splitlines()[-1], work, main)
     assert work > 50, (work, r.stdout)
     assert main >= 0.9 * work, (main, work)
+
+
+# BPFPROF_TEST_UNDESCRIBED=1: user space never hands BPF a process
+# description, so every sample is walked the way a process's first
+# milliseconds are before the agent has read its maps (a 2 ms program, a
+# command's start-up, any process while the agent is starved of CPU): from
+# the mappings BPF keeps itself (early_maps: the executable's text from
+# mm->start_code, every other mapping found by bpf_find_vma on a walk's
+# first unknown PC) and the files' tables by inode (file_unwind).
+UNDESCRIBED = dict(os.environ, BPFPROF_TEST_UNDESCRIBED="1")
+
+
+def test_undescribed_native_reaches_main(tmp_path):
+    """A program without frame pointers: only the tables can walk it, and
+    its work functions reach main through libc."""
+    out = tmp_path / "early.folded"
+    r = run(["-F", "999", "-v", "-o", str(out), "--", workload("cpu_split_nofp"), "2"],
+            env=UNDESCRIBED)
+    assert r.returncode == 0, r.stderr
+    assert "unwind: not described yet" in r.stderr, r.stderr
+    own = [(f, c) for f, c in parse_folded(out.read_text())
+           if f[0] == "cpu_split_nofp" and set(f) & set(SPLIT)]
+    reach = sum(c for f, c in own if "main" in f)
+    # > 300: a share of 2 s at 999 Hz that a loaded 2-CPU host still gives
+    assert total(own) > 300 and reach >= 0.95 * total(own), (reach, total(own), own[:3])
+
+
+def test_undescribed_python_reaches_main(tmp_path):
+    """pyenv's CPython (libpython shared, no frame pointers): the Python
+    frames sit in the native stack between the interpreter's main and the
+    eval loop, as when the process is described."""
+    pys = [p for v, p in pyenv_pythons() if v == "3.12"]
+    if not pys:
+        pytest.skip("pyenv CPython 3.12 not installed")
+    out = tmp_path / "early_py.folded"
+    r = run(["-F", "999", "-o", str(out), "--", pys[0],
+             os.path.join(os.path.dirname(__file__), "../workloads/py/split.py"), "2"],
+            env=UNDESCRIBED)
+    assert r.returncode == 0, r.stderr
+    py = [(f, c) for f, c in parse_folded(out.read_text())
+          if any(x.startswith("work_a (split.py:") for x in f)]
+    reach = sum(c for f, c in py if "Py_BytesMain" in f and "__libc_start_call_main" in f)
+    assert total(py) > 150 and reach >= 0.9 * total(py), (reach, total(py), py[:3])

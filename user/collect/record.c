@@ -699,7 +699,7 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 			pr_err("cannot map the unwind tables: %s", strerror(-err));
 			return err;
 		}
-		unwinder__set_exe_map(r->unw, bpf_map__fd(r->skel->maps.exe_unwind));
+		unwinder__set_file_map(r->unw, bpf_map__fd(r->skel->maps.file_unwind));
 		/* a few named targets: all their tables; the machine: what samples want */
 		unwinder__set_eager(r->unw, !env.all);
 	}
@@ -1219,7 +1219,7 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 				"unwind tables: %llu files (%llu without, %llu shared by build id), "
 				"%llu rows in use, peak %llu of %llu (%.1f MiB), %llu evicted, "
 				"%llu refused for room (%llu built later), %.1f ms compiling CFI, "
-				"%llu processes",
+				"%llu processes, %llu files left out of file_unwind (full)",
 				(unsigned long long)us->tables,
 				(unsigned long long)us->tables_failed,
 				(unsigned long long)us->tables_shared,
@@ -1229,7 +1229,8 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 				(unsigned long long)us->tables_evicted,
 				(unsigned long long)us->tables_refused,
 				(unsigned long long)us->tables_retried, us->build_ns / 1e6,
-				(unsigned long long)us->procs);
+				(unsigned long long)us->procs,
+				(unsigned long long)us->files_unlisted);
 		}
 		if (r->stats_fd >= 0) {
 			struct bpf_prog_info info = { 0 };

@@ -58,7 +58,9 @@ struct otable {
 	uint32_t nsegs;
 	struct {
 		uint64_t off, filesz, vaddr;
+		bool exec;
 	} segs[MAX_SEGS]; /* PT_LOAD */
+	uint32_t fentry;  /* table id the file's file_unwind entry names (0: none) */
 };
 
 struct extent {
@@ -75,20 +77,11 @@ struct pmap {
 struct pentry {
 	struct pmap *maps;
 	uint32_t nmaps;
-	uint32_t pid;  /* u->procs' key (borrowed: an exit leaves no key copy behind) */
-	bool exe_read; /* exe and start_code read from /proc (since the last sync: exec) */
-	struct exe_unwind_key exe; /* its executable (ino 0: unknown) */
-	uint64_t start_code;
-};
-
-/* An exe_unwind entry BPF has, and the table whose rows it names. */
-struct exe_ent {
-	struct exe_unwind_key k;
-	uint32_t tab;
+	uint32_t pid; /* u->procs' key (borrowed: an exit leaves no key copy behind) */
 };
 
 struct bpf_store {
-	int rows_fd, procs_fd, gen_fd, exe_fd;
+	int rows_fd, procs_fd, gen_fd, file_fd;
 };
 
 struct unwinder {
@@ -107,8 +100,6 @@ struct unwinder {
 	struct htab *procs;  /* pid -> struct pentry * */
 	struct htab *by_bid; /* build id -> objfile id owning its rows */
 	struct bpf_proc_unwind *buf;
-	struct exe_ent *exes; /* what exe_unwind holds */
-	uint32_t nexes, capexes;
 	struct unwinder_stats st;
 };
 
@@ -148,6 +139,15 @@ static int bpf_write_proc(void *ctx, uint32_t pid, const struct bpf_proc_unwind 
 	return bpf_map_update_elem(s->procs_fd, &pid, b, BPF_ANY) ? -errno : 0;
 }
 
+/* BPFPROF_TEST_UNDESCRIBED: BPF never gets a description (tests of its early path). */
+static int bpf_write_proc_none(void *ctx, uint32_t pid, const struct bpf_proc_unwind *b)
+{
+	(void)ctx;
+	(void)pid;
+	(void)b;
+	return 0;
+}
+
 static void bpf_delete_proc(void *ctx, uint32_t pid)
 {
 	struct bpf_store *s = ctx;
@@ -165,18 +165,18 @@ static int bpf_write_gen(void *ctx, uint32_t gen)
 	return bpf_map_update_elem(s->gen_fd, &zero, &gen, BPF_ANY) ? -errno : 0;
 }
 
-static int bpf_write_exe(void *ctx, const struct exe_unwind_key *k, const struct exe_unwind *v)
+static int bpf_write_file(void *ctx, const struct file_unwind_key *k, const struct file_unwind *v)
 {
 	struct bpf_store *s = ctx;
 
-	return bpf_map_update_elem(s->exe_fd, k, v, BPF_ANY) ? -errno : 0;
+	return bpf_map_update_elem(s->file_fd, k, v, BPF_ANY) ? -errno : 0;
 }
 
-static void bpf_delete_exe(void *ctx, const struct exe_unwind_key *k)
+static void bpf_delete_file(void *ctx, const struct file_unwind_key *k)
 {
 	struct bpf_store *s = ctx;
 
-	bpf_map_delete_elem(s->exe_fd, k);
+	bpf_map_delete_elem(s->file_fd, k);
 }
 
 /* A new generation of rows: BPF's cached row lookups made before are void. */
@@ -243,6 +243,8 @@ int unwinder__new_bpf(struct unwinder **out, int rows_map_fd, uint32_t rows_cap,
 	struct unwinder *u;
 	int err;
 
+	if (getenv("BPFPROF_TEST_UNDESCRIBED"))
+		s.write_proc = bpf_write_proc_none;
 	err = unwinder_alloc(&u, &s, rows_cap, objs);
 	if (err)
 		return err;
@@ -253,11 +255,11 @@ int unwinder__new_bpf(struct unwinder **out, int rows_map_fd, uint32_t rows_cap,
 	return 0;
 }
 
-void unwinder__set_exe_map(struct unwinder *u, int exe_map_fd)
+void unwinder__set_file_map(struct unwinder *u, int file_map_fd)
 {
-	u->bpf.exe_fd = exe_map_fd;
-	u->store.write_exe = exe_map_fd >= 0 ? bpf_write_exe : NULL;
-	u->store.delete_exe = exe_map_fd >= 0 ? bpf_delete_exe : NULL;
+	u->bpf.file_fd = file_map_fd;
+	u->store.write_file = file_map_fd >= 0 ? bpf_write_file : NULL;
+	u->store.delete_file = file_map_fd >= 0 ? bpf_delete_file : NULL;
 }
 
 void unwinder__free(struct unwinder *u)
@@ -284,7 +286,6 @@ void unwinder__free(struct unwinder *u)
 	free(u->wanted);
 	free(u->free);
 	free(u->buf);
-	free(u->exes);
 	free(u);
 }
 
@@ -437,6 +438,7 @@ static int read_segments(int fd, struct otable *t)
 		t->segs[t->nsegs].off = ph.p_offset;
 		t->segs[t->nsegs].filesz = ph.p_filesz;
 		t->segs[t->nsegs].vaddr = ph.p_vaddr;
+		t->segs[t->nsegs].exec = ph.p_flags & PF_X;
 		t->nsegs++;
 	}
 out:
@@ -484,115 +486,60 @@ static uint32_t convert(struct unwinder *u, const struct unwind_row *in, size_t 
 	return w;
 }
 
-/*
- * pid's executable as the kernel names it (s_dev as major << 20 | minor,
- * i_ino) and its mm->start_code (/proc/PID/stat field 26). 0 or -errno.
- */
-static int exe_identity(uint32_t pid, struct exe_unwind_key *k, uint64_t *start_code)
+/* Drop the file_unwind entries that name table id's rows (before they are freed). */
+static void files_forget(struct unwinder *u, uint32_t id)
 {
-	char path[64], buf[1024], *p;
-	unsigned long long v = 0;
-	struct stat st;
-	ssize_t n;
-	int fd;
+	for (uint32_t i = OBJ_FIRST; i < u->ntables; i++) {
+		struct objfile *o;
 
-	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
-	if (stat(path, &st))
-		return -errno;
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = 0;
-	p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
-	if (!p)
-		return -EIO;
-	/* after ") ": field 3 (state) ... field 26 (startcode) */
-	for (int field = 3; field <= 26 && p; field++) {
-		p = strchr(p + 1, ' ');
-		if (p && field == 26)
-			v = strtoull(p + 1, NULL, 10);
-	}
-	if (!v)
-		return -ENOENT; /* a kernel thread, or hidden (ptrace access) */
-	k->dev = ((uint64_t)major(st.st_dev) << 20) | minor(st.st_dev);
-	k->ino = st.st_ino;
-	*start_code = v;
-	return 0;
-}
-
-/* Drop the exe_unwind entries that name table id's rows (before they are freed). */
-static void exes_forget(struct unwinder *u, uint32_t id)
-{
-	for (uint32_t i = 0; i < u->nexes;) {
-		if (u->exes[i].tab != id) {
-			i++;
+		if (u->tables[i].fentry != id)
 			continue;
+		u->tables[i].fentry = 0;
+		o = objtab__by_id(u->objs, i);
+		if (o && u->store.delete_file) {
+			struct file_unwind_key k = {
+				((uint64_t)o->dev_major << 20) | o->dev_minor,
+				o->ino,
+			};
+
+			u->store.delete_file(u->store.ctx, &k);
 		}
-		u->store.delete_exe(u->store.ctx, &u->exes[i].k);
-		u->exes[i] = u->exes[--u->nexes];
 	}
 }
 
 /*
- * After pid's description was written: its executable's mapping that holds
- * start_code, if it has a table, becomes exe_unwind's entry for that
- * executable, so that the next processes of it are walked through it before
- * they are described.
+ * File obj's entry in file_unwind, naming table tab's rows (its own, or a
+ * same-build-id owner's): how BPF walks a process that maps the file
+ * before user space has described it. Only the executable segments go in.
  */
-static void exe_write(struct unwinder *u, uint32_t pid, struct pentry *pe,
-		      const struct bpf_proc_unwind *b)
+static void file_write(struct unwinder *u, uint32_t obj, uint32_t tab)
 {
-	struct exe_unwind v = { 0 };
-	uint32_t i, e;
+	struct objfile *o = objtab__by_id(u->objs, obj);
+	const struct otable *t = &u->tables[tab];
+	struct file_unwind v = { .first = t->first, .count = t->count, .base = t->base };
+	struct file_unwind_key k;
+	uint32_t n = 0;
 
-	if (!u->store.write_exe)
+	if (!u->store.write_file || !o || !o->ino || obj >= u->ntables ||
+	    u->tables[obj].fentry == tab)
 		return;
-	if (!pe->exe_read) {
-		pe->exe_read = true;
-		if (exe_identity(pid, &pe->exe, &pe->start_code))
-			pe->exe.ino = 0;
+	for (uint32_t s = 0; s < t->nsegs && n < FILE_UNWIND_SEGS; s++) {
+		if (!t->segs[s].exec)
+			continue;
+		v.segs[n].off = t->segs[s].off;
+		v.segs[n].end = t->segs[s].off + (t->segs[s].filesz ? t->segs[s].filesz : 1);
+		v.segs[n].delta = t->segs[s].vaddr - t->segs[s].off;
+		n++;
 	}
-	if (!pe->exe.ino)
+	if (!n)
 		return;
-	for (i = 0; i < b->nmaps; i++)
-		if (b->maps[i].start <= pe->start_code && pe->start_code < b->maps[i].end)
-			break;
-	if (i == b->nmaps || b->maps[i].kind != UMAP_TABLE || !pe->maps[i].tab)
-		return; /* no table yet: tried again when it is built (procs_update) */
-	v.start = b->maps[i].start - pe->start_code;
-	v.end = b->maps[i].end - pe->start_code;
-	v.bias = b->maps[i].bias - pe->start_code;
-	v.first = b->maps[i].first;
-	v.count = b->maps[i].count;
-	v.kind = UMAP_TABLE;
-	for (e = 0; e < u->nexes; e++)
-		if (!memcmp(&u->exes[e].k, &pe->exe, sizeof(pe->exe)))
-			break;
-	if (e < u->nexes && u->exes[e].tab == pe->maps[i].tab)
-		return; /* written already (rows do not move while the table lives) */
-	if (e == u->nexes) {
-		if (u->nexes == u->capexes) {
-			uint32_t cap = u->capexes ? 2 * u->capexes : 16;
-			struct exe_ent *x = realloc(u->exes, cap * sizeof(*x));
-
-			if (!x)
-				return;
-			u->exes = x;
-			u->capexes = cap;
-		}
-		u->nexes++;
+	k.dev = ((uint64_t)o->dev_major << 20) | o->dev_minor;
+	k.ino = o->ino;
+	if (u->store.write_file(u->store.ctx, &k, &v)) {
+		u->st.files_unlisted++;
+		return;
 	}
-	/* recorded before it is written: an eviction deletes it either way */
-	u->exes[e] = (struct exe_ent){ pe->exe, pe->maps[i].tab };
-	if (u->store.write_exe(u->store.ctx, &pe->exe, &v)) {
-		u->store.delete_exe(u->store.ctx, &pe->exe);
-		u->exes[e] = u->exes[--u->nexes];
-	}
+	u->tables[obj].fentry = tab;
 }
 
 /* Rewrite pid's description from pe and the tables as they are now. */
@@ -628,6 +575,8 @@ static int proc_write(struct unwinder *u, uint32_t pid, struct pentry *pe)
 				um->count = t->count;
 				pm->tab = id;
 				t->users++;
+				if (id != pm->obj)
+					file_write(u, pm->obj, id);
 				break;
 			}
 		}
@@ -635,8 +584,6 @@ static int proc_write(struct unwinder *u, uint32_t pid, struct pentry *pe)
 	b->nmaps = pe->nmaps;
 	u->st.procs_synced++;
 	err = u->store.write_proc(u->store.ctx, pid, b);
-	if (!err)
-		exe_write(u, pid, pe, b);
 	if (err) {
 		/* BPF keeps what it had: say nothing uses the rows rather than lie */
 		for (uint32_t i = 0; i < pe->nmaps; i++)
@@ -676,8 +623,7 @@ static void evict(struct unwinder *u, uint32_t id)
 	struct otable *t = &u->tables[id];
 
 	t->state = OT_NONE;
-	if (u->store.delete_exe)
-		exes_forget(u, id);
+	files_forget(u, id);
 	procs_update(u, id, false); /* nobody points at the rows any more */
 	rows_free(u, t->first, t->count);
 	u->st.rows_used -= t->count;
@@ -789,6 +735,7 @@ static int build(struct unwinder *u, uint32_t id, uint64_t now_ns, bool evict_us
 		goto fail;
 	}
 	if (share_by_build_id(u, o, fd, t, bid, sizeof(bid))) {
+		file_write(u, id, t->owner);
 		procs_update(u, t->owner, true);
 		return 0;
 	}
@@ -832,6 +779,7 @@ static int build(struct unwinder *u, uint32_t id, uint64_t now_ns, bool evict_us
 	t->count = w;
 	t->state = OT_READY;
 	t->owner = 0;
+	file_write(u, id, id);
 	if (t->last_ns < now_ns)
 		t->last_ns = now_ns; /* a new table is not the first to go */
 	u->st.tables++;
@@ -1061,7 +1009,6 @@ int unwinder__sync(struct unwinder *u, const struct proc *p)
 	pentry_release(u, pe);
 	pe->maps = maps;
 	pe->nmaps = n;
-	pe->exe_read = false; /* an exec changes both */
 	/*
 	 * A process is described when it runs, and its executable (the first
 	 * file mapped) is on nearly every stack it has: wanted now, not once a

@@ -39,9 +39,9 @@ struct unwind_store {
 	int (*write_proc)(void *ctx, uint32_t pid, const struct bpf_proc_unwind *b);
 	void (*delete_proc)(void *ctx, uint32_t pid);
 	int (*write_gen)(void *ctx, uint32_t gen);
-	/* exe_unwind (NULL: none): executables' tables for processes not described yet */
-	int (*write_exe)(void *ctx, const struct exe_unwind_key *k, const struct exe_unwind *v);
-	void (*delete_exe)(void *ctx, const struct exe_unwind_key *k);
+	/* file_unwind (NULL: none): files' tables for processes not described yet */
+	int (*write_file)(void *ctx, const struct file_unwind_key *k, const struct file_unwind *v);
+	void (*delete_file)(void *ctx, const struct file_unwind_key *k);
 };
 
 struct unwinder_stats {
@@ -57,6 +57,7 @@ struct unwinder_stats {
 	uint64_t procs_synced;	   /* proc_unwind writes */
 	uint64_t maps_dropped;	   /* mappings beyond MAX_UMAPS */
 	uint64_t rows_unsupported; /* rows compiled as "cannot unwind here" */
+	uint64_t files_unlisted;   /* tables left out of file_unwind (map full) */
 };
 
 /* Rows held by each byte of --unwind-mem. */
@@ -67,8 +68,8 @@ int unwinder__new(struct unwinder **out, const struct unwind_store *store, uint3
 /* The BPF maps as the store; gen_map_fd: the unwind_gen map (BPF's row cache), -1: none. */
 int unwinder__new_bpf(struct unwinder **out, int rows_map_fd, uint32_t rows_cap, int procs_map_fd,
 		      int gen_map_fd, struct objtab *objs);
-/* exe_unwind's fd (-1: none): see struct exe_unwind */
-void unwinder__set_exe_map(struct unwinder *u, int exe_map_fd);
+/* file_unwind's fd (-1: none): see struct file_unwind */
+void unwinder__set_file_map(struct unwinder *u, int file_map_fd);
 void unwinder__free(struct unwinder *u);
 
 /*
