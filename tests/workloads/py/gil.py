@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """Two threads on two CPUs: hot() runs pure Python (holds the GIL), while
 compress_loop() spends its time in zlib's deflate with the GIL released.
+Each thread prints the CPU time it used ("cpu NAME SECONDS"): the samples a
+profile should hold of it, whatever else the machine runs.
 Usage: gil.py SECONDS."""
 import sys
 import threading
@@ -13,6 +15,7 @@ DATA = bytes((i * 7919 + (i >> 5)) % 251 for i in range(1 << 20))
 def compress_loop(end):
     while time.monotonic() < end:
         zlib.compress(DATA, 9)  # LINE:compress
+    print("cpu compress", time.thread_time(), flush=True)
 
 
 def hot(end):
@@ -20,6 +23,7 @@ def hot(end):
     while time.monotonic() < end:
         for i in range(10000):  # LINE:hot
             x += i
+    print("cpu hot", time.thread_time(), flush=True)
 
 
 def main():
