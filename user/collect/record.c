@@ -668,6 +668,10 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 		bpf_map__set_max_entries(r->skel->maps.proc_unwind, 1);
 	} else {
 		bpf_map__set_max_entries(r->skel->maps.unwind_rows, env.unwind_rows);
+		/* the unwinder copies rows in through a mapping (tables.c) */
+		bpf_map__set_map_flags(r->skel->maps.unwind_rows,
+				       bpf_map__map_flags(r->skel->maps.unwind_rows) |
+					       BPF_F_MMAPABLE);
 		bpf_map__set_max_entries(r->skel->maps.proc_unwind, env.unwind_procs);
 	}
 
