@@ -1024,6 +1024,24 @@ static int setup(struct recorder *r, void **priv)
 	s->rodata->alloc_want_user = !env.no_user;
 	s->rodata->self_tgid = getpid();
 	bpf_map__set_max_entries(s->maps.alloc_live, env.alloc_max_live);
+	/*
+	 * One path's programs only (issue 17: attach + detach of --alloc): the
+	 * in-process path attaches the preload library's two probes and never
+	 * the allocator probes, the uprobe path the reverse; each side's
+	 * walker is tens of thousands of verified instructions.
+	 */
+	{
+		struct bpf_program *up[] = { s->progs.alloc_ret,      s->progs.alloc_malloc,
+					     s->progs.alloc_pvalloc,  s->progs.alloc_calloc,
+					     s->progs.alloc_realloc,  s->progs.alloc_reallocarray,
+					     s->progs.alloc_memalign, s->progs.alloc_posix_memalign,
+					     s->progs.alloc_mmap,     s->progs.alloc_free };
+
+		for (size_t i = 0; i < sizeof(up) / sizeof(up[0]); i++)
+			bpf_program__set_autoload(up[i], !preload_on);
+		bpf_program__set_autoload(s->progs.alloc_preload_sampled, preload_on);
+		bpf_program__set_autoload(s->progs.alloc_preload_freed, preload_on);
+	}
 	err = rec__share_maps(r, s->obj);
 	if (err)
 		return err;

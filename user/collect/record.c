@@ -651,16 +651,31 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 	}
 	ev = r->skel->maps.events;
 	bpf_map__set_max_entries(ev, env.ringbuf_bytes);
-	bpf_map__set_max_entries(r->skel->maps.targets, env.max_targets);
+	/*
+	 * Only what the chosen events and target need is loaded and sized
+	 * (issue 17: -a start-up): the sampling program only for on-CPU
+	 * samples (--alloc, --off-cpu or --cuda alone have their own objects
+	 * and do not verify it), the fork/exit followers only for `-- CMD`,
+	 * the pid filter's table only when there is a pid filter.
+	 */
+	bpf_program__set_autoload(r->skel->progs.on_cpu_sample, env.ev_cpu);
+	bpf_program__set_autoload(r->skel->progs.on_fork, env.cmd_argv != NULL);
+	bpf_program__set_autoload(r->skel->progs.on_exit, env.cmd_argv != NULL);
+	bpf_map__set_max_entries(r->skel->maps.targets,
+				 env.all && !env.cmd_argv ? 1 : env.max_targets);
 	if (env.unwind == UNWIND_FP || env.no_user) {
 		bpf_map__set_max_entries(r->skel->maps.unwind_rows, 1);
 		bpf_map__set_max_entries(r->skel->maps.proc_unwind, 1);
 	} else {
 		bpf_map__set_max_entries(r->skel->maps.unwind_rows, env.unwind_rows);
+		/* the unwinder copies rows in through a mapping (tables.c) */
+		bpf_map__set_map_flags(r->skel->maps.unwind_rows,
+				       bpf_map__map_flags(r->skel->maps.unwind_rows) |
+					       BPF_F_MMAPABLE);
 		bpf_map__set_max_entries(r->skel->maps.proc_unwind, env.unwind_procs);
 	}
 
-	if (log_level >= 3) /* verifier statistics (-vvv), whole log (-vvvv) */
+	if (log_level >= 3 && env.ev_cpu) /* verifier statistics (-vvv), whole log (-vvvv) */
 		bpf_program__set_log_level(r->skel->progs.on_cpu_sample,
 					   log_level >= 4 ? 1 | 4 : 4);
 	err = cpu_bpf__load(r->skel);
