@@ -59,8 +59,8 @@ const volatile __u64 period_ns = 1000000000ULL / 99;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384); /* sized from user space */
-	__type(key, __u32);	    /* thread id */
+	__uint(max_entries, CPU_LAST_TARGETS); /* sized from user space */
+	__type(key, __u32);		       /* thread id */
 	__type(value, struct cpu_last);
 } cpu_last SEC(".maps");
 
@@ -76,20 +76,20 @@ struct {
  * CONFIG_KALLSYMS_ALL. Without either, the runtime lags by less than a tick,
  * which the thread's next sample makes up.
  */
-static __always_inline __u64 task_runtime(struct bpf_perf_event_data *ctx, struct task_struct *task)
+static __always_inline __u64 task_runtime(struct bpf_perf_event_data *ctx, struct task_struct *t)
 {
 	struct bpf_perf_event_data_kern *kctx = (void *)ctx;
-	__u64 rt = BPF_CORE_READ(task, se.sum_exec_runtime);
-	__u64 start = BPF_CORE_READ(task, se.exec_start);
+	__u64 rt = t->se.sum_exec_runtime;
+	__u64 start = t->se.exec_start;
 	__u64 now = BPF_CORE_READ(kctx, data, time), clock, clock_task;
 	struct rq *rq = NULL;
 
-	if (bpf_core_field_exists(task->se.cfs_rq))
-		rq = BPF_CORE_READ(task, se.cfs_rq, rq);
+	if (bpf_core_field_exists(t->se.cfs_rq))
+		rq = t->se.cfs_rq->rq;
 	if (!rq)
 		return rt;
-	clock = BPF_CORE_READ(rq, clock);
-	clock_task = BPF_CORE_READ(rq, clock_task);
+	clock = rq->clock;
+	clock_task = rq->clock_task;
 	if (clock_task > start)
 		rt += clock_task - start;
 	if (now > clock)
@@ -98,13 +98,14 @@ static __always_inline __u64 task_runtime(struct bpf_perf_event_data *ctx, struc
 }
 
 /* Nanoseconds of CPU the sample stands for (see cpu_last above). */
-static __always_inline __u64 sample_cpu_ns(struct bpf_perf_event_data *ctx,
-					   struct task_struct *task, __u32 tid)
+static __always_inline __u64 sample_cpu_ns(struct bpf_perf_event_data *ctx, __u32 tid)
 {
+	/* a BTF pointer: plain loads, half the time of BPF_CORE_READ's probe reads */
+	struct task_struct *t = bpf_get_current_task_btf();
 	struct cpu_last *last, fresh;
-	__u64 rt = task_runtime(ctx, task), w;
+	__u64 rt = task_runtime(ctx, t), w;
 
-	fresh.start_time = BPF_CORE_READ(task, start_time);
+	fresh.start_time = t->start_time;
 	last = bpf_map_lookup_elem(&cpu_last, &tid);
 	if (last && last->start_time == fresh.start_time) {
 		w = rt > last->runtime_ns ? rt - last->runtime_ns : 0;
@@ -162,7 +163,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 
 	task = (struct task_struct *)bpf_get_current_task();
-	sample_init(s, SAMPLE_CPU, sample_cpu_ns(ctx, task, tid), tgid, tid);
+	sample_init(s, SAMPLE_CPU, sample_cpu_ns(ctx, tid), tgid, tid);
 
 	if (want_kernel)
 		klen = kernel_stack(ctx, s, 0);
