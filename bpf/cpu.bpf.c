@@ -108,7 +108,15 @@ static __always_inline __u64 sample_cpu_ns(struct bpf_perf_event_data *ctx, __u3
 	fresh.start_time = t->start_time;
 	last = bpf_map_lookup_elem(&cpu_last, &tid);
 	if (last && last->start_time == fresh.start_time) {
-		w = rt > last->runtime_ns ? rt - last->runtime_ns : 0;
+		/*
+		 * An estimate can run ahead of the kernel's (steal time since the
+		 * rq's clock update, which the kernel deducts later): keep the
+		 * highest, so that the lead is counted once, not once per sample
+		 * that follows it with a lower estimate.
+		 */
+		if (rt <= last->runtime_ns)
+			return 0;
+		w = rt - last->runtime_ns;
 		last->runtime_ns = rt;
 		return w;
 	}
