@@ -1133,8 +1133,8 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 		bs->frames ? 100.0 * bs->unresolved / bs->frames : 0.0, secs);
 	if (r->cpu_ns >= 0 && r->st.written_known)
 		pr_info("cpu time: %.3f s (each sample weighs its thread's CPU time since the "
-			"thread's previous sample, by the kernel's account; the first of %llu "
-			"threads weighs 1/%u s)",
+			"thread's previous sample, by the kernel's account; %llu threads' first "
+			"samples weigh 1/%u s each)",
 			r->st.written_cpu_ns / 1e9,
 			(unsigned long long)rec__counter(r, CNT_CPU_FIRST), env.freq);
 	if (r->st.dec.kstack_err || r->st.dec.ustack_err || r->st.dec.ktrunc || r->st.dec.utrunc)
