@@ -44,6 +44,88 @@ static __always_inline void time_sample(__u64 t0)
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/*
+ * CPU time per sample. A per-CPU timer that fires while interrupts are off
+ * (a context switch) is taken when they come back on, in the task switched
+ * to, so with a filter a target's sample count is not its CPU time (short
+ * runs: 0.7 of it). Each sample instead weighs its thread's CPU time, by the
+ * kernel's account, since that thread's previous sample: a thread's samples
+ * then sum to what schedstat says between its first and last sample,
+ * whichever runs the timer happened to hit. A thread's first sample weighs
+ * one period (1e9/F ns) as before: unbiased for threads too short to be
+ * sampled every time they run.
+ */
+const volatile __u64 period_ns = 1000000000ULL / 99;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, CPU_LAST_TARGETS); /* sized from user space */
+	__type(key, __u32);		       /* thread id */
+	__type(value, struct cpu_last);
+} cpu_last SEC(".maps");
+
+/*
+ * The running task's CPU time now, as task_sched_runtime() (schedstat's first
+ * field) computes it: se.sum_exec_runtime plus the current run since
+ * se.exec_start. exec_start is on the run queue's clock_task, which moves
+ * only when the rq's clock is updated (ticks, scheduling): the sample's own
+ * time (perf_sample_data.time with PERF_SAMPLE_TIME: local_clock(), the
+ * clock rq->clock reads) adds how far it has moved since. The rq is found
+ * through se.cfs_rq (CONFIG_FAIR_GROUP_SCHED; set for every class by
+ * set_task_rq): the per-CPU `runqueues` has no address for BPF without
+ * CONFIG_KALLSYMS_ALL. Without either, the runtime lags by less than a tick,
+ * which the thread's next sample makes up.
+ */
+static __always_inline __u64 task_runtime(struct bpf_perf_event_data *ctx, struct task_struct *t)
+{
+	struct bpf_perf_event_data_kern *kctx = (void *)ctx;
+	__u64 rt = t->se.sum_exec_runtime;
+	__u64 start = t->se.exec_start;
+	__u64 now = BPF_CORE_READ(kctx, data, time), clock, clock_task;
+	struct rq *rq = NULL;
+
+	if (bpf_core_field_exists(t->se.cfs_rq))
+		rq = t->se.cfs_rq->rq;
+	if (!rq)
+		return rt;
+	clock = rq->clock;
+	clock_task = rq->clock_task;
+	if (clock_task > start)
+		rt += clock_task - start;
+	if (now > clock)
+		rt += now - clock;
+	return rt;
+}
+
+/* Nanoseconds of CPU the sample stands for (see cpu_last above). */
+static __always_inline __u64 sample_cpu_ns(struct bpf_perf_event_data *ctx, __u32 tid)
+{
+	/* a BTF pointer: plain loads, half the time of BPF_CORE_READ's probe reads */
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct cpu_last *last, fresh;
+	__u64 rt = task_runtime(ctx, t), w;
+
+	fresh.start_time = t->start_time;
+	last = bpf_map_lookup_elem(&cpu_last, &tid);
+	if (last && last->start_time == fresh.start_time) {
+		/*
+		 * An estimate can run ahead of the kernel's (steal time since the
+		 * rq's clock update, which the kernel deducts later): keep the
+		 * highest, so that the lead is counted once, not once per sample
+		 * that follows it with a lower estimate.
+		 */
+		if (rt <= last->runtime_ns)
+			return 0;
+		w = rt - last->runtime_ns;
+		last->runtime_ns = rt;
+		return w;
+	}
+	fresh.runtime_ns = rt;
+	bpf_map_update_elem(&cpu_last, &tid, &fresh, BPF_ANY);
+	count(CNT_CPU_FIRST);
+	return period_ns;
+}
+
 /* One sample is ~4 KiB: too big for the 512-byte BPF stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -89,7 +171,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 
 	task = (struct task_struct *)bpf_get_current_task();
-	sample_init(s, SAMPLE_CPU, 1, tgid, tid);
+	sample_init(s, SAMPLE_CPU, sample_cpu_ns(ctx, tid), tgid, tid);
 
 	if (want_kernel)
 		klen = kernel_stack(ctx, s, 0);

@@ -27,7 +27,7 @@
  * their kind. Numbered, never reordered.
  */
 enum sample_kind {
-	SAMPLE_CPU = 1,	      /* on-CPU sample; weight 1 */
+	SAMPLE_CPU = 1,	      /* on-CPU sample; weight = nanoseconds of CPU (cpu_last) */
 	SAMPLE_ALLOC = 2,     /* heap: sampled allocation (aux0 address, aux1 size) */
 	SAMPLE_FREE = 3,      /* heap: a sampled block retired */
 	SAMPLE_OFF_CPU = 4,   /* off-CPU: weight = nanoseconds blocked (sampled: --min-block),
@@ -112,7 +112,7 @@ enum sample_flags {
  */
 struct prof_sample_hdr {
 	__u64 time_ns;	 /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
-	__u64 weight;	 /* 1 for a CPU sample; bytes etc. for other kinds */
+	__u64 weight;	 /* CPU: nanoseconds; bytes etc. for other kinds */
 	__u64 cgroup_id; /* cgroup v2 id of the task */
 	__u32 pid;	 /* tgid, root pid namespace */
 	__u32 tid;	 /* task pid, root pid namespace */
@@ -274,7 +274,25 @@ enum cuda_counter {
 	  "frames reached by a validated frame-pointer step where the tables had no row")         \
 	X(CNT_UNW_BAD_FP, "unwind: bad frame pointer", 1,                                         \
 	  "a file without CFI whose RBP is no frame pointer (below SP, or no code at [RBP+8])")   \
-	X(CNT_SAMPLE_NS, "sample ns", 0, "BPF time spent on recorded samples (timed with -v only)")
+	X(CNT_SAMPLE_NS, "sample ns", 0,                                                          \
+	  "BPF time spent on recorded samples (timed with -v only)")                              \
+	X(CNT_CPU_FIRST, "cpu time: first samples", 0,                                            \
+	  "a thread's first sample (or its cpu_last entry evicted): weighs one period")
+
+/*
+ * CPU time of a sample (bpf/cpu.bpf.c): the thread's CPU time by the kernel's
+ * account (what /proc/PID/task/TID/schedstat says) at its previous sample, per
+ * thread id in the cpu_last LRU map. start_time tells a thread from a later
+ * one that reuses its id.
+ */
+struct cpu_last {
+	__u64 runtime_ns; /* se.sum_exec_runtime plus the current run, at the last sample */
+	__u64 start_time; /* task->start_time of the thread */
+};
+_Static_assert(sizeof(struct cpu_last) == 16, "cpu_last layout");
+/* cpu_last entries (~100 bytes of kernel memory each): -p and -- CMD, -a and cgroups */
+#define CPU_LAST_TARGETS 8192
+#define CPU_LAST_MACHINE 32768
 
 enum bpf_counter {
 	BPF_COUNTERS(COUNTER_ENUM) CNT__MAX

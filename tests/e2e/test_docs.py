@@ -16,7 +16,7 @@ DEF = re.compile(r"^\s{2,}(?:-\w, )?--([a-z][a-z0-9-]*)")
 ANY = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*[a-z0-9])")
 SUBCOMMANDS = ["", "dump", "flamegraph"]
 # named in prose but belong to other tools (perf, py-spy, pprof, npm, pip, make, ...)
-FOREIGN = {"idle", "now", "native", "debug-dump", "no", "bounding-set", "no-new-privs", "js-flags", "perf-basic-prof", "call-graph", "sample_index", "http",
+FOREIGN = {"idle", "pgbench", "now", "native", "debug-dump", "no", "bounding-set", "no-new-privs", "js-flags", "perf-basic-prof", "call-graph", "sample_index", "http",
            "no-install-recommends", "offline", "drop", "lines", "list", "top", "traces",
            "tagfocus", "noprofile", "inherit", "user", "group", "reuid", "regid", "caps",
            "clear-groups", "init-groups", "keep-caps", "inh-caps", "ambient-caps"}

@@ -476,16 +476,16 @@ static void test_units(void **state)
 	p->time_ns = 1700000000LL * 1000000000LL;
 	s[0] = frame(p, "app", FRAME_ROOT, 0);
 	v[0] = 1234;
-	v[1] = 1234 * 10000000LL;
+	v[1] = 9870000000LL; /* each sample weighs its thread's CPU time, not the period */
 	assert_int_equal(profile__add_sample(p, s, 1, v, NULL, 0), 0);
 	d = parse(render(p, NULL));
-	/* samples with the time they stand for, the run's length and start */
-	assert_non_null(strstr(d.text, "Total: 1,234 samples (\xe2\x89\x88 12.3 s cpu) "
+	/* samples with the time they stand for (the cpu value), the run's length and start */
+	assert_non_null(strstr(d.text, "Total: 1,234 samples (\xe2\x89\x88 9.87 s cpu) "
 				       "\xc2\xb7 over 2.50 s \xc2\xb7 2023-11-14 22:13:20 UTC"));
 	doc_free(&d);
 	p->default_value = 1;
 	d = parse(render(p, NULL));
-	assert_string_equal(find(&d, "app", 1)->value, "12.3 s (100.00%)");
+	assert_string_equal(find(&d, "app", 1)->value, "9.87 s (100.00%)");
 	doc_free(&d);
 	profile__free(p);
 

@@ -56,7 +56,7 @@ static void cpu_on_record(struct recorder *r, void *priv, const struct prof_samp
 	if (r->tl && tl_log__cpu(r->tl, k, h->time_ns, h->tid, h->comm))
 		r->st.agg_failed++;
 	v[r->cpu_samples] = 1;
-	v[r->cpu_ns] = (int64_t)h->weight * (1000000000LL / env.freq);
+	v[r->cpu_ns] = (int64_t)h->weight; /* the thread's CPU since its last sample */
 	if (stacks__add(r->stacks, k, v, r->nvalues))
 		r->st.agg_failed++;
 }

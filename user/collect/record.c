@@ -644,6 +644,7 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 	r->skel->rodata->want_kernel = !env.no_kernel;
 	r->skel->rodata->want_user = !env.no_user;
 	r->skel->rodata->time_samples = log_level >= 2;
+	r->skel->rodata->period_ns = 1000000000ULL / env.freq;
 	if (env.no_python || env.no_user) {
 		bpf_map__set_max_entries(r->skel->maps.py_procs, 1);
 		bpf_map__set_max_entries(r->skel->maps.py_threads, 1);
@@ -663,6 +664,11 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 	bpf_program__set_autoload(r->skel->progs.on_exit, env.cmd_argv != NULL);
 	bpf_map__set_max_entries(r->skel->maps.targets,
 				 env.all && !env.cmd_argv ? 1 : env.max_targets);
+	/* threads whose last sample's CPU time is kept (LRU: a dead thread's entry goes first) */
+	bpf_map__set_max_entries(r->skel->maps.cpu_last, !env.ev_cpu ? 1
+							 : env.all || env.cgroup_path
+								 ? CPU_LAST_MACHINE
+								 : CPU_LAST_TARGETS);
 	if (env.unwind == UNWIND_FP || env.no_user) {
 		bpf_map__set_max_entries(r->skel->maps.unwind_rows, 1);
 		bpf_map__set_max_entries(r->skel->maps.proc_unwind, 1);
@@ -878,9 +884,13 @@ static void count_written(struct recorder *r, const struct profile *p, uint32_t 
 {
 	if (r->cpu_samples < 0 || cv != (uint32_t)r->cpu_samples || cv >= p->nvalues)
 		return;
-	for (size_t i = 0; i < p->nsamples; i++)
+	for (size_t i = 0; i < p->nsamples; i++) {
 		if (p->samples[i].values[cv] > 0)
 			r->st.written += (uint64_t)p->samples[i].values[cv];
+		if (r->cpu_ns >= 0 && (uint32_t)r->cpu_ns < p->nvalues &&
+		    p->samples[i].values[r->cpu_ns] > 0)
+			r->st.written_cpu_ns += (uint64_t)p->samples[i].values[r->cpu_ns];
+	}
 	r->st.written_known = true;
 }
 
@@ -1138,6 +1148,12 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 							 : r->st.received - r->st.before_exec),
 		(unsigned long long)lost, why, nprocs,
 		bs->frames ? 100.0 * bs->unresolved / bs->frames : 0.0, secs);
+	if (r->cpu_ns >= 0 && r->st.written_known)
+		pr_info("cpu time: %.3f s (each sample weighs its thread's CPU time since the "
+			"thread's previous sample, by the kernel's account; %llu threads' first "
+			"samples weigh 1/%u s each)",
+			r->st.written_cpu_ns / 1e9,
+			(unsigned long long)rec__counter(r, CNT_CPU_FIRST), env.freq);
 	if (r->st.dec.kstack_err || r->st.dec.ustack_err || r->st.dec.ktrunc || r->st.dec.utrunc)
 		pr_info("stacks: %llu kernel and %llu user unreadable; %llu kernel and %llu user "
 			"truncated at %d/%d frames",
@@ -1350,6 +1366,14 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 			return err;
 		}
 		r->st.written_known = r->cpu_samples >= 0;
+		if (r->cpu_ns >= 0) {
+			const struct stack_vals *v;
+			size_t it = 0;
+
+			while (stacks__next(r->stacks, &it, &v))
+				if (v->v[r->cpu_ns] > 0)
+					r->st.written_cpu_ns += (uint64_t)v->v[r->cpu_ns];
+		}
 		return output__commit(&r->out);
 	}
 	err = profile__build(&p, r->stacks, r->objs, r->ks, &bo, bs);

@@ -49,6 +49,8 @@ struct rec_stats {
 	 */
 	uint64_t written;
 	bool written_known;
+	/* nanoseconds of CPU the written samples stand for (their cpu value) */
+	uint64_t written_cpu_ns;
 	struct decode_stats dec; /* stack records decoded (collect/decode.h) */
 };
 

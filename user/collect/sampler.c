@@ -106,6 +106,8 @@ static int open_event(int cpu, unsigned int freq, __u32 type, __u64 config)
 		.config = config,
 		.sample_freq = freq,
 		.freq = 1,
+		/* the sample's local_clock() for the BPF program (cpu.bpf.c, task_runtime) */
+		.sample_type = PERF_SAMPLE_TIME,
 		.disabled = 1,
 	};
 	int fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);

@@ -601,14 +601,30 @@ static void header_lines(struct svg_ctx *c, struct header *h)
 	size_t i;
 
 	fmt_value(tot, sizeof(tot), vt, c->total, true);
-	/* a count of samples also stands for time (or bytes) through the period */
+	/*
+	 * a count of samples also stands for time (or bytes): the profile's value
+	 * of the period's type where it has one (bpfprof's cpu: each sample
+	 * weighs its thread's CPU time), else the count times the period
+	 */
 	if (p->period > 0 && p->period_type.unit && vt->unit && !strcmp(vt->unit, "count") &&
 	    ns_per_unit(p->period_type.unit) > 0) {
+		double v = (double)c->total * (double)p->period;
 		char t[64];
 
-		fmt_duration(t, sizeof(t),
-			     (double)c->total * (double)p->period *
-				     ns_per_unit(p->period_type.unit));
+		for (uint32_t j = 0; j < p->nvalues; j++) {
+			const struct pvaluetype *pt = &p->value_types[j];
+
+			if (!pt->type || !pt->unit || !p->period_type.type ||
+			    strcmp(pt->type, p->period_type.type) ||
+			    strcmp(pt->unit, p->period_type.unit))
+				continue;
+			v = 0;
+			for (size_t i = 0; i < p->nsamples; i++)
+				if (p->samples[i].values[j] > 0)
+					v += (double)p->samples[i].values[j];
+			break;
+		}
+		fmt_duration(t, sizeof(t), v * ns_per_unit(p->period_type.unit));
 		snprintf(extra, sizeof(extra), " (\xe2\x89\x88 %s %s)", t,
 			 p->period_type.type ? p->period_type.type : "");
 	}
