@@ -721,13 +721,14 @@ static __always_inline int uregs_uprobe_caller(struct pt_regs *ctx, struct uregs
 }
 
 /*
- * The current process described from its early mappings (lazy_describe),
- * or NULL; *early gets its early_maps entry, made here on its first sample
- * with the executable's text (mm->start_code, end_code) in it. The current
- * task must be of tgid: true of every caller (samples, probes of the
- * running task).
+ * Describe the current process (tgid) from its early mappings into
+ * lazy_desc (lazy_describe); its early_maps entry is made here on its
+ * first sample, with the executable's text (mm->start_code, end_code) in
+ * it. A global function: the walk's caller is checked with one call. The
+ * current task must be of tgid: true of every caller (samples, probes of
+ * the running task). 0, or -1.
  */
-static __always_inline struct bpf_proc_unwind *lazy_start(__u32 tgid, struct early_maps **early)
+__noinline int lazy_prepare(__u32 tgid)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	struct bpf_proc_unwind *d;
@@ -736,7 +737,7 @@ static __always_inline struct bpf_proc_unwind *lazy_start(__u32 tgid, struct ear
 	__u32 zero = 0;
 
 	if ((__u32)(bpf_get_current_pid_tgid() >> 32) != tgid)
-		return NULL;
+		return -1;
 	mm = (__u64)BPF_CORE_READ(task, mm);
 	e = bpf_map_lookup_elem(&early_maps, &tgid);
 	if (!e || e->mm != mm) {
@@ -744,10 +745,10 @@ static __always_inline struct bpf_proc_unwind *lazy_start(__u32 tgid, struct ear
 		struct early_map x = {};
 
 		if (!z || !mm || bpf_map_update_elem(&early_maps, &tgid, z, BPF_ANY))
-			return NULL;
+			return -1;
 		e = bpf_map_lookup_elem(&early_maps, &tgid);
 		if (!e)
-			return NULL;
+			return -1;
 		e->mm = mm;
 		x.start = BPF_CORE_READ(task, mm, start_code);
 		x.end = BPF_CORE_READ(task, mm, end_code);
@@ -758,10 +759,7 @@ static __always_inline struct bpf_proc_unwind *lazy_start(__u32 tgid, struct ear
 			early_append(e, &x);
 	}
 	d = bpf_map_lookup_elem(&lazy_desc, &zero);
-	if (!d || lazy_describe(d, e))
-		return NULL;
-	*early = e;
-	return d;
+	return lazy_describe(d, e);
 }
 
 /*
@@ -781,10 +779,13 @@ static __always_inline int unwind_user(const struct uregs *r, __u32 tgid, __u64 
 		return -1;
 	st.info = bpf_map_lookup_elem(&proc_unwind, &tgid);
 	if (!st.info) {
-		struct early_maps *e = NULL;
+		struct early_maps *e;
 
 		count(CNT_UNW_NO_PROC);
-		st.info = lazy_start(tgid, &e);
+		if (lazy_prepare(tgid))
+			return -1;
+		st.info = bpf_map_lookup_elem(&lazy_desc, &zero);
+		e = bpf_map_lookup_elem(&early_maps, &tgid);
 		if (!st.info || !e)
 			return -1;
 		st.early = e;
