@@ -419,6 +419,24 @@ static void raise_nofile(void)
 	}
 }
 
+/*
+ * fds held open for mapped files (and containers' roots): one per 64 KiB of
+ * --mem-budget (2048 at the default 128 MiB), at least 64, at most half of
+ * RLIMIT_NOFILE (perf events, BPF objects, links and outputs need the rest).
+ * Past it the least recently used are closed and opened again when needed.
+ */
+static uint32_t files_fd_cap(void)
+{
+	uint64_t cap = membudget__get() >> 16;
+	struct rlimit rl;
+
+	if (cap < 64)
+		cap = 64;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY && cap > rl.rlim_cur / 2)
+		cap = rl.rlim_cur / 2 > 16 ? rl.rlim_cur / 2 : 16;
+	return cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
+}
+
 static int install_signals(void)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -1096,10 +1114,17 @@ static void print_files_summary(struct recorder *r)
 		pr_warn("%llu new distinct stacks were not aggregated (their samples are counted "
 			"lost, table full): the stacks hold half of --mem-budget %.0f MiB; raise it",
 			(unsigned long long)stacks__refused(), membudget__get() / 1048576.0);
+	if (os->reopen_failed)
+		pr_info("files: %llu closed by the fd cap (%u) could not be opened again when "
+			"needed (their mapping gone or replaced)",
+			(unsigned long long)os->reopen_failed, os->fd_cap);
 	pr_verbose("files: %llu opened (%llu by path: process gone), %llu closed after their "
-		   "processes exited",
+		   "processes exited; fds %u at the end, at most %u (cap %u): %llu closed by the "
+		   "cap, %llu opened again, %llu could not be",
 		   (unsigned long long)os->opened, (unsigned long long)os->by_path,
-		   (unsigned long long)os->closed);
+		   (unsigned long long)os->closed, os->fds, os->fds_peak, os->fd_cap,
+		   (unsigned long long)os->parked, (unsigned long long)os->reopened,
+		   (unsigned long long)os->reopen_failed);
 }
 
 static void print_summary(struct recorder *r, const struct build_stats *bs, size_t nprocs)
@@ -1411,8 +1436,10 @@ int record__run(const struct rec_mode *mode)
 	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 	r.objs = objtab__new();
 	r.procs = r.objs ? proctab__new(r.objs) : NULL;
-	if (r.objs)
+	if (r.objs) {
 		objtab__set_frames(r.objs, stack_frames, &r);
+		objtab__set_fd_cap(r.objs, files_fd_cap());
+	}
 	r.jit = perfmaps__new();
 	r.stacks = stacks__new();
 	r.dirty = htab__new(64, HTAB_COPY_KEYS);

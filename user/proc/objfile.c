@@ -43,6 +43,7 @@ struct objtab {
 
 static size_t lines_evict(void *ctx, size_t want);
 static size_t syms_evict(void *ctx, size_t want);
+static void close_fds(struct objtab *t, struct objfile *o);
 
 /* A file that keeps failing to open is not retried on every mapping of it. */
 #define MAX_OPEN_TRIES 16
@@ -75,14 +76,11 @@ struct objtab *objtab__new(void)
 	return t;
 }
 
-static void objfile__free(struct objfile *o)
+static void objfile__free(struct objtab *t, struct objfile *o)
 {
 	if (!o)
 		return;
-	if (o->fd >= 0)
-		close(o->fd);
-	if (o->root_fd >= 0)
-		close(o->root_fd);
+	close_fds(t, o);
 	elfsym__free(o->syms);
 	dwlines__free(o->dw);
 	free(o->build_id);
@@ -99,7 +97,7 @@ void objtab__free(struct objtab *t)
 	membudget__remove(&t->mb_syms);
 	membudget__remove(&t->mb_objs);
 	for (uint32_t i = 0; i < t->n; i++)
-		objfile__free(t->objs[i]);
+		objfile__free(t, t->objs[i]);
 	free(t->objs);
 	htab__free(t->by_file);
 	free(t);
@@ -171,20 +169,87 @@ static int foreign_root(uint32_t pid)
 	return fd;
 }
 
+/* fds o holds (its file, its root) */
+static uint32_t fds_of(const struct objfile *o)
+{
+	return (o->fd >= 0) + (o->root_fd >= 0);
+}
+
+static void close_fds(struct objtab *t, struct objfile *o)
+{
+	t->st.fds -= fds_of(o);
+	if (o->fd >= 0)
+		close(o->fd);
+	if (o->root_fd >= 0)
+		close(o->root_fd);
+	o->fd = -1;
+	o->root_fd = -1;
+}
+
+static int fd_used_cmp(const void *pa, const void *pb)
+{
+	const struct objfile *a = *(struct objfile *const *)pa, *b = *(struct objfile *const *)pb;
+
+	return a->fd_used < b->fd_used ? -1 : a->fd_used > b->fd_used;
+}
+
+/*
+ * Past the cap, the least recently used fds of files are closed (their
+ * symbols stay), down to 7/8 of it so that this runs once per cap/8 opens.
+ * keep: the file just opened. Pinned files and the vdso (a memfd) stay.
+ */
+static void enforce_fd_cap(struct objtab *t, const struct objfile *keep)
+{
+	uint32_t target = t->st.fd_cap - t->st.fd_cap / 8, k = 0;
+	struct objfile **v;
+
+	if (!t->st.fd_cap || t->st.fds <= t->st.fd_cap)
+		return;
+	v = malloc(t->n * sizeof(*v));
+	if (!v)
+		return;
+	for (uint32_t i = 0; i < t->n; i++) {
+		struct objfile *o = t->objs[i];
+
+		if (o->fd >= 0 && o != keep && !o->pinned && o != t->vdso)
+			v[k++] = o;
+	}
+	qsort(v, k, sizeof(*v), fd_used_cmp);
+	for (uint32_t i = 0; i < k && t->st.fds > target; i++) {
+		close_fds(t, v[i]);
+		v[i]->parked = true;
+		t->st.parked++;
+	}
+	free(v);
+}
+
+void objtab__set_fd_cap(struct objtab *t, uint32_t cap)
+{
+	t->st.fd_cap = cap;
+	enforce_fd_cap(t, NULL);
+}
+
 /*
  * Through map_files while the process lives (deleted files, other mount
  * namespaces); else by path inside its root, or once it is gone in ours,
  * taken only when device and inode are the ones it mapped. Every open goes
  * through tfile: a regular file, never a FIFO or device, never blocking.
+ * A reopen (the fd cap closed it) checks the inode of map_files too: the
+ * pid may have been reused since. Returns 0 or -errno.
  */
-static void open_obj(struct objtab *t, struct objfile *o, uint32_t pid, uint64_t start,
-		     uint64_t end)
+static int open_obj(struct objtab *t, struct objfile *o, uint32_t pid, uint64_t start, uint64_t end,
+		    bool reopen)
 {
 	char p[PATH_MAX + 64];
+	struct stat st;
 	int fd, root;
 
 	snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
-	fd = tfile__open_link(p, NULL);
+	fd = tfile__open_link(p, &st);
+	if (reopen && fd >= 0 && st.st_ino != o->ino) {
+		close(fd);
+		fd = -ESTALE;
+	}
 	root = foreign_root(pid);
 	if (fd < 0 && o->path[0] == '/') {
 		fd = tfile__open(root, o->path, NULL);
@@ -200,18 +265,50 @@ static void open_obj(struct objtab *t, struct objfile *o, uint32_t pid, uint64_t
 		if (root >= 0)
 			close(root);
 		o->open_err = fd;
-		t->st.open_failed++;
+		if (!reopen)
+			t->st.open_failed++;
 		pr_debug("cannot open %s of pid %u: %s", o->path, pid, strerror(-fd));
-		return;
+		return fd;
 	}
 	o->open_err = 0;
+	if (o->fd >= 0 || o->root_fd >= 0)
+		close_fds(t, o);
 	o->fd = fd;
 	t->st.opened++;
 	/* Debug files are looked up in the same root; the fd outlives the process. */
-	if (o->root_fd >= 0)
-		close(o->root_fd);
 	o->root_fd = root;
 	o->foreign = root >= 0;
+	o->parked = false;
+	o->fd_used = ++t->tick;
+	t->st.fds += fds_of(o);
+	enforce_fd_cap(t, o);
+	if (t->st.fds > t->st.fds_peak)
+		t->st.fds_peak = t->st.fds;
+	return 0;
+}
+
+int objfile__fd(struct objfile *o)
+{
+	struct objtab *t = o->tab;
+
+	if (o->fd < 0 && o->parked) {
+		if (open_obj(t, o, o->last_pid, o->last_start, o->last_end, true)) {
+			/* the mapping is gone: a file of exited processes, as close_unused makes */
+			t->st.reopen_failed++;
+			o->parked = false;
+			o->closed = true;
+			return -1;
+		}
+		t->st.reopened++;
+	}
+	if (o->fd >= 0)
+		o->fd_used = ++t->tick;
+	return o->fd;
+}
+
+void objfile__pin(struct objfile *o)
+{
+	o->pinned = true;
 }
 
 struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_minor, uint64_t ino,
@@ -227,14 +324,17 @@ struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_m
 		return NULL;
 	if (ret == 0) {
 		o = t->objs[e->val - OBJ_FIRST];
+		o->last_pid = pid;
+		o->last_start = start;
+		o->last_end = end;
 		/*
 		 * Closed once no live process mapped it, or never opened (its
 		 * process was gone): this process maps it now, try again.
 		 */
-		if (o->fd < 0 && (o->closed || o->open_tries < MAX_OPEN_TRIES)) {
+		if (o->fd < 0 && !o->parked && (o->closed || o->open_tries < MAX_OPEN_TRIES)) {
 			if (!o->closed)
 				o->open_tries++;
-			open_obj(t, o, pid, start, end);
+			open_obj(t, o, pid, start, end, false);
 			if (o->fd >= 0)
 				o->closed = false;
 			if (o->fd >= 0 && !o->syms)
@@ -242,6 +342,8 @@ struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_m
 		}
 		o->live = true;
 		o->last_use = ++t->tick;
+		if (o->fd >= 0)
+			o->fd_used = o->last_use;
 		return o;
 	}
 	o = add_obj(t, path);
@@ -254,7 +356,10 @@ struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_m
 	o->dev_minor = dev_minor;
 	o->ino = ino;
 	o->live = true;
-	open_obj(t, o, pid, start, end);
+	o->last_pid = pid;
+	o->last_start = start;
+	o->last_end = end;
+	open_obj(t, o, pid, start, end, false);
 	return o;
 }
 
@@ -303,6 +408,8 @@ struct objfile *objtab__vdso(struct objtab *t)
 	if (t->vdso->fd < 0) {
 		t->vdso->open_err = t->vdso->fd;
 		t->vdso->fd = -1;
+	} else {
+		t->st.fds++;
 	}
 	return t->vdso;
 }
@@ -327,10 +434,11 @@ static void load_syms(struct objfile *o)
 	int err;
 
 	o->loaded = true;
-	if (o->fd < 0) {
+	if (objfile__fd(o) < 0) {
 		o->load_err = o->open_err ? o->open_err : -ENOENT;
 		return;
 	}
+	opts.root_fd = o->root_fd; /* opened again with the file when the fd cap closed it */
 	err = elfsym__open(&o->syms, o->fd, o->path[0] == '/' ? o->path : NULL, &opts);
 	if (err) {
 		o->load_err = err;
@@ -447,7 +555,7 @@ static int lines_file_fd(struct objfile *o)
 {
 	int fd;
 
-	if (o->fd >= 0)
+	if (objfile__fd(o) >= 0)
 		return o->fd;
 	if (o->foreign || o->path[0] != '/')
 		return -ENOENT;
@@ -470,6 +578,7 @@ int objtab__lines(struct objtab *t, struct objfile *o, uint64_t vaddr, struct dw
 		fd = lines_file_fd(o);
 		if (fd < 0)
 			return fd;
+		opts.root_fd = o->root_fd;
 		dfd = elfsym__dwarf_fd(fd, o->path[0] == '/' ? o->path : NULL, &opts);
 		if (fd != o->fd)
 			close(fd);
@@ -528,17 +637,14 @@ size_t objtab__close_unused(struct objtab *t)
 	for (uint32_t i = 0; i < t->n; i++) {
 		struct objfile *o = t->objs[i];
 
-		if (o->live || o->fd < 0)
+		if (o->live || (o->fd < 0 && !o->parked))
 			continue;
 		/* what samples already named must still be named: symbols first */
 		if (!o->loaded && o->sampled)
 			load_syms(o);
-		close(o->fd);
-		o->fd = -1;
+		close_fds(t, o);
+		o->parked = false;
 		o->closed = true;
-		if (o->root_fd >= 0)
-			close(o->root_fd);
-		o->root_fd = -1;
 		n++;
 	}
 	t->st.closed += n;

@@ -369,11 +369,11 @@ static struct otable *otable_of(struct unwinder *u, uint32_t id)
 }
 
 /* The fd to compile file id from: the objfile's, else one opened here (or -1). */
-static int table_fd(const struct unwinder *u, const struct objfile *o)
+static int table_fd(const struct unwinder *u, struct objfile *o)
 {
 	const struct otable *t = &u->tables[o->id];
 
-	if (o->fd >= 0)
+	if (objfile__fd(o) >= 0) /* opened again if the fd cap had closed it */
 		return o->fd;
 	return t->fd > 0 ? t->fd : -1;
 }
@@ -391,7 +391,7 @@ static void open_through(struct unwinder *u, const struct objfile *o, uint32_t p
 	struct stat st;
 	int fd;
 
-	if (o->fd >= 0 || t->fd)
+	if (o->fd >= 0 || o->parked || t->fd)
 		return;
 	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
 		 (unsigned long long)m->start, (unsigned long long)m->end);
@@ -781,9 +781,9 @@ static int build(struct unwinder *u, uint32_t id, uint64_t now_ns, bool evict_us
 	uint32_t w;
 	int err, fd;
 
-	if (!o || table_fd(u, o) < 0)
+	fd = o ? table_fd(u, o) : -1;
+	if (fd < 0)
 		return -EBADF; /* not opened (yet): tried again when wanted again */
-	fd = table_fd(u, o);
 	if (read_segments(fd, t)) {
 		err = -ENOEXEC;
 		goto fail;
