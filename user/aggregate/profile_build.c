@@ -587,7 +587,8 @@ int profile__build(struct profile **out, const struct stacks *st, struct objtab 
 	for (uint32_t id = OBJ_FIRST; id < OBJ_FIRST + objtab__count(objs); id++) {
 		struct objfile *ob = objtab__by_id(objs, id);
 
-		if (ob && ob->frames && !ob->syms)
+		/* named from a memo (objtab__name_frames) had symbols, read and freed since */
+		if (ob && ob->frames && !ob->syms && !ob->info_known)
 			bs->objects_without_symbols++;
 	}
 	*out = b.p;

@@ -1228,7 +1228,8 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			   (unsigned long long)r->st.before_exec);
 		pr_verbose("%zu distinct stacks, %llu distinct frames, %u files (%llu without "
 			   "symbols), %llu user frames outside known mappings",
-			   stacks__count(r->stacks), (unsigned long long)bs->distinct_frames,
+			   r->stacks_built ? r->stacks_built : stacks__count(r->stacks),
+			   (unsigned long long)bs->distinct_frames,
 			   objtab__count(r->objs), (unsigned long long)bs->objects_without_symbols,
 			   (unsigned long long)r->st.dec.user_unmapped);
 		pr_verbose("processes: %llu generations, %llu maps reads (%llu failed); side band: "
@@ -1335,6 +1336,25 @@ static size_t count_processes(const struct stacks *st)
 	return n;
 }
 
+/* -vv: the agent's memory at a step of the end of the run (VmRSS, VmHWM: the peak so far). */
+static void close_rss(struct recorder *r, const char *step)
+{
+	char line[128];
+	long rss = -1, hwm = -1;
+	FILE *f;
+
+	(void)r;
+	if (log_level < 2 || !(f = fopen("/proc/self/status", "re")))
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		sscanf(line, "VmRSS: %ld", &rss);
+		sscanf(line, "VmHWM: %ld", &hwm);
+	}
+	fclose(f);
+	pr_verbose("end of run: %s: RSS %ld KiB, peak %ld KiB, caches %.1f MiB", step, rss, hwm,
+		   membudget__used() / 1048576.0);
+}
+
 static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats *bs)
 {
 	struct build_opts bo;
@@ -1361,14 +1381,39 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 		r->st.written_known = r->cpu_samples >= 0;
 		return output__commit(&r->out);
 	}
+	/*
+	 * File by file: each file's symbols (and DWARF) are loaded, its frames
+	 * named into its memo, and freed before the next, so the end of a run
+	 * holds one file's symbols at a time, not those of every file sampled.
+	 */
+	close_rss(r, "stacks aggregated");
+	objtab__name_frames(r->objs, bo.lines != BUILD_LINES_NONE);
+	close_rss(r, "frames named");
 	err = profile__build(&p, r->stacks, r->objs, r->ks, &bo, bs);
 	if (err) {
 		pr_err("cannot build the profile: %s", strerror(-err));
 		return err;
 	}
 	*nprocs = count_processes(r->stacks);
+	/*
+	 * What the profile interned is all the writer needs: the stacks, the
+	 * names and the symbols go before it encodes, and the profile is
+	 * charged to the budget (evictable caches make room for it).
+	 */
+	r->stacks_built = stacks__count(r->stacks);
+	stacks__free(r->stacks);
+	r->stacks = stacks__new();
+	objtab__release(r->objs);
+	r->mb_profile = (struct membudget_cache){ .name = "profile", .entries = p->nsamples };
+	membudget__add(&r->mb_profile);
+	membudget__charge(&r->mb_profile, (long long)profile__bytes(p));
+	malloc_trim(0);
+	close_rss(r, "profile built");
 	count_written(r, p, bo.count_value);
 	err = output__write_profile(&r->out, p);
+	close_rss(r, "profile written");
+	membudget__charge(&r->mb_profile, -(long long)r->mb_profile.used);
+	membudget__remove(&r->mb_profile);
 	profile__free(p);
 	if (err) {
 		pr_err("cannot write the profile: %s", strerror(-err));

@@ -22,7 +22,9 @@
 
 struct symmemo {
 	uint64_t off, vaddr;
-	const char *name; /* in the memo's own block; NULL: no symbol there */
+	const char *name; /* in the memo's own pool; NULL: no symbol there */
+	const char *file; /* source file (memo_lines), in the pool; NULL: none */
+	uint32_t line, start_line;
 };
 
 struct objtab {
@@ -455,6 +457,8 @@ static void load_syms(struct objfile *o)
 		if (o->build_id)
 			membudget__charge(&t->mb_objs, strlen(b) + 1);
 	}
+	o->is_exec = elfsym__executable(o->syms);
+	o->info_known = true;
 	if (o->evicted)
 		t->st.syms_reread++;
 	o->sym_bytes = elfsym__bytes(o->syms);
@@ -490,6 +494,7 @@ int objfile__symbolize(struct objfile *obj, uint64_t file_off, const char **name
 		if (m) {
 			*name = m->name;
 			*vaddr = m->vaddr;
+			obj->memo_last = m; /* objtab__lines of this vaddr, next */
 			return 0;
 		}
 	}
@@ -517,6 +522,8 @@ void objfile__note_mapping(struct objfile *o, uint64_t start, uint64_t end, uint
 
 bool objfile__executable(struct objfile *o)
 {
+	if (!o->syms && o->info_known)
+		return o->is_exec;
 	if (!o->loaded)
 		load_syms(o);
 	return elfsym__executable(o->syms);
@@ -572,6 +579,15 @@ int objtab__lines(struct objtab *t, struct objfile *o, uint64_t vaddr, struct dw
 	struct elfsym_opts opts = { .has_root_fd = true, .root_fd = o->root_fd };
 	int fd, dfd, err;
 
+	/* named file by file at the end of a run (objtab__name_frames): the line is kept */
+	if (!o->dw && o->memo_lines && o->memo_last && o->memo_last->vaddr == vaddr) {
+		if (!o->memo_last->file)
+			return -ENOENT;
+		*out = (struct dwline){ .file = o->memo_last->file,
+					.line = o->memo_last->line,
+					.start_line = o->memo_last->start_line };
+		return 0;
+	}
 	if (!o->dw) {
 		if (o->lines_err)
 			return o->lines_err;
@@ -601,7 +617,7 @@ int objtab__lines(struct objtab *t, struct objfile *o, uint64_t vaddr, struct dw
 
 const char *objfile__build_id(struct objfile *obj)
 {
-	if (!obj->build_id && !obj->loaded)
+	if (!obj->build_id && !obj->loaded && !obj->info_known)
 		load_syms(obj);
 	return obj->build_id;
 }
@@ -674,16 +690,15 @@ static size_t drop_syms(struct objtab *t, struct objfile *o)
 
 static void drop_memo(struct objtab *t, struct objfile *o)
 {
-	size_t bytes = o->nmemo * sizeof(*o->memo);
-
-	for (uint32_t i = 0; i < o->nmemo; i++)
-		bytes += o->memo[i].name && (i == 0 || o->memo[i].name != o->memo[i - 1].name)
-				 ? strlen(o->memo[i].name) + 1
-				 : 0;
 	free(o->memo);
+	free(o->memo_pool);
 	o->memo = NULL;
+	o->memo_pool = NULL;
+	o->memo_last = NULL;
 	o->nmemo = 0;
-	membudget__charge(&t->mb_objs, -(long long)bytes);
+	o->memo_lines = false;
+	membudget__charge(&t->mb_objs, -(long long)o->memo_bytes);
+	o->memo_bytes = 0;
 }
 
 struct frame_ref {
@@ -736,50 +751,79 @@ static int ref_cmp(const void *pa, const void *pb)
 	return a->off < b->off ? -1 : a->off > b->off;
 }
 
-/* The names of refs[0..n) (one object's distinct offsets, sorted) from its symbols, kept. */
-static void build_memo(struct objtab *t, struct objfile *o, const struct frame_ref *refs, size_t n)
+/* Copy s into the growing pool; returns its offset + 1 (0: out of memory). */
+static uintptr_t pool_add(char **pool, size_t *len, size_t *cap, const char *s)
 {
-	size_t names = 0, bytes;
+	size_t n = strlen(s) + 1;
+
+	if (*len + n > *cap) {
+		size_t c = (*cap ? *cap * 2 : 4096) + n;
+		char *p = realloc(*pool, c);
+
+		if (!p)
+			return 0;
+		*pool = p;
+		*cap = c;
+	}
+	memcpy(*pool + *len, s, n);
+	*len += n;
+	return *len - n + 1;
+}
+
+/*
+ * The names of refs[0..n) (one object's distinct offsets, sorted) from its
+ * symbols, kept; with lines, their source lines too (its DWARF, opened here
+ * if need be). Strings go to one pool, consecutive repeats stored once.
+ */
+static void build_memo(struct objtab *t, struct objfile *o, const struct frame_ref *refs, size_t n,
+		       bool lines)
+{
+	uintptr_t name_at = 0, file_at = 0;
 	const char *prev = NULL, *nm;
+	size_t plen = 0, pcap = 0;
 	struct symmemo *m;
-	char *pool;
+	struct dwline dl;
+	char *pool = NULL;
 
 	drop_memo(t, o);
-	for (size_t i = 0; i < n; i++) {
-		uint64_t va = refs[i].off;
-
-		if (elfsym__offset_to_vaddr(o->syms, refs[i].off, &va))
-			va = refs[i].off;
-		nm = elfsym__lookup(o->syms, va, NULL);
-		if (nm && nm != prev)
-			names += strlen(nm) + 1;
-		prev = nm;
-	}
-	bytes = n * sizeof(*m) + names;
-	m = malloc(bytes ? bytes : 1);
+	m = calloc(n ? n : 1, sizeof(*m));
 	if (!m)
 		return;
-	pool = (char *)(m + n);
-	prev = NULL;
 	for (size_t i = 0; i < n; i++) {
 		m[i].off = refs[i].off;
 		if (elfsym__offset_to_vaddr(o->syms, refs[i].off, &m[i].vaddr))
 			m[i].vaddr = refs[i].off;
 		nm = elfsym__lookup(o->syms, m[i].vaddr, NULL);
-		if (nm && nm == prev) {
-			m[i].name = m[i - 1].name;
-		} else if (nm) {
-			strcpy(pool, nm);
-			m[i].name = pool;
-			pool += strlen(nm) + 1;
-		} else {
-			m[i].name = NULL;
-		}
+		if (nm && nm != prev && !(name_at = pool_add(&pool, &plen, &pcap, nm)))
+			goto fail;
 		prev = nm;
+		m[i].name = nm ? (const char *)name_at : NULL;
+		if (!lines || !nm || objtab__lines(t, o, m[i].vaddr, &dl) || !dl.file)
+			continue;
+		if ((!file_at || strcmp(pool + file_at - 1, dl.file)) &&
+		    !(file_at = pool_add(&pool, &plen, &pcap, dl.file)))
+			goto fail;
+		m[i].file = (const char *)file_at;
+		m[i].line = dl.line;
+		m[i].start_line = dl.start_line;
+	}
+	/* offsets into the pool (+ 1) become pointers now that it stopped moving */
+	for (size_t i = 0; i < n; i++) {
+		if (m[i].name)
+			m[i].name = pool + (uintptr_t)m[i].name - 1;
+		if (m[i].file)
+			m[i].file = pool + (uintptr_t)m[i].file - 1;
 	}
 	o->memo = m;
+	o->memo_pool = pool;
 	o->nmemo = n;
-	membudget__charge(&t->mb_objs, bytes);
+	o->memo_lines = lines;
+	o->memo_bytes = n * sizeof(*m) + pcap;
+	membudget__charge(&t->mb_objs, o->memo_bytes);
+	return;
+fail:
+	free(m);
+	free(pool);
 }
 
 static int last_use_cmp(const void *pa, const void *pb)
@@ -828,7 +872,7 @@ static size_t syms_evict(void *ctx, size_t want)
 				for (j = i; j < c.n && c.v[j].obj == c.v[i].obj; j++)
 					if (j == i || c.v[j].off != c.v[i + u - 1].off)
 						c.v[i + u++] = c.v[j];
-				build_memo(t, objtab__by_id(t, c.v[i].obj), &c.v[i], u);
+				build_memo(t, objtab__by_id(t, c.v[i].obj), &c.v[i], u, false);
 			}
 		}
 		free(c.v);
@@ -843,6 +887,98 @@ static size_t syms_evict(void *ctx, size_t want)
 	}
 	free(v);
 	return freed;
+}
+
+static void refs_unique(struct collect *c)
+{
+	size_t u = 0;
+
+	qsort(c->v, c->n, sizeof(*c->v), ref_cmp);
+	for (size_t i = 0; i < c->n; i++)
+		if (!u || c->v[i].obj != c->v[u - 1].obj || c->v[i].off != c->v[u - 1].off)
+			c->v[u++] = c->v[i];
+	c->n = u;
+}
+
+/* Every frame, deduplicated as it goes: the vector holds at most twice the distinct ones. */
+static void all_visit(void *arg, uint32_t obj, uint64_t off)
+{
+	struct collect *c = arg;
+
+	if (c->failed || !objtab__by_id(c->t, obj))
+		return;
+	if (c->n + 2 > c->cap && c->cap) {
+		refs_unique(c);
+		if (c->n + 2 <= c->cap / 2)
+			goto push;
+	}
+	if (c->n + 2 > c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 4096;
+		struct frame_ref *v = realloc(c->v, cap * sizeof(*v));
+
+		if (!v) {
+			c->failed = true;
+			return;
+		}
+		membudget__charge(&c->t->mb_objs, (long long)((cap - c->cap) * sizeof(*v)));
+		c->v = v;
+		c->cap = cap;
+	}
+push:
+	/* the builder looks a caller up at return address - 1, then at it */
+	c->v[c->n++] = (struct frame_ref){ .obj = obj, .off = off };
+	if (off)
+		c->v[c->n++] = (struct frame_ref){ .obj = obj, .off = off - 1 };
+}
+
+size_t objtab__name_frames(struct objtab *t, bool lines)
+{
+	struct collect c = { .t = t };
+	size_t named = 0;
+
+	if (!t->frames_fn)
+		return 0;
+	t->frames_fn(t->frames_ctx, all_visit, &c);
+	if (c.failed) {
+		membudget__charge(&t->mb_objs, -(long long)(c.cap * sizeof(*c.v)));
+		free(c.v);
+		return 0;
+	}
+	refs_unique(&c);
+	for (size_t i = 0, j; i < c.n; i = j) {
+		struct objfile *o = objtab__by_id(t, c.v[i].obj);
+
+		for (j = i; j < c.n && c.v[j].obj == c.v[i].obj; j++)
+			;
+		if (!o->syms && !o->loaded)
+			load_syms(o);
+		if (!o->syms)
+			continue; /* none, or a closed file's memo from an eviction: kept */
+		t->busy = o; /* the memo's line lookups charge the budget: not this one */
+		build_memo(t, o, &c.v[i], j - i, lines);
+		t->busy = NULL;
+		if (o->dw)
+			lines_drop(t, o);
+		/* every name its frames need is in the memo now */
+		drop_syms(t, o);
+		named++;
+	}
+	membudget__charge(&t->mb_objs, -(long long)(c.cap * sizeof(*c.v)));
+	free(c.v);
+	return named;
+}
+
+void objtab__release(struct objtab *t)
+{
+	for (uint32_t i = 0; i < t->n; i++) {
+		struct objfile *o = t->objs[i];
+
+		drop_syms(t, o);
+		if (o->nmemo)
+			drop_memo(t, o);
+		if (o->dw)
+			lines_drop(t, o);
+	}
 }
 
 size_t objtab__evict_syms(struct objtab *t, struct objfile *obj)

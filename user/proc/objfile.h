@@ -60,6 +60,12 @@ struct objfile {
 	char *build_id;	      /* kept past an eviction (mappings name it); NULL: none */
 	struct symmemo *memo; /* sorted by off */
 	uint32_t nmemo;
+	char *memo_pool;		    /* the memo's strings */
+	size_t memo_bytes;		    /* charged for memo and memo_pool */
+	const struct symmemo *memo_last;    /* the last found (its line, for objtab__lines) */
+	bool memo_lines;		    /* the memo holds source lines too */
+	bool info_known;		    /* is_exec and build_id were read (kept past a drop) */
+	bool is_exec;
 	bool memo_pending; /* chosen for eviction: its frames are being collected */
 	bool evicted;	   /* its symbols were freed by the budget at least once */
 	bool sampled;	   /* a frame of the aggregated stacks is in it (objtab__sampled) */
@@ -172,6 +178,16 @@ void objtab__set_frames(struct objtab *t, void (*fn)(void *ctx, objtab_visit_fn 
  * memos are dropped, and so are the symbols of closed files.
  */
 void objtab__interval(struct objtab *t);
+/*
+ * The end of a run, before the profile is built: name every frame of the
+ * aggregated stacks file by file, so that one file's symbols (and with
+ * lines, its DWARF) are loaded at a time: each file's frames go to its memo
+ * (name, and source line), then its symbols are freed. The profile is then
+ * built from the memos. Returns the files named.
+ */
+size_t objtab__name_frames(struct objtab *t, bool lines);
+/* Once the profile is built: every symbol table, memo and DWARF is freed. */
+void objtab__release(struct objtab *t);
 /* Free obj's symbols as the budget would (tests). Returns the bytes freed. */
 size_t objtab__evict_syms(struct objtab *t, struct objfile *obj);
 
