@@ -297,7 +297,8 @@ int profile__add_sample(struct profile *p, const uint32_t *frames, uint32_t nfra
 			return -ENOMEM;
 	}
 	s->nframes = nframes;
-	s->values = arena__alloc(p->priv->arena, (p->nvalues ? p->nvalues : 1) * sizeof(*s->values));
+	s->values =
+		arena__alloc(p->priv->arena, (p->nvalues ? p->nvalues : 1) * sizeof(*s->values));
 	if (!s->values)
 		return -ENOMEM;
 	if (nlabels) {

@@ -1229,8 +1229,8 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 		pr_verbose("%zu distinct stacks, %llu distinct frames, %u files (%llu without "
 			   "symbols), %llu user frames outside known mappings",
 			   r->stacks_built ? r->stacks_built : stacks__count(r->stacks),
-			   (unsigned long long)bs->distinct_frames,
-			   objtab__count(r->objs), (unsigned long long)bs->objects_without_symbols,
+			   (unsigned long long)bs->distinct_frames, objtab__count(r->objs),
+			   (unsigned long long)bs->objects_without_symbols,
 			   (unsigned long long)r->st.dec.user_unmapped);
 		pr_verbose("processes: %llu generations, %llu maps reads (%llu failed); side band: "
 			   "%llu forks, %llu execs, %llu exits, %llu mmaps",

@@ -46,6 +46,7 @@ struct objtab {
 static size_t lines_evict(void *ctx, size_t want);
 static size_t syms_evict(void *ctx, size_t want);
 static void close_fds(struct objtab *t, struct objfile *o);
+static void load_syms(struct objfile *o);
 
 /* A file that keeps failing to open is not retried on every mapping of it. */
 #define MAX_OPEN_TRIES 16
@@ -218,6 +219,13 @@ static void enforce_fd_cap(struct objtab *t, const struct objfile *keep)
 	}
 	qsort(v, k, sizeof(*v), fd_used_cmp);
 	for (uint32_t i = 0; i < k && t->st.fds > target; i++) {
+		/*
+		 * What samples named must stay nameable if its processes exit
+		 * before it is opened again (a deleted library cannot be):
+		 * symbols first, as for files closed at an exit.
+		 */
+		if (!v[i]->loaded && v[i]->sampled)
+			load_syms(v[i]);
 		close_fds(t, v[i]);
 		v[i]->parked = true;
 		t->st.parked++;
@@ -954,7 +962,7 @@ size_t objtab__name_frames(struct objtab *t, bool lines)
 			load_syms(o);
 		if (!o->syms)
 			continue; /* none, or a closed file's memo from an eviction: kept */
-		t->busy = o; /* the memo's line lookups charge the budget: not this one */
+		t->busy = o;	  /* the memo's line lookups charge the budget: not this one */
 		build_memo(t, o, &c.v[i], j - i, lines);
 		t->busy = NULL;
 		if (o->dw)

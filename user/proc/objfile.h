@@ -60,11 +60,11 @@ struct objfile {
 	char *build_id;	      /* kept past an eviction (mappings name it); NULL: none */
 	struct symmemo *memo; /* sorted by off */
 	uint32_t nmemo;
-	char *memo_pool;		    /* the memo's strings */
-	size_t memo_bytes;		    /* charged for memo and memo_pool */
-	const struct symmemo *memo_last;    /* the last found (its line, for objtab__lines) */
-	bool memo_lines;		    /* the memo holds source lines too */
-	bool info_known;		    /* is_exec and build_id were read (kept past a drop) */
+	char *memo_pool;		 /* the memo's strings */
+	size_t memo_bytes;		 /* charged for memo and memo_pool */
+	const struct symmemo *memo_last; /* the last found (its line, for objtab__lines) */
+	bool memo_lines;		 /* the memo holds source lines too */
+	bool info_known;		 /* is_exec and build_id were read (kept past a drop) */
 	bool is_exec;
 	bool memo_pending; /* chosen for eviction: its frames are being collected */
 	bool evicted;	   /* its symbols were freed by the budget at least once */

@@ -22,6 +22,7 @@
 #include "util/htab.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/membudget.h"
 
 #define MAX_SEGS 16
 
@@ -110,7 +111,20 @@ struct unwinder {
 	struct exe_ent *exes; /* what exe_unwind holds */
 	uint32_t nexes, capexes;
 	struct unwinder_stats st;
+	/*
+	 * Its bookkeeping in the memory budget ("unwinder", reported): the
+	 * table of every file, every process's mappings, build ids. The rows
+	 * themselves are BPF map memory, bounded by --unwind-mem.
+	 */
+	struct membudget_cache mb;
 };
+
+#define HTAB_ENTRY_BYTES 48 /* an entry and its share of the buckets, roughly */
+
+static void charge(struct unwinder *u, long long delta)
+{
+	membudget__charge(&u->mb, delta);
+}
 
 static int bpf_write_rows(void *ctx, uint32_t first, const struct bpf_urow *rows, uint32_t n)
 {
@@ -216,6 +230,9 @@ static int unwinder_alloc(struct unwinder **out, const struct unwind_store *stor
 	}
 	if (rows_cap)
 		u->free[u->nfree++] = (struct extent){ 0, rows_cap };
+	u->mb.name = "unwinder";
+	membudget__add(&u->mb);
+	charge(u, sizeof(*u) + sizeof(*u->buf) + u->capfree * sizeof(*u->free));
 	elf_version(EV_CURRENT);
 	*out = u;
 	return 0;
@@ -267,6 +284,8 @@ void unwinder__free(struct unwinder *u)
 
 	if (!u)
 		return;
+	if (u->mb.name)
+		membudget__remove(&u->mb);
 	if (u->procs) {
 		while ((e = htab__next(u->procs, &it))) {
 			struct pentry *pe = (struct pentry *)(uintptr_t)e->val;
@@ -345,6 +364,7 @@ static void rows_free(struct unwinder *u, uint32_t first, uint32_t n)
 
 		if (!v)
 			return; /* leaked until exit: only capacity is lost */
+		charge(u, (long long)(cap - u->capfree) * sizeof(*v));
 		u->free = v;
 		u->capfree = cap;
 	}
@@ -362,6 +382,7 @@ static struct otable *otable_of(struct unwinder *u, uint32_t id)
 		if (!v)
 			return NULL;
 		memset(v + u->ntables, 0, (n - u->ntables) * sizeof(*v));
+		charge(u, (long long)(n - u->ntables) * sizeof(*v));
 		u->tables = v;
 		u->ntables = n;
 	}
@@ -582,6 +603,7 @@ static void exe_write(struct unwinder *u, uint32_t pid, struct pentry *pe,
 
 			if (!x)
 				return;
+			charge(u, (long long)(cap - u->capexes) * sizeof(*x));
 			u->exes = x;
 			u->capexes = cap;
 		}
@@ -845,9 +867,13 @@ static int build(struct unwinder *u, uint32_t id, uint64_t now_ns, bool evict_us
 	if (bid[0]) {
 		struct htab_entry *e;
 
-		if (htab__upsert(u->by_bid, bid, strlen(bid), htab__hash(bid, strlen(bid)), &e) >=
-		    0)
+		int ret =
+			htab__upsert(u->by_bid, bid, strlen(bid), htab__hash(bid, strlen(bid)), &e);
+
+		if (ret >= 0)
 			e->val = id;
+		if (ret > 0)
+			charge(u, (long long)strlen(bid) + HTAB_ENTRY_BYTES);
 	}
 	pr_debug("%s: %u unwind rows from %s (%u FDEs)", o->path, w, cs.source ? cs.source : "?",
 		 cs.fdes);
@@ -896,6 +922,7 @@ bool unwinder__hit(struct unwinder *u, uint32_t obj, uint64_t now_ns)
 
 			if (!v)
 				return t->state == OT_REFUSED;
+			charge(u, (long long)(cap - u->capwanted) * sizeof(*v));
 			u->wanted = v;
 			u->capwanted = cap;
 		}
@@ -1014,6 +1041,8 @@ static struct pentry *pentry_of(struct unwinder *u, uint32_t pid, bool create)
 		e->key = &pe->pid;
 		e->val = (uintptr_t)pe;
 		u->st.procs++;
+		u->mb.entries++;
+		charge(u, sizeof(*pe) + HTAB_ENTRY_BYTES);
 	}
 	return (struct pentry *)(uintptr_t)e->val;
 }
@@ -1023,6 +1052,7 @@ static void pentry_release(struct unwinder *u, struct pentry *pe)
 	for (uint32_t i = 0; i < pe->nmaps; i++)
 		if (pe->maps[i].tab)
 			u->tables[pe->maps[i].tab].users--;
+	charge(u, -(long long)(pe->nmaps * sizeof(*pe->maps)));
 	free(pe->maps);
 	pe->maps = NULL;
 	pe->nmaps = 0;
@@ -1061,6 +1091,7 @@ int unwinder__sync(struct unwinder *u, const struct proc *p)
 	pentry_release(u, pe);
 	pe->maps = maps;
 	pe->nmaps = n;
+	charge(u, (long long)(n * sizeof(*maps)));
 	pe->exe_read = false; /* an exec changes both */
 	/*
 	 * A process is described when it runs, and its executable (the first
@@ -1095,6 +1126,8 @@ void unwinder__forget(struct unwinder *u, uint32_t pid)
 	pentry_release(u, pe);
 	free(pe);
 	u->st.procs--;
+	u->mb.entries--;
+	charge(u, -(long long)(sizeof(*pe) + HTAB_ENTRY_BYTES));
 }
 
 uint64_t unwinder__rows_wanted(const struct unwinder *u)
