@@ -1303,7 +1303,7 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 					     ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) /
 						    r->st.received
 					  : 0.0,
-			   ru.ru_maxrss);
+			   ru.ru_maxrss > r->hwm_run_kib ? ru.ru_maxrss : r->hwm_run_kib);
 		/* start-up and steady state apart (tools/bench.sh reads this line) */
 		pr_verbose("cost: start-up %.3f s CPU (%.3f user, %.3f sys), recording %.3f s CPU "
 			   "(%.2f us per sample, %llu samples), output %.3f s CPU",
@@ -1336,14 +1336,18 @@ static size_t count_processes(const struct stacks *st)
 	return n;
 }
 
-/* -vv: the agent's memory at a step of the end of the run (VmRSS, VmHWM: the peak so far). */
+/*
+ * -vv: the agent's memory at each step of the end of the run: VmRSS, and
+ * VmHWM, the peak since the end began (the kernel's high-water mark is
+ * reset at the first step, once the peak of the run so far is kept for the
+ * summary's "peak RSS").
+ */
 static void close_rss(struct recorder *r, const char *step)
 {
 	char line[128];
 	long rss = -1, hwm = -1;
 	FILE *f;
 
-	(void)r;
 	if (log_level < 2 || !(f = fopen("/proc/self/status", "re")))
 		return;
 	while (fgets(line, sizeof(line), f)) {
@@ -1351,8 +1355,19 @@ static void close_rss(struct recorder *r, const char *step)
 		sscanf(line, "VmHWM: %ld", &hwm);
 	}
 	fclose(f);
-	pr_verbose("end of run: %s: RSS %ld KiB, peak %ld KiB, caches %.1f MiB", step, rss, hwm,
-		   membudget__used() / 1048576.0);
+	if (!r->hwm_run_kib) {
+		int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+
+		r->hwm_run_kib = hwm > 0 ? hwm : 1;
+		/* 5: reset the peak RSS to the current RSS (Linux 4.0) */
+		if (fd >= 0 && write(fd, "5", 1) == 1)
+			hwm = rss;
+		if (fd >= 0)
+			close(fd);
+	}
+	pr_verbose("end of run: %s: RSS %ld KiB, peak since the end began %ld KiB (before: %ld "
+		   "KiB), caches %.1f MiB",
+		   step, rss, hwm, r->hwm_run_kib, membudget__used() / 1048576.0);
 }
 
 static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats *bs)

@@ -148,6 +148,7 @@ struct recorder {
 	struct rec_stats st;
 	uint64_t trimmed_at, trim_ns; /* malloc_trim after evictions (housekeeping) */
 	size_t stacks_built; /* stacks the profile was built from (the table is freed then) */
+	long hwm_run_kib;    /* peak RSS before the end of the run (-vv resets the kernel's) */
 	struct membudget_cache mb_profile; /* the profile being written, at the end of a run */
 	struct timespec t_start, t_stop;
 	struct timespec wall_start;
