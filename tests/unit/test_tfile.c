@@ -308,6 +308,52 @@ static void test_symbols_lru(void **state)
 	objtab__free(t);
 }
 
+/*
+ * The end of a run: every frame named file by file, the symbols freed, the
+ * names (and what mappings need: executable or not, build id) kept.
+ */
+static void test_name_frames(void **state)
+{
+	struct find_map f;
+	struct objtab *t = objtab__new();
+	struct objfile *o;
+	struct frames fr;
+	const char *name;
+	bool exec;
+	uint64_t va;
+
+	(void)state;
+	find_mapping((void *)budget_probe_one, &f);
+	o = objtab__get(t, f.e.dev_major, f.e.dev_minor, f.e.ino, f.path, getpid(), f.e.start,
+			f.e.end);
+	assert_non_null(o);
+	fr.obj = o->id;
+	fr.offs[0] = (uintptr_t)budget_probe_one - f.e.start + f.e.pgoff;
+	fr.offs[1] = (uintptr_t)budget_probe_two - f.e.start + f.e.pgoff;
+	objtab__set_frames(t, visit_frames, &fr);
+	exec = objfile__executable(o);
+	assert_non_null(o->syms);
+
+	assert_int_equal(objtab__name_frames(t, false), 1);
+	assert_null(o->syms);
+	assert_int_equal(o->nmemo, 4); /* each frame, and each one byte before it */
+	assert_int_equal(objfile__symbolize(o, fr.offs[0], &name, &va), 0);
+	assert_string_equal(name, "budget_probe_one");
+	assert_int_equal(objfile__symbolize(o, fr.offs[1] - 1, &name, &va), 0);
+	assert_int_equal(objfile__symbolize(o, fr.offs[1], &name, &va), 0);
+	assert_string_equal(name, "budget_probe_two");
+	/* from the memo and what was kept: the symbols were not read again */
+	assert_int_equal(objfile__executable(o), exec);
+	assert_null(o->syms);
+	objfile__build_id(o);
+	assert_null(o->syms);
+
+	objtab__release(t);
+	assert_int_equal(o->nmemo, 0);
+	objtab__free(t);
+	assert_int_equal(membudget__used(), 0);
+}
+
 /* A scratch file of dir for the fd cap: created (or replaced: a new inode), its stat in *st. */
 static void cap_file(int i, char *path, size_t len, struct stat *st)
 {
@@ -412,6 +458,7 @@ int main(void)
 		cmocka_unit_test(test_symbols_evicted_and_reread),
 		cmocka_unit_test(test_symbols_lru),
 		cmocka_unit_test(test_fd_cap_lru),
+		cmocka_unit_test(test_name_frames),
 	};
 
 	return cmocka_run_group_tests_name("tfile", tests, mk, rm);

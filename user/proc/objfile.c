@@ -915,24 +915,23 @@ static void all_visit(void *arg, uint32_t obj, uint64_t off)
 
 	if (c->failed || !objtab__by_id(c->t, obj))
 		return;
-	if (c->n + 2 > c->cap && c->cap) {
-		refs_unique(c);
-		if (c->n + 2 <= c->cap / 2)
-			goto push;
-	}
 	if (c->n + 2 > c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 4096;
-		struct frame_ref *v = realloc(c->v, cap * sizeof(*v));
+		if (c->cap)
+			refs_unique(c);
+		/* grown when more than half is distinct: each sort is paid for by cap/2 pushes */
+		if (c->n + 2 > c->cap / 2) {
+			size_t cap = c->cap ? c->cap * 2 : 4096;
+			struct frame_ref *v = realloc(c->v, cap * sizeof(*v));
 
-		if (!v) {
-			c->failed = true;
-			return;
+			if (!v) {
+				c->failed = true;
+				return;
+			}
+			membudget__charge(&c->t->mb_objs, (long long)((cap - c->cap) * sizeof(*v)));
+			c->v = v;
+			c->cap = cap;
 		}
-		membudget__charge(&c->t->mb_objs, (long long)((cap - c->cap) * sizeof(*v)));
-		c->v = v;
-		c->cap = cap;
 	}
-push:
 	/* the builder looks a caller up at return address - 1, then at it */
 	c->v[c->n++] = (struct frame_ref){ .obj = obj, .off = off };
 	if (off)
