@@ -553,8 +553,10 @@ static size_t lines_evict(void *ctx, size_t want)
 	while (freed < want) {
 		struct objfile *lru = NULL;
 
+		/* not the file being named (objtab__name_frames): it would be opened again per frame */
 		for (uint32_t i = 0; i < t->n; i++)
-			if (t->objs[i]->dw && (!lru || t->objs[i]->dw_used < lru->dw_used))
+			if (t->objs[i]->dw && t->objs[i] != t->busy &&
+			    (!lru || t->objs[i]->dw_used < lru->dw_used))
 				lru = t->objs[i];
 		if (!lru)
 			break;
