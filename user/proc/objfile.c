@@ -644,8 +644,16 @@ void objtab__sampled(struct objtab *t, uint32_t id)
 {
 	struct objfile *o = objtab__by_id(t, id);
 
-	if (o)
-		o->sampled = true;
+	if (!o)
+		return;
+	o->sampled = true;
+	/*
+	 * Closed by the fd cap before samples named it: its process lives now
+	 * (it was just sampled), so its symbols are read while the file can
+	 * still be opened through it.
+	 */
+	if (o->parked && !o->loaded && !o->nmemo)
+		load_syms(o);
 }
 
 void objfile__mark_used(struct objtab *t, uint32_t id)
@@ -665,8 +673,12 @@ size_t objtab__close_unused(struct objtab *t)
 
 		if (o->live || (o->fd < 0 && !o->parked))
 			continue;
-		/* what samples already named must still be named: symbols first */
-		if (!o->loaded && o->sampled)
+		/*
+		 * What samples already named must still be named: symbols first
+		 * (a file the fd cap closed had them read when it was closed or
+		 * sampled; evicted since, its memo has the names)
+		 */
+		if (!o->loaded && o->sampled && !(o->parked && o->nmemo))
 			load_syms(o);
 		close_fds(t, o);
 		o->parked = false;
