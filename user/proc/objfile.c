@@ -971,7 +971,8 @@ size_t objtab__name_frames(struct objtab *t, bool lines)
 
 		for (j = i; j < c.n && c.v[j].obj == c.v[i].obj; j++)
 			;
-		if (!o->syms && !o->loaded)
+		/* a closed file whose symbols were evicted kept its frames' names: not reopened */
+		if (!o->syms && !o->loaded && !(o->fd < 0 && o->nmemo))
 			load_syms(o);
 		if (!o->syms)
 			continue; /* none, or a closed file's memo from an eviction: kept */
