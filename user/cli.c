@@ -826,8 +826,9 @@ static const struct cli_opt opts[] = {
 	  "at the end says when it was short" },
 	{ "mem-budget", 0, "SIZE", S_OPTIONS, NULL, parse_mem_budget,
 	  "memory for what the agent keeps of targets (symbols, Python line tables, perf maps, "
-	  "process state; stacks up to half), least recently used given back first; suffixes "
-	  "k, m, g (default 128m, at least 1m)" },
+	  "process state, unwinder and cgroup bookkeeping, the profile at the end; stacks up to "
+	  "half), least recently used given back first, and fds of mapped files (one per 64 "
+	  "KiB); suffixes k, m, g (default 128m, at least 1m)" },
 	{ "output", 'o', "PATH", S_OPTIONS, NULL, set_output,
 	  "where to write ('-' = stdout, the default)" },
 	{ "format", 'f', "FMT", S_OPTIONS, NULL, parse_format,

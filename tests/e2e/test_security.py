@@ -391,3 +391,140 @@ def test_evicted_symbols_of_deleted_libraries_still_named(pub_path):
     anon = total([(f, c) for f, c in stacks if any(re.match(r"big\d+\.so\+0x", x) for x in f)])
     assert named > 100, (named, anon)
     assert anon <= 0.02 * named, (named, anon)
+
+
+SPINLIB = r"""
+__attribute__((noinline)) int lib_spin(int x) {
+    volatile int s = 0;
+    for (int i = 0; i < 300000; i++)
+        s += x * i;
+    return s;
+}
+"""
+HOLDER = r"""
+import ctypes, os, sys, time
+d = sys.argv[1]
+libs = []
+for name in sorted(os.listdir(d)):
+    if name.endswith(".so"):
+        libs.append(ctypes.CDLL(os.path.join(d, name)))
+        os.unlink(os.path.join(d, name))
+print("loaded %d" % len(libs), flush=True)
+end = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:
+    for l in libs:
+        l.lib_spin(3)
+"""
+
+
+def test_fds_of_live_process_capped(pub_path):
+    """A process that keeps 300 deleted libraries mapped and runs in all of
+    them: the agent holds at most its fd cap (one fd per 64 KiB of
+    --mem-budget: 128 for 8 MiB) of them, closing the least recently used and
+    opening them again through the live mapping when a sample needs their
+    names; every sample in them is named."""
+    import sys
+    src = pub_path / "spin.c"
+    src.write_text(SPINLIB)
+    so = pub_path / "spin.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(so), str(src)], check=True)
+    libs = pub_path / "libs"
+    libs.mkdir()
+    for i in range(300):
+        shutil.copy(str(so), str(libs / f"spin{i:03d}.so"))
+    os.chmod(libs, 0o777)
+    script = pub_path / "holder.py"
+    script.write_text(HOLDER)
+    out = pub_path / "out.folded"
+    agent = subprocess.Popen([os.environ.get("BPFPROF", "build/bpfprof"), "-a", "-F", "199",
+                              "--mem-budget", "8m", "-vv", "-o", str(out)],
+                             stderr=subprocess.PIPE, text=True)
+    target = None
+    try:
+        time.sleep(3)
+        target = subprocess.Popen([sys.executable, str(script), str(libs), "30"],
+                                  stdout=subprocess.PIPE, text=True, user=NOBODY,
+                                  group=NOBODY, extra_groups=[])
+        assert target.stdout.readline().startswith("loaded 300")
+        most = 0
+        for _ in range(8):
+            time.sleep(1)
+            most = max(most, agent_fds(agent.pid, libs)[1])
+        agent.send_signal(2)
+        err = agent.communicate(timeout=120)[1]
+    finally:
+        if target:
+            target.kill()
+            target.wait()
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+    assert agent.returncode == 0, err
+    # the libraries were opened (the test sees something), never more than the cap
+    m = re.search(r"fds \d+ at the end, at most (\d+) \(cap (\d+)\): (\d+) closed by the cap, "
+                  r"(\d+) opened again, (\d+) could not be", err)
+    assert m, err
+    peak, cap, parked, _, failed = map(int, m.groups())
+    assert cap == 128, m.group(0)
+    assert 0 < most <= cap, (most, m.group(0))
+    assert peak <= cap and parked >= 300 - cap, m.group(0)
+    assert failed == 0, m.group(0)
+    stacks = [(f, c) for f, c in parse_folded(out.read_text()) if f[0].startswith("python")]
+    named = total([(f, c) for f, c in stacks if "lib_spin" in f])
+    anon = total([(f, c) for f, c in stacks if any(re.match(r"spin\d+\.so\+0x", x) for x in f)])
+    assert named > 100, (named, anon)
+    assert anon <= 0.02 * named, (named, anon)
+
+
+def test_end_of_run_within_budget(pub_path):
+    """80 distinct libraries of 2000 functions (with DWARF) run and unlinked by
+    a process that exits, then the pprof profile is written: the end of the
+    run names frames file by file (one file's symbols and DWARF at a time),
+    frees the stacks and symbols before encoding and packs straight into
+    gzip, so the agent's peak RSS grows by less than the budget while it
+    writes (it used to load every sampled file's symbols at once and hold
+    stacks, profile, message and packed buffer together)."""
+    import gzip
+    import sys
+    src = pub_path / "big.c"
+    src.write_text(BIGLIB)
+    so = pub_path / "big.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-g", "-o", str(so), str(src)], check=True)
+    libs = pub_path / "libs"
+    libs.mkdir()
+    for i in range(80):
+        shutil.copy(str(so), str(libs / f"big{i:02d}.so"))
+    os.chmod(libs, 0o777)
+    script = pub_path / "spinner.py"
+    script.write_text(SPINNER)
+    out = pub_path / "out.pb.gz"
+    agent = subprocess.Popen([os.environ.get("BPFPROF", "build/bpfprof"), "-a", "-F", "199",
+                              "--mem-budget", "16m", "-vv", "-o", str(out)],
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(3)
+        target = subprocess.Popen([sys.executable, str(script), str(libs)],
+                                  stdout=subprocess.PIPE, text=True, user=NOBODY,
+                                  group=NOBODY, extra_groups=[])
+        assert target.stdout.readline().startswith("done")
+        target.wait()
+        time.sleep(2.5)
+        agent.send_signal(2)
+        err = agent.communicate(timeout=120)[1]
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+    assert agent.returncode == 0, err
+    steps = dict((m.group(1), (int(m.group(2)), int(m.group(3)))) for m in re.finditer(
+        r"end of run: ([a-z ]+): RSS (\d+) KiB, peak since the end began (\d+) KiB", err))
+    assert set(steps) == {"stacks aggregated", "frames named", "profile built",
+                          "profile written"}, err
+    rss_at_stop = steps["stacks aggregated"][0]
+    # the kernel's high-water mark, reset when the end began: the end's own peak
+    peak_end = max(peak for _, peak in steps.values())
+    # what the end of the run added on top of the RSS it started from: within the budget
+    # (16 MiB), with room for the allocator's slack on a loaded host
+    assert peak_end - rss_at_stop < 16 * 1024 + 8 * 1024, steps
+    data = gzip.decompress(out.read_bytes())
+    assert b"lib_spin" in data and b"budget_fn_with_a_long_name_" not in data

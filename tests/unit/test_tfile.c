@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -306,6 +308,147 @@ static void test_symbols_lru(void **state)
 	objtab__free(t);
 }
 
+/*
+ * The end of a run: every frame named file by file, the symbols freed, the
+ * names (and what mappings need: executable or not, build id) kept.
+ */
+static void test_name_frames(void **state)
+{
+	struct find_map f;
+	struct objtab *t = objtab__new();
+	struct objfile *o;
+	struct frames fr;
+	const char *name;
+	bool exec;
+	uint64_t va;
+
+	(void)state;
+	find_mapping((void *)budget_probe_one, &f);
+	o = objtab__get(t, f.e.dev_major, f.e.dev_minor, f.e.ino, f.path, getpid(), f.e.start,
+			f.e.end);
+	assert_non_null(o);
+	fr.obj = o->id;
+	fr.offs[0] = (uintptr_t)budget_probe_one - f.e.start + f.e.pgoff;
+	fr.offs[1] = (uintptr_t)budget_probe_two - f.e.start + f.e.pgoff;
+	objtab__set_frames(t, visit_frames, &fr);
+	exec = objfile__executable(o);
+	assert_non_null(o->syms);
+
+	assert_int_equal(objtab__name_frames(t, false), 1);
+	assert_null(o->syms);
+	assert_int_equal(o->nmemo, 4); /* each frame, and each one byte before it */
+	assert_int_equal(objfile__symbolize(o, fr.offs[0], &name, &va), 0);
+	assert_string_equal(name, "budget_probe_one");
+	assert_int_equal(objfile__symbolize(o, fr.offs[1] - 1, &name, &va), 0);
+	assert_int_equal(objfile__symbolize(o, fr.offs[1], &name, &va), 0);
+	assert_string_equal(name, "budget_probe_two");
+	/* from the memo and what was kept: the symbols were not read again */
+	assert_int_equal(objfile__executable(o), exec);
+	assert_null(o->syms);
+	objfile__build_id(o);
+	assert_null(o->syms);
+
+	objtab__release(t);
+	assert_int_equal(o->nmemo, 0);
+	objtab__free(t);
+	assert_int_equal(membudget__used(), 0);
+}
+
+/* A scratch file of dir for the fd cap: created (or replaced: a new inode), its stat in *st. */
+static void cap_file(int i, char *path, size_t len, struct stat *st)
+{
+	char tmp[PATH_MAX + 32];
+	int fd;
+
+	/* created beside it, then renamed over: the old inode still exists, so a new number */
+	snprintf(path, len, "%s/cap%d", dir, i);
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "x", 1), 1);
+	close(fd);
+	assert_int_equal(rename(tmp, path), 0);
+	assert_int_equal(stat(path, st), 0);
+}
+
+static bool same_inode(int fd, const struct stat *st)
+{
+	struct stat s;
+
+	return fd >= 0 && !fstat(fd, &s) && s.st_ino == st->st_ino && s.st_dev == st->st_dev;
+}
+
+/*
+ * The fd cap: past it the least recently used fds are closed ("parked"),
+ * opened again on demand with the inode checked, pinned ones never; a file
+ * replaced meanwhile is a counted reopen failure.
+ */
+static void test_fd_cap_lru(void **state)
+{
+	struct objtab *t = objtab__new();
+	struct objfile *o[10];
+	struct stat st[10];
+	char path[PATH_MAX + 16];
+	const struct objtab_stats *s;
+
+	(void)state;
+	assert_non_null(t);
+	s = objtab__stats(t);
+	objtab__set_fd_cap(t, 4);
+	for (int i = 0; i < 8; i++) {
+		cap_file(i, path, sizeof(path), &st[i]);
+		/* no such mapping of ours: opened by path, device and inode checked */
+		o[i] = objtab__get(t, major(st[i].st_dev), minor(st[i].st_dev), st[i].st_ino, path,
+				   getpid(), 0x1000, 0x2000);
+		assert_non_null(o[i]);
+		assert_true(same_inode(o[i]->fd, &st[i]));
+		assert_true(s->fds <= 4);
+	}
+	assert_int_equal(s->fds_peak, 4);
+	assert_true(s->parked >= 4);
+	/* the oldest went first */
+	assert_true(o[0]->parked);
+	assert_true(o[0]->fd < 0);
+	assert_true(o[7]->fd >= 0);
+
+	/* used again: opened again, the same file; still under the cap */
+	assert_true(same_inode(objfile__fd(o[0]), &st[0]));
+	assert_int_equal(s->reopened, 1);
+	assert_true(s->fds <= 4);
+	assert_false(o[0]->parked);
+
+	/* a use counts: o[7], used now, outlives o[6] when the next files come */
+	assert_true(objfile__fd(o[6]) >= 0);
+	assert_true(objfile__fd(o[7]) >= 0);
+	assert_true(same_inode(objfile__fd(o[1]), &st[1]));
+	objfile__pin(o[1]);
+	for (int i = 8; i < 10; i++) {
+		cap_file(i, path, sizeof(path), &st[i]);
+		o[i] = objtab__get(t, major(st[i].st_dev), minor(st[i].st_dev), st[i].st_ino, path,
+				   getpid(), 0x1000, 0x2000);
+		assert_non_null(o[i]);
+		assert_true(s->fds <= 4);
+	}
+	assert_true(o[6]->parked);
+	assert_true(o[7]->fd >= 0 || o[7]->parked); /* the cap is small: 7 may go, after 6 */
+	/* pinned: its /proc/self/fd/N path is in use, never closed by the cap */
+	assert_true(same_inode(o[1]->fd, &st[1]));
+	for (int i = 2; i < 10; i++)
+		assert_true(objfile__fd(o[i]) >= 0);
+	assert_true(same_inode(o[1]->fd, &st[1]));
+	assert_true(s->fds <= 4);
+
+	/* replaced on disk while parked: not opened again, counted, and no more retried */
+	assert_true(o[2]->parked);
+	cap_file(2, path, sizeof(path), &st[2]);
+	assert_int_equal(objfile__fd(o[2]), -1);
+	assert_int_equal(s->reopen_failed, 1);
+	assert_false(o[2]->parked);
+	assert_true(o[2]->closed);
+
+	objtab__free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -314,6 +457,8 @@ int main(void)
 		cmocka_unit_test(test_budget_evicts),
 		cmocka_unit_test(test_symbols_evicted_and_reread),
 		cmocka_unit_test(test_symbols_lru),
+		cmocka_unit_test(test_fd_cap_lru),
+		cmocka_unit_test(test_name_frames),
 	};
 
 	return cmocka_run_group_tests_name("tfile", tests, mk, rm);

@@ -13,7 +13,8 @@ struct profile_priv {
 	struct htab *strings;  /* "s\0" -> (unused); the key copy is the interned string */
 	struct htab *frames;   /* struct frame_key -> index */
 	struct htab *mappings; /* struct mapping_key -> index */
-	struct arena *arena;   /* sample frame arrays */
+	struct arena *arena;   /* sample frame, value and label arrays */
+	size_t bytes;	       /* in the arena and the strings */
 	const char **comments;
 	size_t cap_comments;
 };
@@ -106,6 +107,8 @@ const char *profile__intern(struct profile *p, const char *s)
 	/* the NUL goes into the key so the stored copy is a C string */
 	len = strlen(s) + 1;
 	ret = htab__upsert(p->priv->strings, s, len, htab__hash(s, len), &e);
+	if (ret > 0)
+		p->priv->bytes += len + 32; /* the key copy and its entry */
 	free(safe);
 	return ret < 0 ? NULL : e->key;
 }
@@ -294,8 +297,19 @@ int profile__add_sample(struct profile *p, const uint32_t *frames, uint32_t nfra
 			return -ENOMEM;
 	}
 	s->nframes = nframes;
-	for (i = 0; values && i < p->nvalues; i++)
-		s->values[i] = values[i];
+	s->values =
+		arena__alloc(p->priv->arena, (p->nvalues ? p->nvalues : 1) * sizeof(*s->values));
+	if (!s->values)
+		return -ENOMEM;
+	if (nlabels) {
+		s->labels = arena__alloc(p->priv->arena, nlabels * sizeof(*s->labels));
+		if (!s->labels)
+			return -ENOMEM;
+	}
+	p->priv->bytes += nframes * sizeof(*frames) + p->nvalues * sizeof(*s->values) +
+			  nlabels * sizeof(*s->labels);
+	for (i = 0; i < p->nvalues; i++)
+		s->values[i] = values ? values[i] : 0;
 	for (i = 0; i < nlabels; i++) {
 		struct plabel *l = &s->labels[i];
 
@@ -328,4 +342,13 @@ int profile__add_comment(struct profile *p, const char *line)
 	pv->comments[p->ncomments++] = s;
 	p->comments = pv->comments;
 	return 0;
+}
+
+size_t profile__bytes(const struct profile *p)
+{
+	if (!p || !p->priv)
+		return 0;
+	return p->priv->bytes + p->cap_samples * sizeof(*p->samples) +
+	       p->cap_frames * (sizeof(*p->frames) + sizeof(struct frame_key) + 32) +
+	       p->cap_mappings * sizeof(*p->mappings);
 }

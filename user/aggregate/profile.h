@@ -67,12 +67,17 @@ struct plabel {
 #define PROFILE_MAX_LABELS \
 	12 /* pid comm gil unwind tid thread cgroup container pod + stack_labels */
 
+/*
+ * values (profile.nvalues of them) and labels live in the profile's arena,
+ * as many as the sample has: a whole-machine profile has 100k samples, and
+ * room for every possible value and label took 500 bytes each.
+ */
 struct psample {
 	uint32_t nframes;
 	uint32_t nlabels;
 	uint32_t *frames; /* indexes into profile.frames, ROOT FIRST, leaf last */
-	int64_t values[PROFILE_MAX_VALUES];
-	struct plabel labels[PROFILE_MAX_LABELS];
+	int64_t *values;
+	struct plabel *labels;
 };
 
 struct pvaluetype {
@@ -128,5 +133,7 @@ int profile__add_sample(struct profile *p, const uint32_t *frames, uint32_t nfra
 			const int64_t *values, const struct plabel *labels, uint32_t nlabels);
 /* Add a pprof comment line. */
 int profile__add_comment(struct profile *p, const char *line);
+/* Bytes the profile holds (its arrays, arena and interned strings), roughly. */
+size_t profile__bytes(const struct profile *p);
 
 #endif

@@ -552,7 +552,8 @@ int profile__build(struct profile **out, const struct stacks *st, struct objtab 
 
 	memset(bs, 0, sizeof(*bs));
 	b.p = profile__new();
-	b.cache = htab__new(stacks__count(st) * 4, HTAB_COPY_KEYS);
+	/* grows with the distinct frames; sized for all of them up front it took 32 bytes x 4 x stacks */
+	b.cache = htab__new(stacks__count(st) / 2 + 1024, HTAB_COPY_KEYS);
 	idx = malloc((4 + 0xffff * 3) * sizeof(*idx));
 	if (!b.p || !b.cache || !idx)
 		goto cleanup;
@@ -587,7 +588,8 @@ int profile__build(struct profile **out, const struct stacks *st, struct objtab 
 	for (uint32_t id = OBJ_FIRST; id < OBJ_FIRST + objtab__count(objs); id++) {
 		struct objfile *ob = objtab__by_id(objs, id);
 
-		if (ob && ob->frames && !ob->syms)
+		/* named from a memo (objtab__name_frames) had symbols, read and freed since */
+		if (ob && ob->frames && !ob->syms && !ob->info_known)
 			bs->objects_without_symbols++;
 	}
 	*out = b.p;

@@ -857,7 +857,7 @@ static bool is_python_runtime(struct objfile *o, void *arg)
 	Elf *e;
 
 	(void)arg;
-	if (o->fd < 0 || elf_version(EV_CURRENT) == EV_NONE)
+	if (objfile__fd(o) < 0 || elf_version(EV_CURRENT) == EV_NONE)
 		return false;
 	e = elf_begin(o->fd, ELF_C_READ, NULL);
 	if (e && elf_kind(e) == ELF_K_ELF)
@@ -873,7 +873,7 @@ static bool is_allocator(struct objfile *o, void *arg)
 	(void)arg;
 	if (o->name && !strcmp(o->name, PRELOAD_LIB)) /* it forwards to the real one */
 		return false;
-	if (!fd_is_allocator(o->fd))
+	if (!fd_is_allocator(objfile__fd(o)))
 		return false;
 	pr_debug("heap: %s provides malloc", o->path);
 	return true;

@@ -430,10 +430,12 @@ void pytrack__sync(struct pytrack *t, const struct proc *p)
 		uint64_t vaddr;
 		int err;
 
-		if (!o || !python_name(o->name) || o->fd < 0)
+		if (!o || !python_name(o->name) || objfile__fd(o) < 0)
 			continue;
 		/* runtime = ELF vaddr + bias, from where this mapping's offset lands */
 		if (objfile__symbolize(o, m->pgoff, &name, &vaddr) && !o->syms)
+			continue;
+		if (objfile__fd(o) < 0) /* symbolizing may have opened others: the cap */
 			continue;
 		err = pyproc__probe(p->pid, o->fd, o->path, m->start - vaddr, &pp->info);
 		if (err == -ENOENT)

@@ -419,6 +419,24 @@ static void raise_nofile(void)
 	}
 }
 
+/*
+ * fds held open for mapped files (and containers' roots): one per 64 KiB of
+ * --mem-budget (2048 at the default 128 MiB), at least 64, at most half of
+ * RLIMIT_NOFILE (perf events, BPF objects, links and outputs need the rest).
+ * Past it the least recently used are closed and opened again when needed.
+ */
+static uint32_t files_fd_cap(void)
+{
+	uint64_t cap = membudget__get() >> 16;
+	struct rlimit rl;
+
+	if (cap < 64)
+		cap = 64;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY && cap > rl.rlim_cur / 2)
+		cap = rl.rlim_cur / 2 > 16 ? rl.rlim_cur / 2 : 16;
+	return cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
+}
+
 static int install_signals(void)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -1121,10 +1139,17 @@ static void print_files_summary(struct recorder *r)
 		pr_warn("%llu new distinct stacks were not aggregated (their samples are counted "
 			"lost, table full): the stacks hold half of --mem-budget %.0f MiB; raise it",
 			(unsigned long long)stacks__refused(), membudget__get() / 1048576.0);
+	if (os->reopen_failed)
+		pr_info("files: %llu closed by the fd cap (%u) could not be opened again when "
+			"needed (their mapping gone or replaced)",
+			(unsigned long long)os->reopen_failed, os->fd_cap);
 	pr_verbose("files: %llu opened (%llu by path: process gone), %llu closed after their "
-		   "processes exited",
+		   "processes exited; fds %u at the end, at most %u (cap %u): %llu closed by the "
+		   "cap, %llu opened again, %llu could not be",
 		   (unsigned long long)os->opened, (unsigned long long)os->by_path,
-		   (unsigned long long)os->closed);
+		   (unsigned long long)os->closed, os->fds, os->fds_peak, os->fd_cap,
+		   (unsigned long long)os->parked, (unsigned long long)os->reopened,
+		   (unsigned long long)os->reopen_failed);
 }
 
 static void print_summary(struct recorder *r, const struct build_stats *bs, size_t nprocs)
@@ -1234,8 +1259,9 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			   (unsigned long long)r->st.before_exec);
 		pr_verbose("%zu distinct stacks, %llu distinct frames, %u files (%llu without "
 			   "symbols), %llu user frames outside known mappings",
-			   stacks__count(r->stacks), (unsigned long long)bs->distinct_frames,
-			   objtab__count(r->objs), (unsigned long long)bs->objects_without_symbols,
+			   r->stacks_built ? r->stacks_built : stacks__count(r->stacks),
+			   (unsigned long long)bs->distinct_frames, objtab__count(r->objs),
+			   (unsigned long long)bs->objects_without_symbols,
 			   (unsigned long long)r->st.dec.user_unmapped);
 		pr_verbose("processes: %llu generations, %llu maps reads (%llu failed); side band: "
 			   "%llu forks, %llu execs, %llu exits, %llu mmaps",
@@ -1309,7 +1335,7 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 					     ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) /
 						    r->st.received
 					  : 0.0,
-			   ru.ru_maxrss);
+			   ru.ru_maxrss > r->hwm_run_kib ? ru.ru_maxrss : r->hwm_run_kib);
 		/* start-up and steady state apart (tools/bench.sh reads this line) */
 		pr_verbose("cost: start-up %.3f s CPU (%.3f user, %.3f sys), recording %.3f s CPU "
 			   "(%.2f us per sample, %llu samples), output %.3f s CPU",
@@ -1340,6 +1366,40 @@ static size_t count_processes(const struct stacks *st)
 	n = htab__count(pids);
 	htab__free(pids);
 	return n;
+}
+
+/*
+ * -vv: the agent's memory at each step of the end of the run: VmRSS, and
+ * VmHWM, the peak since the end began (the kernel's high-water mark is
+ * reset at the first step, once the peak of the run so far is kept for the
+ * summary's "peak RSS").
+ */
+static void close_rss(struct recorder *r, const char *step)
+{
+	char line[128];
+	long rss = -1, hwm = -1;
+	FILE *f;
+
+	if (log_level < 2 || !(f = fopen("/proc/self/status", "re")))
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		sscanf(line, "VmRSS: %ld", &rss);
+		sscanf(line, "VmHWM: %ld", &hwm);
+	}
+	fclose(f);
+	if (!r->hwm_run_kib) {
+		int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+
+		r->hwm_run_kib = hwm > 0 ? hwm : 1;
+		/* 5: reset the peak RSS to the current RSS (Linux 4.0) */
+		if (fd >= 0 && write(fd, "5", 1) == 1)
+			hwm = rss;
+		if (fd >= 0)
+			close(fd);
+	}
+	pr_verbose("end of run: %s: RSS %ld KiB, peak since the end began %ld KiB (before: %ld "
+		   "KiB), caches %.1f MiB",
+		   step, rss, hwm, r->hwm_run_kib, membudget__used() / 1048576.0);
 }
 
 static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats *bs)
@@ -1376,14 +1436,39 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 		}
 		return output__commit(&r->out);
 	}
+	/*
+	 * File by file: each file's symbols (and DWARF) are loaded, its frames
+	 * named into its memo, and freed before the next, so the end of a run
+	 * holds one file's symbols at a time, not those of every file sampled.
+	 */
+	close_rss(r, "stacks aggregated");
+	objtab__name_frames(r->objs, bo.lines != BUILD_LINES_NONE);
+	close_rss(r, "frames named");
 	err = profile__build(&p, r->stacks, r->objs, r->ks, &bo, bs);
 	if (err) {
 		pr_err("cannot build the profile: %s", strerror(-err));
 		return err;
 	}
 	*nprocs = count_processes(r->stacks);
+	/*
+	 * What the profile interned is all the writer needs: the stacks, the
+	 * names and the symbols go before it encodes, and the profile is
+	 * charged to the budget (evictable caches make room for it).
+	 */
+	r->stacks_built = stacks__count(r->stacks);
+	stacks__free(r->stacks);
+	r->stacks = stacks__new();
+	objtab__release(r->objs);
+	r->mb_profile = (struct membudget_cache){ .name = "profile", .entries = p->nsamples };
+	membudget__add(&r->mb_profile);
+	membudget__charge(&r->mb_profile, (long long)profile__bytes(p));
+	malloc_trim(0);
+	close_rss(r, "profile built");
 	count_written(r, p, bo.count_value);
 	err = output__write_profile(&r->out, p);
+	close_rss(r, "profile written");
+	membudget__charge(&r->mb_profile, -(long long)r->mb_profile.used);
+	membudget__remove(&r->mb_profile);
 	profile__free(p);
 	if (err) {
 		pr_err("cannot write the profile: %s", strerror(-err));
@@ -1451,8 +1536,10 @@ int record__run(const struct rec_mode *mode)
 	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 	r.objs = objtab__new();
 	r.procs = r.objs ? proctab__new(r.objs) : NULL;
-	if (r.objs)
+	if (r.objs) {
 		objtab__set_frames(r.objs, stack_frames, &r);
+		objtab__set_fd_cap(r.objs, files_fd_cap());
+	}
 	r.jit = perfmaps__new();
 	r.stacks = stacks__new();
 	r.dirty = htab__new(64, HTAB_COPY_KEYS);

@@ -16,6 +16,7 @@
 #ifndef BPFPROF_RECORDER_H
 #define BPFPROF_RECORDER_H
 
+#include "util/membudget.h"
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -148,6 +149,9 @@ struct recorder {
 	uint64_t dtime_ns;
 	struct rec_stats st;
 	uint64_t trimmed_at, trim_ns; /* malloc_trim after evictions (housekeeping) */
+	size_t stacks_built; /* stacks the profile was built from (the table is freed then) */
+	long hwm_run_kib;    /* peak RSS before the end of the run (-vv resets the kernel's) */
+	struct membudget_cache mb_profile; /* the profile being written, at the end of a run */
 	struct timespec t_start, t_stop;
 	struct timespec wall_start;
 	struct rusage ru_ready, ru_stop; /* the agent's CPU at the ready line, at the stop */

@@ -440,11 +440,13 @@ static struct ufile *get_file(struct uprobes *u, struct objfile *o, const char *
 		return NULL;
 	}
 	e->val = (uintptr_t)f;
-	if (o && (o->fd < 0 || !u->match(o, u->arg)))
+	if (o && (objfile__fd(o) < 0 || !u->match(o, u->arg) || objfile__fd(o) < 0))
 		return NULL;
-	if (o)
+	if (o) {
+		/* attached by this path for as long as we run: the fd cap leaves it open */
+		objfile__pin(o);
 		snprintf(f->path, sizeof(f->path), "/proc/self/fd/%d", o->fd);
-	else
+	} else
 		snprintf(f->path, sizeof(f->path), "%s", path);
 	f->offs = calloc(u->nspecs, sizeof(*f->offs));
 	f->links = calloc(u->nspecs, sizeof(*f->links));

@@ -308,8 +308,10 @@ static void scan_usdt(struct cuda *c, const struct proc *p)
 		    1)
 			continue;
 		o = objtab__by_id(c->r->objs, id);
-		if (o && has_bpfprof_usdt(o->fd))
+		if (o && objfile__fd(o) >= 0 && has_bpfprof_usdt(o->fd)) {
+			objfile__pin(o); /* attached by its /proc/self/fd path */
 			attach_usdt(c, o);
+		}
 	}
 }
 

@@ -19,6 +19,7 @@
 #include "util/clock.h"
 #include "util/htab.h"
 #include "util/log.h"
+#include "util/membudget.h"
 
 #define MAX_DEPTH 32
 /* A hierarchy walk (when a cgroup cannot be opened by id) at most this often. */
@@ -385,6 +386,7 @@ struct cgroups {
 	int handle_type; /* the hierarchy's file handle type, -1: cannot open by id */
 	uint64_t last_walk_ns;
 	uint32_t epoch;
+	struct membudget_cache mb; /* "cgroup names", reported; trimmed per interval */
 };
 
 struct cgroups *cgroups__new(void)
@@ -402,6 +404,8 @@ struct cgroups *cgroups__new(void)
 		return NULL;
 	}
 	c->mount_fd = -1;
+	c->mb.name = "cgroup names";
+	membudget__add(&c->mb);
 	c->handle_type = -1;
 	c->have_mount = !find_mount(c->mnt, sizeof(c->mnt), c->root, sizeof(c->root));
 	if (c->have_mount) {
@@ -421,6 +425,22 @@ static void free_name(struct cgroup_name *n)
 	}
 }
 
+/* A name and its table entry, roughly. */
+static size_t name_bytes(const struct cgroup_name *n)
+{
+	return sizeof(*n) + strlen(n->path) + 1 + 48;
+}
+
+/* A name leaves the table: given back to the budget. */
+static void drop_name(struct cgroups *c, struct cgroup_name *n)
+{
+	if (!n)
+		return;
+	membudget__charge(&c->mb, -(long long)name_bytes(n));
+	c->mb.entries--;
+	free_name(n);
+}
+
 void cgroups__free(struct cgroups *c)
 {
 	struct htab_entry *e;
@@ -431,6 +451,7 @@ void cgroups__free(struct cgroups *c)
 	while ((e = htab__next(c->ids, &it)))
 		free_name((struct cgroup_name *)(uintptr_t)e->val);
 	htab__free(c->ids);
+	membudget__remove(&c->mb);
 	if (c->mount_fd >= 0)
 		close(c->mount_fd);
 	free(c);
@@ -448,12 +469,14 @@ static struct cgroup_name *put(struct cgroups *c, uint64_t id, const char *rel)
 	cgroup__parse(rel, &n->info);
 	e = htab__find(c->ids, &id, sizeof(id), hash);
 	if (e) { /* a placeholder, replaced */
-		free_name((struct cgroup_name *)(uintptr_t)e->val);
+		drop_name(c, (struct cgroup_name *)(uintptr_t)e->val);
 		htab__delete(c->ids, &id, sizeof(id), hash);
 	}
 	if (htab__upsert(c->ids, &n->id, sizeof(n->id), hash, &e) < 0)
 		goto fail;
 	e->val = (uintptr_t)n;
+	c->mb.entries++;
+	membudget__charge(&c->mb, (long long)name_bytes(n));
 	return n;
 fail:
 	free_name(n);
@@ -574,7 +597,7 @@ size_t cgroups__trim(struct cgroups *c, uint32_t keep_epochs, size_t cap)
 			struct cgroup_name *cn = (struct cgroup_name *)(uintptr_t)e->val;
 
 			htab__delete(c->ids, &drop[i], sizeof(drop[i]), e->hash);
-			free_name(cn);
+			drop_name(c, cn);
 		}
 	}
 	free(drop);

@@ -22,7 +22,9 @@
 
 struct symmemo {
 	uint64_t off, vaddr;
-	const char *name; /* in the memo's own block; NULL: no symbol there */
+	const char *name; /* in the memo's own pool; NULL: no symbol there */
+	const char *file; /* source file (memo_lines), in the pool; NULL: none */
+	uint32_t line, start_line;
 };
 
 struct objtab {
@@ -43,6 +45,8 @@ struct objtab {
 
 static size_t lines_evict(void *ctx, size_t want);
 static size_t syms_evict(void *ctx, size_t want);
+static void close_fds(struct objtab *t, struct objfile *o);
+static void load_syms(struct objfile *o);
 
 /* A file that keeps failing to open is not retried on every mapping of it. */
 #define MAX_OPEN_TRIES 16
@@ -75,14 +79,11 @@ struct objtab *objtab__new(void)
 	return t;
 }
 
-static void objfile__free(struct objfile *o)
+static void objfile__free(struct objtab *t, struct objfile *o)
 {
 	if (!o)
 		return;
-	if (o->fd >= 0)
-		close(o->fd);
-	if (o->root_fd >= 0)
-		close(o->root_fd);
+	close_fds(t, o);
 	elfsym__free(o->syms);
 	dwlines__free(o->dw);
 	free(o->build_id);
@@ -99,7 +100,7 @@ void objtab__free(struct objtab *t)
 	membudget__remove(&t->mb_syms);
 	membudget__remove(&t->mb_objs);
 	for (uint32_t i = 0; i < t->n; i++)
-		objfile__free(t->objs[i]);
+		objfile__free(t, t->objs[i]);
 	free(t->objs);
 	htab__free(t->by_file);
 	free(t);
@@ -171,20 +172,94 @@ static int foreign_root(uint32_t pid)
 	return fd;
 }
 
+/* fds o holds (its file, its root) */
+static uint32_t fds_of(const struct objfile *o)
+{
+	return (o->fd >= 0) + (o->root_fd >= 0);
+}
+
+static void close_fds(struct objtab *t, struct objfile *o)
+{
+	t->st.fds -= fds_of(o);
+	if (o->fd >= 0)
+		close(o->fd);
+	if (o->root_fd >= 0)
+		close(o->root_fd);
+	o->fd = -1;
+	o->root_fd = -1;
+}
+
+static int fd_used_cmp(const void *pa, const void *pb)
+{
+	const struct objfile *a = *(struct objfile *const *)pa, *b = *(struct objfile *const *)pb;
+
+	return a->fd_used < b->fd_used ? -1 : a->fd_used > b->fd_used;
+}
+
+/*
+ * Past the cap, the least recently used fds of files are closed (their
+ * symbols stay), down to 7/8 of it so that this runs once per cap/8 opens.
+ * keep: the file just opened. Pinned files and the vdso (a memfd) stay.
+ */
+static void enforce_fd_cap(struct objtab *t, const struct objfile *keep)
+{
+	uint32_t target = t->st.fd_cap - t->st.fd_cap / 8, k = 0;
+	struct objfile **v;
+
+	if (!t->st.fd_cap || t->st.fds <= t->st.fd_cap)
+		return;
+	v = malloc(t->n * sizeof(*v));
+	if (!v)
+		return;
+	for (uint32_t i = 0; i < t->n; i++) {
+		struct objfile *o = t->objs[i];
+
+		if (o->fd >= 0 && o != keep && !o->pinned && o != t->vdso)
+			v[k++] = o;
+	}
+	qsort(v, k, sizeof(*v), fd_used_cmp);
+	for (uint32_t i = 0; i < k && t->st.fds > target; i++) {
+		/*
+		 * What samples named must stay nameable if its processes exit
+		 * before it is opened again (a deleted library cannot be):
+		 * symbols first, as for files closed at an exit.
+		 */
+		if (!v[i]->loaded && v[i]->sampled)
+			load_syms(v[i]);
+		close_fds(t, v[i]);
+		v[i]->parked = true;
+		t->st.parked++;
+	}
+	free(v);
+}
+
+void objtab__set_fd_cap(struct objtab *t, uint32_t cap)
+{
+	t->st.fd_cap = cap;
+	enforce_fd_cap(t, NULL);
+}
+
 /*
  * Through map_files while the process lives (deleted files, other mount
  * namespaces); else by path inside its root, or once it is gone in ours,
  * taken only when device and inode are the ones it mapped. Every open goes
  * through tfile: a regular file, never a FIFO or device, never blocking.
+ * A reopen (the fd cap closed it) checks the inode of map_files too: the
+ * pid may have been reused since. Returns 0 or -errno.
  */
-static void open_obj(struct objtab *t, struct objfile *o, uint32_t pid, uint64_t start,
-		     uint64_t end)
+static int open_obj(struct objtab *t, struct objfile *o, uint32_t pid, uint64_t start, uint64_t end,
+		    bool reopen)
 {
 	char p[PATH_MAX + 64];
+	struct stat st;
 	int fd, root;
 
 	snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
-	fd = tfile__open_link(p, NULL);
+	fd = tfile__open_link(p, &st);
+	if (reopen && fd >= 0 && st.st_ino != o->ino) {
+		close(fd);
+		fd = -ESTALE;
+	}
 	root = foreign_root(pid);
 	if (fd < 0 && o->path[0] == '/') {
 		fd = tfile__open(root, o->path, NULL);
@@ -200,18 +275,50 @@ static void open_obj(struct objtab *t, struct objfile *o, uint32_t pid, uint64_t
 		if (root >= 0)
 			close(root);
 		o->open_err = fd;
-		t->st.open_failed++;
+		if (!reopen)
+			t->st.open_failed++;
 		pr_debug("cannot open %s of pid %u: %s", o->path, pid, strerror(-fd));
-		return;
+		return fd;
 	}
 	o->open_err = 0;
+	if (o->fd >= 0 || o->root_fd >= 0)
+		close_fds(t, o);
 	o->fd = fd;
 	t->st.opened++;
 	/* Debug files are looked up in the same root; the fd outlives the process. */
-	if (o->root_fd >= 0)
-		close(o->root_fd);
 	o->root_fd = root;
 	o->foreign = root >= 0;
+	o->parked = false;
+	o->fd_used = ++t->tick;
+	t->st.fds += fds_of(o);
+	enforce_fd_cap(t, o);
+	if (t->st.fds > t->st.fds_peak)
+		t->st.fds_peak = t->st.fds;
+	return 0;
+}
+
+int objfile__fd(struct objfile *o)
+{
+	struct objtab *t = o->tab;
+
+	if (o->fd < 0 && o->parked) {
+		if (open_obj(t, o, o->last_pid, o->last_start, o->last_end, true)) {
+			/* the mapping is gone: a file of exited processes, as close_unused makes */
+			t->st.reopen_failed++;
+			o->parked = false;
+			o->closed = true;
+			return -1;
+		}
+		t->st.reopened++;
+	}
+	if (o->fd >= 0)
+		o->fd_used = ++t->tick;
+	return o->fd;
+}
+
+void objfile__pin(struct objfile *o)
+{
+	o->pinned = true;
 }
 
 struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_minor, uint64_t ino,
@@ -227,14 +334,17 @@ struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_m
 		return NULL;
 	if (ret == 0) {
 		o = t->objs[e->val - OBJ_FIRST];
+		o->last_pid = pid;
+		o->last_start = start;
+		o->last_end = end;
 		/*
 		 * Closed once no live process mapped it, or never opened (its
 		 * process was gone): this process maps it now, try again.
 		 */
-		if (o->fd < 0 && (o->closed || o->open_tries < MAX_OPEN_TRIES)) {
+		if (o->fd < 0 && !o->parked && (o->closed || o->open_tries < MAX_OPEN_TRIES)) {
 			if (!o->closed)
 				o->open_tries++;
-			open_obj(t, o, pid, start, end);
+			open_obj(t, o, pid, start, end, false);
 			if (o->fd >= 0)
 				o->closed = false;
 			if (o->fd >= 0 && !o->syms)
@@ -242,6 +352,8 @@ struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_m
 		}
 		o->live = true;
 		o->last_use = ++t->tick;
+		if (o->fd >= 0)
+			o->fd_used = o->last_use;
 		return o;
 	}
 	o = add_obj(t, path);
@@ -254,7 +366,10 @@ struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_m
 	o->dev_minor = dev_minor;
 	o->ino = ino;
 	o->live = true;
-	open_obj(t, o, pid, start, end);
+	o->last_pid = pid;
+	o->last_start = start;
+	o->last_end = end;
+	open_obj(t, o, pid, start, end, false);
 	return o;
 }
 
@@ -303,6 +418,8 @@ struct objfile *objtab__vdso(struct objtab *t)
 	if (t->vdso->fd < 0) {
 		t->vdso->open_err = t->vdso->fd;
 		t->vdso->fd = -1;
+	} else {
+		t->st.fds++;
 	}
 	return t->vdso;
 }
@@ -327,10 +444,11 @@ static void load_syms(struct objfile *o)
 	int err;
 
 	o->loaded = true;
-	if (o->fd < 0) {
+	if (objfile__fd(o) < 0) {
 		o->load_err = o->open_err ? o->open_err : -ENOENT;
 		return;
 	}
+	opts.root_fd = o->root_fd; /* opened again with the file when the fd cap closed it */
 	err = elfsym__open(&o->syms, o->fd, o->path[0] == '/' ? o->path : NULL, &opts);
 	if (err) {
 		o->load_err = err;
@@ -347,6 +465,8 @@ static void load_syms(struct objfile *o)
 		if (o->build_id)
 			membudget__charge(&t->mb_objs, strlen(b) + 1);
 	}
+	o->is_exec = elfsym__executable(o->syms);
+	o->info_known = true;
 	if (o->evicted)
 		t->st.syms_reread++;
 	o->sym_bytes = elfsym__bytes(o->syms);
@@ -382,6 +502,7 @@ int objfile__symbolize(struct objfile *obj, uint64_t file_off, const char **name
 		if (m) {
 			*name = m->name;
 			*vaddr = m->vaddr;
+			obj->memo_last = m; /* objtab__lines of this vaddr, next */
 			return 0;
 		}
 	}
@@ -409,6 +530,8 @@ void objfile__note_mapping(struct objfile *o, uint64_t start, uint64_t end, uint
 
 bool objfile__executable(struct objfile *o)
 {
+	if (!o->syms && o->info_known)
+		return o->is_exec;
 	if (!o->loaded)
 		load_syms(o);
 	return elfsym__executable(o->syms);
@@ -430,8 +553,10 @@ static size_t lines_evict(void *ctx, size_t want)
 	while (freed < want) {
 		struct objfile *lru = NULL;
 
+		/* not the file being named (objtab__name_frames): it would be opened again per frame */
 		for (uint32_t i = 0; i < t->n; i++)
-			if (t->objs[i]->dw && (!lru || t->objs[i]->dw_used < lru->dw_used))
+			if (t->objs[i]->dw && t->objs[i] != t->busy &&
+			    (!lru || t->objs[i]->dw_used < lru->dw_used))
 				lru = t->objs[i];
 		if (!lru)
 			break;
@@ -447,7 +572,7 @@ static int lines_file_fd(struct objfile *o)
 {
 	int fd;
 
-	if (o->fd >= 0)
+	if (objfile__fd(o) >= 0)
 		return o->fd;
 	if (o->foreign || o->path[0] != '/')
 		return -ENOENT;
@@ -464,12 +589,22 @@ int objtab__lines(struct objtab *t, struct objfile *o, uint64_t vaddr, struct dw
 	struct elfsym_opts opts = { .has_root_fd = true, .root_fd = o->root_fd };
 	int fd, dfd, err;
 
+	/* named file by file at the end of a run (objtab__name_frames): the line is kept */
+	if (!o->dw && o->memo_lines && o->memo_last && o->memo_last->vaddr == vaddr) {
+		if (!o->memo_last->file)
+			return -ENOENT;
+		*out = (struct dwline){ .file = o->memo_last->file,
+					.line = o->memo_last->line,
+					.start_line = o->memo_last->start_line };
+		return 0;
+	}
 	if (!o->dw) {
 		if (o->lines_err)
 			return o->lines_err;
 		fd = lines_file_fd(o);
 		if (fd < 0)
 			return fd;
+		opts.root_fd = o->root_fd;
 		dfd = elfsym__dwarf_fd(fd, o->path[0] == '/' ? o->path : NULL, &opts);
 		if (fd != o->fd)
 			close(fd);
@@ -492,7 +627,7 @@ int objtab__lines(struct objtab *t, struct objfile *o, uint64_t vaddr, struct dw
 
 const char *objfile__build_id(struct objfile *obj)
 {
-	if (!obj->build_id && !obj->loaded)
+	if (!obj->build_id && !obj->loaded && !obj->info_known)
 		load_syms(obj);
 	return obj->build_id;
 }
@@ -509,8 +644,16 @@ void objtab__sampled(struct objtab *t, uint32_t id)
 {
 	struct objfile *o = objtab__by_id(t, id);
 
-	if (o)
-		o->sampled = true;
+	if (!o)
+		return;
+	o->sampled = true;
+	/*
+	 * Closed by the fd cap before samples named it: its process lives now
+	 * (it was just sampled), so its symbols are read while the file can
+	 * still be opened through it.
+	 */
+	if (o->parked && !o->loaded && !o->nmemo)
+		load_syms(o);
 }
 
 void objfile__mark_used(struct objtab *t, uint32_t id)
@@ -528,17 +671,18 @@ size_t objtab__close_unused(struct objtab *t)
 	for (uint32_t i = 0; i < t->n; i++) {
 		struct objfile *o = t->objs[i];
 
-		if (o->live || o->fd < 0)
+		if (o->live || (o->fd < 0 && !o->parked))
 			continue;
-		/* what samples already named must still be named: symbols first */
-		if (!o->loaded && o->sampled)
+		/*
+		 * What samples already named must still be named: symbols first
+		 * (a file the fd cap closed had them read when it was closed or
+		 * sampled; evicted since, its memo has the names)
+		 */
+		if (!o->loaded && o->sampled && !(o->parked && o->nmemo))
 			load_syms(o);
-		close(o->fd);
-		o->fd = -1;
+		close_fds(t, o);
+		o->parked = false;
 		o->closed = true;
-		if (o->root_fd >= 0)
-			close(o->root_fd);
-		o->root_fd = -1;
 		n++;
 	}
 	t->st.closed += n;
@@ -568,16 +712,15 @@ static size_t drop_syms(struct objtab *t, struct objfile *o)
 
 static void drop_memo(struct objtab *t, struct objfile *o)
 {
-	size_t bytes = o->nmemo * sizeof(*o->memo);
-
-	for (uint32_t i = 0; i < o->nmemo; i++)
-		bytes += o->memo[i].name && (i == 0 || o->memo[i].name != o->memo[i - 1].name)
-				 ? strlen(o->memo[i].name) + 1
-				 : 0;
 	free(o->memo);
+	free(o->memo_pool);
 	o->memo = NULL;
+	o->memo_pool = NULL;
+	o->memo_last = NULL;
 	o->nmemo = 0;
-	membudget__charge(&t->mb_objs, -(long long)bytes);
+	o->memo_lines = false;
+	membudget__charge(&t->mb_objs, -(long long)o->memo_bytes);
+	o->memo_bytes = 0;
 }
 
 struct frame_ref {
@@ -630,50 +773,79 @@ static int ref_cmp(const void *pa, const void *pb)
 	return a->off < b->off ? -1 : a->off > b->off;
 }
 
-/* The names of refs[0..n) (one object's distinct offsets, sorted) from its symbols, kept. */
-static void build_memo(struct objtab *t, struct objfile *o, const struct frame_ref *refs, size_t n)
+/* Copy s into the growing pool; returns its offset + 1 (0: out of memory). */
+static uintptr_t pool_add(char **pool, size_t *len, size_t *cap, const char *s)
 {
-	size_t names = 0, bytes;
+	size_t n = strlen(s) + 1;
+
+	if (*len + n > *cap) {
+		size_t c = (*cap ? *cap * 2 : 4096) + n;
+		char *p = realloc(*pool, c);
+
+		if (!p)
+			return 0;
+		*pool = p;
+		*cap = c;
+	}
+	memcpy(*pool + *len, s, n);
+	*len += n;
+	return *len - n + 1;
+}
+
+/*
+ * The names of refs[0..n) (one object's distinct offsets, sorted) from its
+ * symbols, kept; with lines, their source lines too (its DWARF, opened here
+ * if need be). Strings go to one pool, consecutive repeats stored once.
+ */
+static void build_memo(struct objtab *t, struct objfile *o, const struct frame_ref *refs, size_t n,
+		       bool lines)
+{
+	uintptr_t name_at = 0, file_at = 0;
 	const char *prev = NULL, *nm;
+	size_t plen = 0, pcap = 0;
 	struct symmemo *m;
-	char *pool;
+	struct dwline dl;
+	char *pool = NULL;
 
 	drop_memo(t, o);
-	for (size_t i = 0; i < n; i++) {
-		uint64_t va = refs[i].off;
-
-		if (elfsym__offset_to_vaddr(o->syms, refs[i].off, &va))
-			va = refs[i].off;
-		nm = elfsym__lookup(o->syms, va, NULL);
-		if (nm && nm != prev)
-			names += strlen(nm) + 1;
-		prev = nm;
-	}
-	bytes = n * sizeof(*m) + names;
-	m = malloc(bytes ? bytes : 1);
+	m = calloc(n ? n : 1, sizeof(*m));
 	if (!m)
 		return;
-	pool = (char *)(m + n);
-	prev = NULL;
 	for (size_t i = 0; i < n; i++) {
 		m[i].off = refs[i].off;
 		if (elfsym__offset_to_vaddr(o->syms, refs[i].off, &m[i].vaddr))
 			m[i].vaddr = refs[i].off;
 		nm = elfsym__lookup(o->syms, m[i].vaddr, NULL);
-		if (nm && nm == prev) {
-			m[i].name = m[i - 1].name;
-		} else if (nm) {
-			strcpy(pool, nm);
-			m[i].name = pool;
-			pool += strlen(nm) + 1;
-		} else {
-			m[i].name = NULL;
-		}
+		if (nm && nm != prev && !(name_at = pool_add(&pool, &plen, &pcap, nm)))
+			goto fail;
 		prev = nm;
+		m[i].name = nm ? (const char *)name_at : NULL;
+		if (!lines || !nm || objtab__lines(t, o, m[i].vaddr, &dl) || !dl.file)
+			continue;
+		if ((!file_at || strcmp(pool + file_at - 1, dl.file)) &&
+		    !(file_at = pool_add(&pool, &plen, &pcap, dl.file)))
+			goto fail;
+		m[i].file = (const char *)file_at;
+		m[i].line = dl.line;
+		m[i].start_line = dl.start_line;
+	}
+	/* offsets into the pool (+ 1) become pointers now that it stopped moving */
+	for (size_t i = 0; i < n; i++) {
+		if (m[i].name)
+			m[i].name = pool + (uintptr_t)m[i].name - 1;
+		if (m[i].file)
+			m[i].file = pool + (uintptr_t)m[i].file - 1;
 	}
 	o->memo = m;
+	o->memo_pool = pool;
 	o->nmemo = n;
-	membudget__charge(&t->mb_objs, bytes);
+	o->memo_lines = lines;
+	o->memo_bytes = n * sizeof(*m) + pcap;
+	membudget__charge(&t->mb_objs, o->memo_bytes);
+	return;
+fail:
+	free(m);
+	free(pool);
 }
 
 static int last_use_cmp(const void *pa, const void *pb)
@@ -722,7 +894,7 @@ static size_t syms_evict(void *ctx, size_t want)
 				for (j = i; j < c.n && c.v[j].obj == c.v[i].obj; j++)
 					if (j == i || c.v[j].off != c.v[i + u - 1].off)
 						c.v[i + u++] = c.v[j];
-				build_memo(t, objtab__by_id(t, c.v[i].obj), &c.v[i], u);
+				build_memo(t, objtab__by_id(t, c.v[i].obj), &c.v[i], u, false);
 			}
 		}
 		free(c.v);
@@ -737,6 +909,98 @@ static size_t syms_evict(void *ctx, size_t want)
 	}
 	free(v);
 	return freed;
+}
+
+static void refs_unique(struct collect *c)
+{
+	size_t u = 0;
+
+	qsort(c->v, c->n, sizeof(*c->v), ref_cmp);
+	for (size_t i = 0; i < c->n; i++)
+		if (!u || c->v[i].obj != c->v[u - 1].obj || c->v[i].off != c->v[u - 1].off)
+			c->v[u++] = c->v[i];
+	c->n = u;
+}
+
+/* Every frame, deduplicated as it goes: the vector holds at most twice the distinct ones. */
+static void all_visit(void *arg, uint32_t obj, uint64_t off)
+{
+	struct collect *c = arg;
+
+	if (c->failed || !objtab__by_id(c->t, obj))
+		return;
+	if (c->n + 2 > c->cap) {
+		if (c->cap)
+			refs_unique(c);
+		/* grown when more than half is distinct: each sort is paid for by cap/2 pushes */
+		if (c->n + 2 > c->cap / 2) {
+			size_t cap = c->cap ? c->cap * 2 : 4096;
+			struct frame_ref *v = realloc(c->v, cap * sizeof(*v));
+
+			if (!v) {
+				c->failed = true;
+				return;
+			}
+			membudget__charge(&c->t->mb_objs, (long long)((cap - c->cap) * sizeof(*v)));
+			c->v = v;
+			c->cap = cap;
+		}
+	}
+	/* the builder looks a caller up at return address - 1, then at it */
+	c->v[c->n++] = (struct frame_ref){ .obj = obj, .off = off };
+	if (off)
+		c->v[c->n++] = (struct frame_ref){ .obj = obj, .off = off - 1 };
+}
+
+size_t objtab__name_frames(struct objtab *t, bool lines)
+{
+	struct collect c = { .t = t };
+	size_t named = 0;
+
+	if (!t->frames_fn)
+		return 0;
+	t->frames_fn(t->frames_ctx, all_visit, &c);
+	if (c.failed) {
+		membudget__charge(&t->mb_objs, -(long long)(c.cap * sizeof(*c.v)));
+		free(c.v);
+		return 0;
+	}
+	refs_unique(&c);
+	for (size_t i = 0, j; i < c.n; i = j) {
+		struct objfile *o = objtab__by_id(t, c.v[i].obj);
+
+		for (j = i; j < c.n && c.v[j].obj == c.v[i].obj; j++)
+			;
+		/* a closed file whose symbols were evicted kept its frames' names: not reopened */
+		if (!o->syms && !o->loaded && !(o->fd < 0 && o->nmemo))
+			load_syms(o);
+		if (!o->syms)
+			continue; /* none, or a closed file's memo from an eviction: kept */
+		t->busy = o;	  /* the memo's line lookups charge the budget: not this one */
+		build_memo(t, o, &c.v[i], j - i, lines);
+		t->busy = NULL;
+		if (o->dw)
+			lines_drop(t, o);
+		/* every name its frames need is in the memo now */
+		drop_syms(t, o);
+		named++;
+	}
+	membudget__charge(&t->mb_objs, -(long long)(c.cap * sizeof(*c.v)));
+	free(c.v);
+	return named;
+}
+
+void objtab__release(struct objtab *t)
+{
+	for (uint32_t i = 0; i < t->n; i++) {
+		struct objfile *o = t->objs[i];
+
+		drop_syms(t, o);
+		if (o->nmemo)
+			drop_memo(t, o);
+		if (o->dw)
+			lines_drop(t, o);
+	}
 }
 
 size_t objtab__evict_syms(struct objtab *t, struct objfile *obj)

@@ -60,21 +60,44 @@ struct objfile {
 	char *build_id;	      /* kept past an eviction (mappings name it); NULL: none */
 	struct symmemo *memo; /* sorted by off */
 	uint32_t nmemo;
+	char *memo_pool;		 /* the memo's strings */
+	size_t memo_bytes;		 /* charged for memo and memo_pool */
+	const struct symmemo *memo_last; /* the last found (its line, for objtab__lines) */
+	bool memo_lines;		 /* the memo holds source lines too */
+	bool info_known;		 /* is_exec and build_id were read (kept past a drop) */
+	bool is_exec;
 	bool memo_pending; /* chosen for eviction: its frames are being collected */
 	bool evicted;	   /* its symbols were freed by the budget at least once */
 	bool sampled;	   /* a frame of the aggregated stacks is in it (objtab__sampled) */
+	/*
+	 * The fd cap (objtab__set_fd_cap): past it the least recently used
+	 * fds of files live processes map are closed ("parked") and opened
+	 * again on demand (objfile__fd) through the last mapping seen, with
+	 * the inode checked. A pinned file's fd is named by path
+	 * (/proc/self/fd/N: uprobes, USDT) and is never parked.
+	 */
+	bool parked;
+	bool pinned;
+	uint64_t fd_used;  /* last use of its fd (LRU) */
+	uint32_t last_pid; /* the last live mapping seen of it, for a reopen */
+	uint64_t last_start, last_end;
 };
 
 struct objtab;
 
 struct objtab_stats {
-	uint64_t opened;       /* files opened (reopens included) */
-	uint64_t open_failed;  /* could not be opened, or refused (see tfile's stats) */
-	uint64_t by_path;      /* opened by path (map_files failed: process gone) */
-	uint64_t closed;       /* closed when no live process mapped them any more */
-	uint64_t syms_evicted; /* symbol tables freed by the memory budget */
-	uint64_t syms_reread;  /* ... and read again from the file */
-	uint64_t syms_lost;    /* frames of an evicted, closed file the memo did not hold */
+	uint64_t opened;	/* files opened (reopens included) */
+	uint64_t open_failed;	/* could not be opened, or refused (see tfile's stats) */
+	uint64_t by_path;	/* opened by path (map_files failed: process gone) */
+	uint64_t closed;	/* closed when no live process mapped them any more */
+	uint64_t syms_evicted;	/* symbol tables freed by the memory budget */
+	uint64_t syms_reread;	/* ... and read again from the file */
+	uint64_t syms_lost;	/* frames of an evicted, closed file the memo did not hold */
+	uint64_t parked;	/* fds closed by the fd cap while a live process mapped the file */
+	uint64_t reopened;	/* ... opened again on demand */
+	uint64_t reopen_failed; /* ... that could not be (the mapping gone, or another inode) */
+	uint32_t fds, fds_peak; /* fds held now (files and their roots), and the most held */
+	uint32_t fd_cap;
 };
 
 struct objtab *objtab__new(void);
@@ -87,6 +110,20 @@ void objtab__free(struct objtab *t);
  */
 struct objfile *objtab__get(struct objtab *t, uint32_t dev_major, uint32_t dev_minor, uint64_t ino,
 			    const char *path, uint32_t pid, uint64_t start, uint64_t end);
+/*
+ * At most cap fds (files and container roots) held open for mapped files;
+ * 0: no cap. Past it the least recently used are closed (down to 7/8 of
+ * cap) and opened again when needed.
+ */
+void objtab__set_fd_cap(struct objtab *t, uint32_t cap);
+/*
+ * The file's fd for reading it now, opened again if the fd cap closed it
+ * (counted when that fails); -1 if none. Counts as a use (LRU). Valid until
+ * the next objtab call that opens a file.
+ */
+int objfile__fd(struct objfile *o);
+/* o's fd is named by path (/proc/self/fd/N) for as long as we run: never closed by the cap. */
+void objfile__pin(struct objfile *o);
 /* Remember start-end at file offset pgoff as o's mapping, unless it has one (pprof Mapping). */
 void objfile__note_mapping(struct objfile *o, uint64_t start, uint64_t end, uint64_t pgoff);
 /* Whether o is a program rather than a library (loads its symbols). */
@@ -141,6 +178,16 @@ void objtab__set_frames(struct objtab *t, void (*fn)(void *ctx, objtab_visit_fn 
  * memos are dropped, and so are the symbols of closed files.
  */
 void objtab__interval(struct objtab *t);
+/*
+ * The end of a run, before the profile is built: name every frame of the
+ * aggregated stacks file by file, so that one file's symbols (and with
+ * lines, its DWARF) are loaded at a time: each file's frames go to its memo
+ * (name, and source line), then its symbols are freed. The profile is then
+ * built from the memos. Returns the files named.
+ */
+size_t objtab__name_frames(struct objtab *t, bool lines);
+/* Once the profile is built: every symbol table, memo and DWARF is freed. */
+void objtab__release(struct objtab *t);
 /* Free obj's symbols as the budget would (tests). Returns the bytes freed. */
 size_t objtab__evict_syms(struct objtab *t, struct objfile *obj);
 

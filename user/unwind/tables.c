@@ -23,6 +23,7 @@
 #include "util/htab.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/membudget.h"
 
 #define MAX_SEGS 16
 
@@ -103,6 +104,12 @@ struct unwinder {
 	struct htab *by_bid; /* build id -> objfile id owning its rows */
 	struct bpf_proc_unwind *buf;
 	struct unwinder_stats st;
+	/*
+	 * Its bookkeeping in the memory budget ("unwinder", reported): the
+	 * table of every file, every process's mappings, build ids. The rows
+	 * themselves are BPF map memory, bounded by --unwind-mem.
+	 */
+	struct membudget_cache mb;
 };
 
 /*
@@ -137,6 +144,13 @@ static int mmap_write_rows(struct bpf_store *s, uint32_t first, const struct bpf
 		b = end;
 	}
 	return 0;
+}
+
+#define HTAB_ENTRY_BYTES 48 /* an entry and its share of the buckets, roughly */
+
+static void charge(struct unwinder *u, long long delta)
+{
+	membudget__charge(&u->mb, delta);
 }
 
 static int bpf_write_rows(void *ctx, uint32_t first, const struct bpf_urow *rows, uint32_t n)
@@ -263,6 +277,9 @@ static int unwinder_alloc(struct unwinder **out, const struct unwind_store *stor
 	}
 	if (rows_cap)
 		u->free[u->nfree++] = (struct extent){ 0, rows_cap };
+	u->mb.name = "unwinder";
+	membudget__add(&u->mb);
+	charge(u, sizeof(*u) + sizeof(*u->buf) + u->capfree * sizeof(*u->free));
 	elf_version(EV_CURRENT);
 	*out = u;
 	return 0;
@@ -324,6 +341,8 @@ void unwinder__free(struct unwinder *u)
 
 	if (!u)
 		return;
+	if (u->mb.name)
+		membudget__remove(&u->mb);
 	if (u->procs) {
 		while ((e = htab__next(u->procs, &it))) {
 			struct pentry *pe = (struct pentry *)(uintptr_t)e->val;
@@ -401,6 +420,7 @@ static void rows_free(struct unwinder *u, uint32_t first, uint32_t n)
 
 		if (!v)
 			return; /* leaked until exit: only capacity is lost */
+		charge(u, (long long)(cap - u->capfree) * sizeof(*v));
 		u->free = v;
 		u->capfree = cap;
 	}
@@ -418,6 +438,7 @@ static struct otable *otable_of(struct unwinder *u, uint32_t id)
 		if (!v)
 			return NULL;
 		memset(v + u->ntables, 0, (n - u->ntables) * sizeof(*v));
+		charge(u, (long long)(n - u->ntables) * sizeof(*v));
 		u->tables = v;
 		u->ntables = n;
 	}
@@ -425,11 +446,11 @@ static struct otable *otable_of(struct unwinder *u, uint32_t id)
 }
 
 /* The fd to compile file id from: the objfile's, else one opened here (or -1). */
-static int table_fd(const struct unwinder *u, const struct objfile *o)
+static int table_fd(const struct unwinder *u, struct objfile *o)
 {
 	const struct otable *t = &u->tables[o->id];
 
-	if (o->fd >= 0)
+	if (objfile__fd(o) >= 0) /* opened again if the fd cap had closed it */
 		return o->fd;
 	return t->fd > 0 ? t->fd : -1;
 }
@@ -447,7 +468,7 @@ static void open_through(struct unwinder *u, const struct objfile *o, uint32_t p
 	struct stat st;
 	int fd;
 
-	if (o->fd >= 0 || t->fd)
+	if (o->fd >= 0 || o->parked || t->fd)
 		return;
 	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid,
 		 (unsigned long long)m->start, (unsigned long long)m->end);
@@ -782,9 +803,9 @@ static int build(struct unwinder *u, uint32_t id, uint64_t now_ns, bool evict_us
 	uint32_t w;
 	int err, fd;
 
-	if (!o || table_fd(u, o) < 0)
+	fd = o ? table_fd(u, o) : -1;
+	if (fd < 0)
 		return -EBADF; /* not opened (yet): tried again when wanted again */
-	fd = table_fd(u, o);
 	if (read_segments(fd, t)) {
 		err = -ENOEXEC;
 		goto fail;
@@ -848,9 +869,13 @@ static int build(struct unwinder *u, uint32_t id, uint64_t now_ns, bool evict_us
 	if (bid[0]) {
 		struct htab_entry *e;
 
-		if (htab__upsert(u->by_bid, bid, strlen(bid), htab__hash(bid, strlen(bid)), &e) >=
-		    0)
+		int ret =
+			htab__upsert(u->by_bid, bid, strlen(bid), htab__hash(bid, strlen(bid)), &e);
+
+		if (ret >= 0)
 			e->val = id;
+		if (ret > 0)
+			charge(u, (long long)strlen(bid) + HTAB_ENTRY_BYTES);
 	}
 	pr_debug("%s: %u unwind rows from %s (%u FDEs)", o->path, w, cs.source ? cs.source : "?",
 		 cs.fdes);
@@ -899,6 +924,7 @@ bool unwinder__hit(struct unwinder *u, uint32_t obj, uint64_t now_ns)
 
 			if (!v)
 				return t->state == OT_REFUSED;
+			charge(u, (long long)(cap - u->capwanted) * sizeof(*v));
 			u->wanted = v;
 			u->capwanted = cap;
 		}
@@ -1017,6 +1043,8 @@ static struct pentry *pentry_of(struct unwinder *u, uint32_t pid, bool create)
 		e->key = &pe->pid;
 		e->val = (uintptr_t)pe;
 		u->st.procs++;
+		u->mb.entries++;
+		charge(u, sizeof(*pe) + HTAB_ENTRY_BYTES);
 	}
 	return (struct pentry *)(uintptr_t)e->val;
 }
@@ -1026,6 +1054,7 @@ static void pentry_release(struct unwinder *u, struct pentry *pe)
 	for (uint32_t i = 0; i < pe->nmaps; i++)
 		if (pe->maps[i].tab)
 			u->tables[pe->maps[i].tab].users--;
+	charge(u, -(long long)(pe->nmaps * sizeof(*pe->maps)));
 	free(pe->maps);
 	pe->maps = NULL;
 	pe->nmaps = 0;
@@ -1064,6 +1093,7 @@ int unwinder__sync(struct unwinder *u, const struct proc *p)
 	pentry_release(u, pe);
 	pe->maps = maps;
 	pe->nmaps = n;
+	charge(u, (long long)(n * sizeof(*maps)));
 	/*
 	 * A process is described when it runs, and its executable (the first
 	 * file mapped) is on nearly every stack it has: wanted now, not once a
@@ -1097,6 +1127,8 @@ void unwinder__forget(struct unwinder *u, uint32_t pid)
 	pentry_release(u, pe);
 	free(pe);
 	u->st.procs--;
+	u->mb.entries--;
+	charge(u, -(long long)(sizeof(*pe) + HTAB_ENTRY_BYTES));
 }
 
 uint64_t unwinder__rows_wanted(const struct unwinder *u)

@@ -403,48 +403,72 @@ static int build_samples(struct pprof_ctx *c)
 	return err;
 }
 
-/* gzip (not raw zlib): pprof and every tool that reads .pb.gz expect the gzip header. */
-static int gzip_write(const uint8_t *buf, size_t len, FILE *out)
+/*
+ * The packed message goes straight into gzip (not raw zlib: pprof and every
+ * tool that reads .pb.gz expect the gzip header), piece by piece as
+ * protobuf-c packs it: no buffer of the whole message (as big as the
+ * profile itself) at the end of a run.
+ */
+struct gz_sink {
+	ProtobufCBuffer base; /* first: protobuf-c calls append with it */
+	z_stream zs;
+	FILE *out;
+	int err;
+};
+
+static void gz_feed(struct gz_sink *g, const uint8_t *data, size_t len, int flush)
 {
 	unsigned char chunk[64 * 1024];
-	z_stream zs = {};
-	size_t have, step;
-	int zret, flush, err = 0;
+	size_t have;
+	int zret;
+
+	g->zs.next_in = (uint8_t *)data;
+	g->zs.avail_in = (uInt)len;
+	do {
+		g->zs.next_out = chunk;
+		g->zs.avail_out = sizeof(chunk);
+		zret = deflate(&g->zs, flush);
+		if (zret == Z_STREAM_ERROR) {
+			g->err = -EIO;
+			return;
+		}
+		have = sizeof(chunk) - g->zs.avail_out;
+		if (have && fwrite(chunk, 1, have, g->out) != have) {
+			g->err = errno ? -errno : -EIO;
+			return;
+		}
+	} while (g->zs.avail_out == 0 || (flush == Z_FINISH && zret != Z_STREAM_END));
+}
+
+static void gz_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
+{
+	struct gz_sink *g = (struct gz_sink *)b;
+
+	/* avail_in is 32-bit: feed huge pieces in parts */
+	while (len && !g->err) {
+		size_t step = len > (1u << 30) ? (1u << 30) : len;
+
+		gz_feed(g, data, step, Z_NO_FLUSH);
+		data += step;
+		len -= step;
+	}
+}
+
+static int gzip_pack(const PbProfile *prof, FILE *out)
+{
+	struct gz_sink g = { .base = { .append = gz_append }, .out = out };
 
 	/*
 	 * Best speed, as Go's runtime/pprof does: stacks of varint ids compress
 	 * about as well at level 1 and it is a third faster on big profiles.
 	 */
-	if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+	if (deflateInit2(&g.zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return -ENOMEM;
-	do {
-		/* avail_in is 32-bit: feed huge buffers in pieces */
-		step = len > (1u << 30) ? (1u << 30) : len;
-		zs.next_in = (uint8_t *)buf;
-		zs.avail_in = (uInt)step;
-		buf += step;
-		len -= step;
-		flush = len ? Z_NO_FLUSH : Z_FINISH;
-		do {
-			zs.next_out = chunk;
-			zs.avail_out = sizeof(chunk);
-			zret = deflate(&zs, flush);
-			if (zret == Z_STREAM_ERROR) {
-				err = -EIO;
-				goto out;
-			}
-			have = sizeof(chunk) - zs.avail_out;
-			if (have && fwrite(chunk, 1, have, out) != have) {
-				err = errno ? -errno : -EIO;
-				goto out;
-			}
-		} while (zs.avail_out == 0);
-	} while (flush != Z_FINISH);
-	if (zret != Z_STREAM_END)
-		err = -EIO;
-out:
-	deflateEnd(&zs);
-	return err;
+	perftools__profiles__profile__pack_to_buffer(prof, &g.base);
+	if (!g.err)
+		gz_feed(&g, NULL, 0, Z_FINISH);
+	deflateEnd(&g.zs);
+	return g.err;
 }
 
 static void ctx_free(struct pprof_ctx *c)
@@ -475,8 +499,6 @@ static void ctx_free(struct pprof_ctx *c)
 int pprof__write(const struct profile *p, FILE *out)
 {
 	struct pprof_ctx c = { .p = p };
-	uint8_t *buf = NULL;
-	size_t len;
 	int err;
 
 	if (!p || !out || !p->nvalues || p->nvalues > PROFILE_MAX_VALUES)
@@ -503,24 +525,13 @@ int pprof__write(const struct profile *p, FILE *out)
 	c.prof.n_string_table = c.nstr;
 	c.prof.string_table = c.strtab;
 
-	len = perftools__profiles__profile__get_packed_size(&c.prof);
-	buf = malloc(len ? len : 1);
-	if (!buf) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	if (perftools__profiles__profile__pack(&c.prof, buf) != len) {
-		err = -EIO;
-		goto cleanup;
-	}
 	errno = 0;
-	err = gzip_write(buf, len, out);
+	err = gzip_pack(&c.prof, out);
 	if (err)
 		goto cleanup;
 	if (fflush(out) || ferror(out))
 		err = errno ? -errno : -EIO;
 cleanup:
-	free(buf);
 	ctx_free(&c);
 	return err;
 }
