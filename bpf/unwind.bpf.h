@@ -778,6 +778,15 @@ static __always_inline int unwind_user(const struct uregs *r, __u32 tgid, __u64 
 	if (!st.early)
 		return -1;
 	st.info = bpf_map_lookup_elem(&proc_unwind, &tgid);
+	/*
+	 * A description without the leaf's mapping is of the process before
+	 * its exec (a forked child described before it exec'ed, or the new
+	 * image's first mappings not seen yet): walked as not described.
+	 */
+	if (st.info && !find_umap(st.info, r->ip, false)) {
+		count(CNT_UNW_STALE_DESC);
+		st.info = NULL;
+	}
 	if (!st.info) {
 		struct early_maps *e;
 

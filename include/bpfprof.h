@@ -246,6 +246,8 @@ enum cuda_counter {
 	  "no unwind info for the process yet (fell back or leaf only)")                          \
 	X(CNT_UNW_LAZY, "unwind: not described yet", 0,                                           \
 	  "a process not described yet walked through its files' tables (file_unwind)")           \
+	X(CNT_UNW_STALE_DESC, "unwind: description without the leaf", 0,                          \
+	  "a process's description lacks its leaf's mapping (before its exec): walked as new")    \
 	X(CNT_EARLY_MAP_LOST, "unwind: early mapping not kept", 1,                                \
 	  "an executable mapping of a process not described yet was not kept (early_maps)")       \
 	X(CNT_UNW_NO_MAPPING, "unwind: no mapping", 1, "a PC in no known executable mapping")     \

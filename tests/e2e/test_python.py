@@ -156,7 +156,7 @@ def test_gil_filter(tmp_path, python):
         r = run(opt + ["-F", "499", "-o", str(out), "--", python,
                        os.path.join(PYDIR, "gil.py"), "3"])
         assert r.returncode == 0, r.stderr
-        got = dict(line.split()[1:] for line in r.stdout.splitlines() if line.startswith("cpu "))
+        got = dict(re.findall(r"cpu (hot|compress) ([0-9.]+)", r.stdout))
         cpu[bool(opt)] = {k: 499 * float(v) for k, v in got.items()}
         stacks = parse_folded(out.read_text())
         hot = sum(c for f, c in stacks if frames_named(f, "hot"))
