@@ -221,18 +221,26 @@ def agent_fds(pid, under):
     return len(fds), ours
 
 
+def lib_copies(pub_path, source, stem, n, *cflags):
+    """n copies (STEM000.so ...) of a shared library built from source, in a
+    directory anyone may unlink from (the targets run as nobody)."""
+    src = pub_path / f"{stem}.c"
+    src.write_text(source)
+    so = pub_path / f"{stem}.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", *cflags, "-o", str(so), str(src)],
+                   check=True)
+    libs = pub_path / "libs"
+    libs.mkdir()
+    for i in range(n):
+        shutil.copy(str(so), str(libs / f"{stem}{i:03d}.so"))
+    os.chmod(libs, 0o777)
+    return libs
+
+
 def test_fds_of_exited_process_closed(pub_path):
     """300 distinct libraries loaded and unlinked, then the process exits: the
     agent's fds go back to where they were, and no deleted file stays open."""
-    src = pub_path / "lib.c"
-    src.write_text(LIB)
-    so = pub_path / "lib.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(so), str(src)], check=True)
-    libs = pub_path / "libs"
-    libs.mkdir()
-    for i in range(300):
-        shutil.copy(str(so), str(libs / f"lib{i:03d}.so"))
-    os.chmod(libs, 0o777)
+    libs = lib_copies(pub_path, LIB, "lib", 300)
     script = pub_path / "dlopener.py"
     script.write_text(DLOPENER)
     out = pub_path / "out.folded"
@@ -345,26 +353,14 @@ print("done", flush=True)
 """
 
 
-def test_evicted_symbols_of_deleted_libraries_still_named(pub_path):
-    """60 distinct libraries of 2000 functions each, loaded, run, unlinked, and
-    their process gone before the profile is written: under a 2 MiB budget
-    their symbol tables are evicted, yet every sample in them is named, from
-    the names kept for the stacks' frames before the eviction."""
+def run_spinner(pub_path, libs, agent_args):
+    """`bpfprof -a AGENT_ARGS` around SPINNER run as nobody over libs, stopped
+    2.5 s after it exits (files of exited processes are closed within a
+    second or two). -> (exit status, stderr)."""
     import sys
-    src = pub_path / "big.c"
-    src.write_text(BIGLIB)
-    so = pub_path / "big.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(so), str(src)], check=True)
-    libs = pub_path / "libs"
-    libs.mkdir()
-    for i in range(60):
-        shutil.copy(str(so), str(libs / f"big{i:02d}.so"))
-    os.chmod(libs, 0o777)
     script = pub_path / "spinner.py"
     script.write_text(SPINNER)
-    out = pub_path / "out.folded"
-    agent = subprocess.Popen([os.environ.get("BPFPROF", "build/bpfprof"), "-a", "-F", "199",
-                              "--mem-budget", "2m", "-v", "-o", str(out)],
+    agent = subprocess.Popen([os.environ.get("BPFPROF", "build/bpfprof"), "-a", *agent_args],
                              stderr=subprocess.PIPE, text=True)
     try:
         time.sleep(3)
@@ -373,14 +369,25 @@ def test_evicted_symbols_of_deleted_libraries_still_named(pub_path):
                                   group=NOBODY, extra_groups=[])
         assert target.stdout.readline().startswith("done")
         target.wait()
-        time.sleep(2.5)  # closed within a second or two of the exit
+        time.sleep(2.5)
         agent.send_signal(2)
         err = agent.communicate(timeout=120)[1]
     finally:
         if agent.poll() is None:
             agent.kill()
             agent.wait()
-    assert agent.returncode == 0, err
+    return agent.returncode, err
+
+
+def test_evicted_symbols_of_deleted_libraries_still_named(pub_path):
+    """60 distinct libraries of 2000 functions each, loaded, run, unlinked, and
+    their process gone before the profile is written: under a 2 MiB budget
+    their symbol tables are evicted, yet every sample in them is named, from
+    the names kept for the stacks' frames before the eviction."""
+    libs = lib_copies(pub_path, BIGLIB, "big", 60)
+    out = pub_path / "out.folded"
+    rc, err = run_spinner(pub_path, libs, ["-F", "199", "--mem-budget", "2m", "-v", "-o", str(out)])
+    assert rc == 0, err
     m = re.search(r"memory: budget 2 MiB for caches, [\d.]+ MiB held at the end; (\d+) evicted "
                   r"\(least recently used: [^;]*elf symbols (\d+)[^;]*; elf symbols read again "
                   r"\d+, frames lost (\d+)", err)
@@ -424,15 +431,7 @@ def test_fds_of_live_process_capped(pub_path):
     opening them again through the live mapping when a sample needs their
     names; every sample in them is named."""
     import sys
-    src = pub_path / "spin.c"
-    src.write_text(SPINLIB)
-    so = pub_path / "spin.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(so), str(src)], check=True)
-    libs = pub_path / "libs"
-    libs.mkdir()
-    for i in range(300):
-        shutil.copy(str(so), str(libs / f"spin{i:03d}.so"))
-    os.chmod(libs, 0o777)
+    libs = lib_copies(pub_path, SPINLIB, "spin", 300)
     script = pub_path / "holder.py"
     script.write_text(HOLDER)
     out = pub_path / "out.folded"
@@ -485,37 +484,11 @@ def test_end_of_run_within_budget(pub_path):
     writes (it used to load every sampled file's symbols at once and hold
     stacks, profile, message and packed buffer together)."""
     import gzip
-    import sys
-    src = pub_path / "big.c"
-    src.write_text(BIGLIB)
-    so = pub_path / "big.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-g", "-o", str(so), str(src)], check=True)
-    libs = pub_path / "libs"
-    libs.mkdir()
-    for i in range(80):
-        shutil.copy(str(so), str(libs / f"big{i:02d}.so"))
-    os.chmod(libs, 0o777)
-    script = pub_path / "spinner.py"
-    script.write_text(SPINNER)
+    libs = lib_copies(pub_path, BIGLIB, "big", 80, "-g")
     out = pub_path / "out.pb.gz"
-    agent = subprocess.Popen([os.environ.get("BPFPROF", "build/bpfprof"), "-a", "-F", "199",
-                              "--mem-budget", "16m", "-vv", "-o", str(out)],
-                             stderr=subprocess.PIPE, text=True)
-    try:
-        time.sleep(3)
-        target = subprocess.Popen([sys.executable, str(script), str(libs)],
-                                  stdout=subprocess.PIPE, text=True, user=NOBODY,
-                                  group=NOBODY, extra_groups=[])
-        assert target.stdout.readline().startswith("done")
-        target.wait()
-        time.sleep(2.5)
-        agent.send_signal(2)
-        err = agent.communicate(timeout=120)[1]
-    finally:
-        if agent.poll() is None:
-            agent.kill()
-            agent.wait()
-    assert agent.returncode == 0, err
+    rc, err = run_spinner(pub_path, libs,
+                          ["-F", "199", "--mem-budget", "16m", "-vv", "-o", str(out)])
+    assert rc == 0, err
     steps = dict((m.group(1), (int(m.group(2)), int(m.group(3)))) for m in re.finditer(
         r"end of run: ([a-z ]+): RSS (\d+) KiB, peak since the end began (\d+) KiB", err))
     assert set(steps) == {"stacks aggregated", "frames named", "profile built",
