@@ -33,27 +33,39 @@ def schedstat(pids):
     return sum(int(open(f"/proc/{p}/schedstat").read().split()[0]) for p in pids)
 
 
+def start_profiler(args, pids, out):
+    """bpfprof -p PIDS, once its events are attached. -> (process, stderr so far)."""
+    prof = subprocess.Popen([args.bpfprof, "-p", ",".join(pids), "-F", str(args.freq),
+                             "-o", out], stderr=subprocess.PIPE, text=True)
+    err = ""
+    for line in prof.stderr:
+        err += line
+        if "recording" in line:
+            break
+    return prof, err
+
+
+def stop_profiler(prof, err):
+    """SIGINT, wait; -> its whole stderr."""
+    prof.send_signal(2)
+    err += prof.stderr.read()
+    prof.wait()
+    return err
+
+
 def one(args, max_us):
     srv = subprocess.Popen([args.mp_server, "3", str(args.seconds), str(max_us)],
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     pids = srv.stdout.readline().split()[1].split(",")
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "p.pb.gz")
-        prof = subprocess.Popen([args.bpfprof, "-p", ",".join(pids), "-F", str(args.freq),
-                                 "-o", out], stderr=subprocess.PIPE, text=True)
-        err = ""
-        for line in prof.stderr:
-            err += line
-            if "recording" in line:
-                break
+        prof, err = start_profiler(args, pids, out)
         before = schedstat(pids)
         srv.stdin.write("go\n")
         srv.stdin.flush()
         assert srv.stdout.readline().strip() == "done"
         after = schedstat(pids)
-        prof.send_signal(2)
-        err += prof.stderr.read()
-        prof.wait()
+        err = stop_profiler(prof, err)
     srv.stdin.close()
     srv.wait()
     samples = int(re.search(r"(\d+) samples", err).group(1))
@@ -121,23 +133,14 @@ def pgbench(args):
                 # the backends stopped (SIGSTOP) while the profiler starts and stops, so
                 # that its window and schedstat's are the same on a loaded host
                 signal_all(pids, 19)
-                prof = subprocess.Popen([args.bpfprof, "-p", ",".join(pids), "-F",
-                                         str(args.freq), "-o", os.path.join(d, "p.pb.gz")],
-                                        stderr=subprocess.PIPE, text=True)
-                err = ""
-                for line in prof.stderr:
-                    err += line
-                    if "recording" in line:
-                        break
+                prof, err = start_profiler(args, pids, os.path.join(d, "p.pb.gz"))
                 before = schedstat(pids)
                 signal_all(pids, 18)
                 time.sleep(args.seconds)
                 signal_all(pids, 19)
                 time.sleep(0.1)
                 after = schedstat(pids)
-                prof.send_signal(2)
-                err += prof.stderr.read()
-                prof.wait()
+                err = stop_profiler(prof, err)
                 signal_all(pids, 18)
             samples = int(re.search(r"(\d+) samples", err).group(1))
             m = re.search(r"cpu time: ([\d.]+) s", err)
