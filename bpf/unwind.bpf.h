@@ -239,15 +239,16 @@ static __always_inline const struct bpf_umap *find_umap(struct bpf_proc_unwind *
 }
 
 /*
- * Describe the current process from its early_maps entry, as user space
- * would: an executable mapping of a file with a table in file_unwind walks
- * by its rows, of another file by frame pointers. An entry whose off is
- * EARLY_EXE is the executable's text as mm->start_code/end_code give it:
- * its first executable segment. 0, or -1.
+ * An early mapping whose off is EARLY_EXE is the executable's text as
+ * mm->start_code/end_code give it: its first executable segment.
  */
 #define EARLY_EXE (~0ULL)
 
-/* One early mapping as a description's mapping (a global function: checked once). */
+/*
+ * One early mapping as user space would describe it: a file with a table
+ * in file_unwind walks by its rows, another file by frame pointers,
+ * anonymous code by the fallback. A global function: checked once.
+ */
 __noinline int lazy_map(struct bpf_umap *m, const struct early_map *em)
 {
 	struct file_unwind_key k = {};
@@ -298,7 +299,7 @@ __noinline int lazy_describe(struct bpf_proc_unwind *d, const struct early_maps 
 	return 0;
 }
 
-/* Append a mapping to e. 0, or -1 (full). */
+/* Append a mapping to e. Its index, or -1 (full). */
 static __always_inline int early_append(struct early_maps *e, const struct early_map *nm)
 {
 	__u32 n = e->n;
@@ -307,7 +308,7 @@ static __always_inline int early_append(struct early_maps *e, const struct early
 		return -1;
 	e->m[n & (EARLY_MAPS - 1)] = *nm;
 	e->n = n + 1;
-	return 0;
+	return n;
 }
 
 /* Index of the mapping of ip in a lazy description (unsorted, few), or -1. */
@@ -350,8 +351,8 @@ static long vma_copy(struct task_struct *task, struct vm_area_struct *vma, void 
 }
 
 /*
- * The mapping of ip, from the current task's VMAs, into e, and the sample's
- * description d made again from e. With interrupts off (a perf event) the
+ * The mapping of ip, from the current task's VMAs, into e and onto the end
+ * of the sample's description d (made from e, in its order). With interrupts off (a perf event) the
  * kernel lets a program take the mmap lock once per interrupt, so a walk
  * asks once; the mappings found stay in e for the process's next samples.
  * 0, or -1.
@@ -360,6 +361,7 @@ __noinline int lazy_add(struct bpf_proc_unwind *d, struct early_maps *e, __u64 i
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct vma_info v = {};
+	int i;
 
 	if (!d || !e)
 		return -1;
@@ -369,11 +371,14 @@ __noinline int lazy_add(struct bpf_proc_unwind *d, struct early_maps *e, __u64 i
 	}
 	if (!(v.flags & 0x4) || ip < v.m.start || ip >= v.m.end) /* VM_EXEC */
 		return -1;
-	if (early_append(e, &v.m)) {
+	i = early_append(e, &v.m);
+	if (i < 0) {
 		count(CNT_EARLY_MAP_LOST);
 		return -1;
 	}
-	return lazy_describe(d, e);
+	lazy_map(&d->maps[i & (EARLY_MAPS - 1)], &e->m[i & (EARLY_MAPS - 1)]);
+	d->nmaps = i + 1;
+	return 0;
 }
 
 static __always_inline const struct bpf_urow *find_row(struct row_cache *c, __u32 gen, __u32 first,

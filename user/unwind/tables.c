@@ -563,6 +563,12 @@ static uint32_t convert(struct unwinder *u, const struct unwind_row *in, size_t 
 }
 
 /* Drop the file_unwind entries that name table id's rows (before they are freed). */
+/* A file's file_unwind key: its inode as the kernel numbers it (s_dev is major << 20 | minor). */
+static struct file_unwind_key file_key(const struct objfile *o)
+{
+	return (struct file_unwind_key){ ((uint64_t)o->dev_major << 20) | o->dev_minor, o->ino };
+}
+
 static void files_forget(struct unwinder *u, uint32_t id)
 {
 	for (uint32_t i = OBJ_FIRST; i < u->ntables; i++) {
@@ -573,10 +579,7 @@ static void files_forget(struct unwinder *u, uint32_t id)
 		u->tables[i].fentry = 0;
 		o = objtab__by_id(u->objs, i);
 		if (o && u->store.delete_file) {
-			struct file_unwind_key k = {
-				((uint64_t)o->dev_major << 20) | o->dev_minor,
-				o->ino,
-			};
+			struct file_unwind_key k = file_key(o);
 
 			u->store.delete_file(u->store.ctx, &k);
 		}
@@ -609,8 +612,7 @@ static void file_write(struct unwinder *u, uint32_t obj, uint32_t tab)
 	}
 	if (!n)
 		return;
-	k.dev = ((uint64_t)o->dev_major << 20) | o->dev_minor;
-	k.ino = o->ino;
+	k = file_key(o);
 	if (u->store.write_file(u->store.ctx, &k, &v)) {
 		u->st.files_unlisted++;
 		return;
