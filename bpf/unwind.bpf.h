@@ -153,12 +153,12 @@ struct ustate {
 	const struct bpf_umap *last;
 	__u32 have_last;
 	struct row_cache *cache;
-	__u32 gen;		  /* 0: the cache is not used (unwind_gen not set up) */
-	bool exact_ip;		  /* ip is not a return address (leaf, after a signal) */
-	bool heuristic;		  /* a frame was reached by fp_fallback */
-	bool vma_tried;		  /* lazy_add ran in this walk (once per interrupt: see there) */
-	__u32 lazy;		  /* info is lazy_desc, made from early (not described yet) */
-	struct early_maps *early; /* never NULL either: early_zero's when not lazy */
+	__u32 gen;	/* 0: the cache is not used (unwind_gen not set up) */
+	bool exact_ip;	/* ip is not a return address (leaf, after a signal) */
+	bool heuristic; /* a frame was reached by fp_fallback */
+	bool vma_tried; /* lazy_add ran in this walk (once per interrupt: see there) */
+	__u32 lazy;	/* info is lazy_desc, made from early_maps (not described yet) */
+	__u32 tgid;	/* whose early_maps lazy_add extends */
 };
 
 /*
@@ -351,19 +351,26 @@ static long vma_copy(struct task_struct *task, struct vm_area_struct *vma, void 
 }
 
 /*
- * The mapping of ip, from the current task's VMAs, into e and onto the end
- * of the sample's description d (made from e, in its order). With interrupts off (a perf event) the
- * kernel lets a program take the mmap lock once per interrupt, so a walk
- * asks once; the mappings found stay in e for the process's next samples.
- * 0, or -1.
+ * The mapping of ip, from the current task's VMAs, into tgid's early_maps
+ * and onto the end of the sample's description d (made from them, in their
+ * order). With interrupts off (a perf event) the kernel lets a program take
+ * the mmap lock once per interrupt, so a walk asks once; the mappings found
+ * stay in early_maps for the process's next samples. early_maps is looked
+ * up here, not carried in the walk's state: a pointer there that is
+ * early_maps' value on one path and another map's on the other made states
+ * that never subsume each other. 0, or -1.
  */
-__noinline int lazy_add(struct bpf_proc_unwind *d, struct early_maps *e, __u64 ip)
+__noinline int lazy_add(struct bpf_proc_unwind *d, __u32 tgid, __u64 ip)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct vma_info v = {};
+	struct early_maps *e;
 	int i;
 
-	if (!d || !e)
+	if (!d)
+		return -1;
+	e = bpf_map_lookup_elem(&early_maps, &tgid);
+	if (!e)
 		return -1;
 	if (bpf_find_vma(task, ip, vma_copy, &v, 0) || !v.m.end) {
 		count(CNT_EARLY_MAP_LOST);
@@ -570,7 +577,7 @@ static long unwind_step(__u32 i, void *data)
 		m = find_umap(st->info, st->ip, st->lazy);
 		if (!m && st->lazy && !st->vma_tried) {
 			st->vma_tried = true;
-			if (!lazy_add(st->info, st->early, st->ip))
+			if (!lazy_add(st->info, st->tgid, st->ip))
 				m = find_umap(st->info, st->ip, true);
 		}
 		if (!m) {
@@ -767,56 +774,48 @@ __noinline int lazy_prepare(__u32 tgid)
 	return lazy_describe(d, e);
 }
 
-/*
- * Unwind the user stack of the current task from *r into frames[0..MAX_USTACK).
- * Returns the number of frames, or -1 when the process has no unwind info
- * (the caller falls back to frame pointers). *flags gets SAMPLE_F_* bits.
- */
-static __always_inline int unwind_user(const struct uregs *r, __u32 tgid, __u64 *frames,
-				       __u16 *flags)
-{
-	struct ustate st = { .frames = frames, .exact_ip = !r->ret_addr };
+/* The frames a walk fills: a type, so that a global function's argument has their size. */
+struct uframes {
+	__u64 f[MAX_USTACK];
+};
 
+/* What unwind_user hands the walk besides the description and the frames. */
+struct uwalk {
+	struct uregs r;
+	__u32 tgid;
+	__u32 lazy;  /* the description is lazy_desc's (not described yet) */
+	__u16 flags; /* out: SAMPLE_F_* bits */
+};
+
+/*
+ * The walk from w->r through info into frames; the frame count. A global
+ * function: the verifier checks it once, with info a plain pointer to a
+ * description. Inlined in unwind_user, info was proc_unwind's value on one
+ * path and lazy_desc's on the other (map values of different maps), and
+ * the bpf_loop body was checked once per combination of those with the
+ * walk's other pointers.
+ */
+__noinline int unwind_walk(struct bpf_proc_unwind *info, struct uframes *frames, struct uwalk *w)
+{
+	struct ustate st = {};
 	__u32 zero = 0, *gen;
 
-	st.early = bpf_map_lookup_elem(&early_zero, &zero); /* never NULL (see ustate) */
-	if (!st.early)
+	if (!info || !frames || !w)
 		return -1;
-	st.info = bpf_map_lookup_elem(&proc_unwind, &tgid);
-	/*
-	 * A description without the leaf's mapping is of the process before
-	 * its exec (a forked child described before it exec'ed, or the new
-	 * image's first mappings not seen yet): walked as not described.
-	 */
-	if (st.info && !find_umap(st.info, r->ip, false)) {
-		count(CNT_UNW_STALE_DESC);
-		st.info = NULL;
-	}
-	if (!st.info) {
-		struct early_maps *e;
-
-		count(CNT_UNW_NO_PROC);
-		if (lazy_prepare(tgid))
-			return -1;
-		st.info = bpf_map_lookup_elem(&lazy_desc, &zero);
-		e = bpf_map_lookup_elem(&early_maps, &tgid);
-		if (!st.info || !e)
-			return -1;
-		st.early = e;
-		st.lazy = 1;
-		/* still not described: user space is told (the caller's flag) */
-		*flags |= SAMPLE_F_NO_UNWIND_INFO;
-		count(CNT_UNW_LAZY);
-	}
+	st.info = info;
+	st.frames = frames->f;
+	st.exact_ip = !w->r.ret_addr;
+	st.lazy = w->lazy;
+	st.tgid = w->tgid;
 	st.cache = bpf_map_lookup_elem(&row_cache, &zero);
 	if (!st.cache)
 		return -1;
 	gen = bpf_map_lookup_elem(&unwind_gen, &zero);
 	if (gen)
 		st.gen = *gen;
-	st.ip = r->ip;
-	st.sp = r->sp;
-	st.bp = r->bp;
+	st.ip = w->r.ip;
+	st.sp = w->r.sp;
+	st.bp = w->r.bp;
 	st.n = opaque_zero_var; /* 0, unknown to the verifier (see there) */
 	st.stop = opaque_zero_var;
 	st.stale = opaque_zero_var;
@@ -826,14 +825,54 @@ static __always_inline int unwind_user(const struct uregs *r, __u32 tgid, __u64 
 	st.vma_tried = opaque_zero_var & 1;
 	bpf_loop(MAX_USTACK + 1, unwind_step, &st, 0);
 	if (st.stop == UNW_FULL)
-		*flags |= SAMPLE_F_USTACK_TRUNC;
+		w->flags |= SAMPLE_F_USTACK_TRUNC;
 	else if (st.stop == UNW_FAIL)
-		*flags |= SAMPLE_F_UNWIND_STOPPED;
+		w->flags |= SAMPLE_F_UNWIND_STOPPED;
 	if (st.stale)
-		*flags |= SAMPLE_F_STALE_MAPS;
+		w->flags |= SAMPLE_F_STALE_MAPS;
 	if (st.heuristic)
-		*flags |= SAMPLE_F_UNWIND_HEURISTIC;
+		w->flags |= SAMPLE_F_UNWIND_HEURISTIC;
 	return st.n;
+}
+
+/*
+ * Unwind the user stack of the current task from *r into frames[0..MAX_USTACK).
+ * Returns the number of frames, or -1 when the process has no unwind info
+ * (the caller falls back to frame pointers). *flags gets SAMPLE_F_* bits.
+ */
+static __always_inline int unwind_user(const struct uregs *r, __u32 tgid, __u64 *frames,
+				       __u16 *flags)
+{
+	struct uwalk w = { .r = *r, .tgid = tgid };
+	struct bpf_proc_unwind *info;
+	__u32 zero = 0;
+	int n;
+
+	info = bpf_map_lookup_elem(&proc_unwind, &tgid);
+	/*
+	 * A description without the leaf's mapping is of the process before
+	 * its exec (a forked child described before it exec'ed, or the new
+	 * image's first mappings not seen yet): walked as not described.
+	 */
+	if (info && !find_umap(info, r->ip, false)) {
+		count(CNT_UNW_STALE_DESC);
+		info = NULL;
+	}
+	if (!info) {
+		count(CNT_UNW_NO_PROC);
+		if (lazy_prepare(tgid))
+			return -1;
+		info = bpf_map_lookup_elem(&lazy_desc, &zero);
+		if (!info)
+			return -1;
+		w.lazy = 1;
+		/* still not described: user space is told (the caller's flag) */
+		w.flags = SAMPLE_F_NO_UNWIND_INFO;
+		count(CNT_UNW_LAZY);
+	}
+	n = unwind_walk(info, (struct uframes *)frames, &w);
+	*flags |= w.flags;
+	return n;
 }
 
 /*
