@@ -280,9 +280,27 @@ __noinline int lazy_map(struct bpf_umap *m, const struct early_map *em)
 	return 0;
 }
 
-/* d made from e, in e's order: unsorted, looked up by find_umap_lin. 0, or -1. */
+struct lazy_describe_ctx {
+	struct bpf_proc_unwind *d;
+	const struct early_maps *e;
+};
+
+static long lazy_describe_one(__u32 i, void *data)
+{
+	struct lazy_describe_ctx *c = data;
+
+	lazy_map(&c->d->maps[i & (EARLY_MAPS - 1)], &c->e->m[i & (EARLY_MAPS - 1)]);
+	return 0;
+}
+
+/*
+ * d made from e, in e's order: unsorted, looked up by find_umap_lin. 0, or
+ * -1. A bpf_loop(), like find_umap_lin's: as a bounded loop the verifier
+ * walked it once per index (the index into maps[] is precise).
+ */
 __noinline int lazy_describe(struct bpf_proc_unwind *d, const struct early_maps *e)
 {
+	struct lazy_describe_ctx c = { .d = d, .e = e };
 	__u32 n;
 
 	if (!d || !e)
@@ -290,11 +308,7 @@ __noinline int lazy_describe(struct bpf_proc_unwind *d, const struct early_maps 
 	n = e->n;
 	if (n > EARLY_MAPS)
 		n = EARLY_MAPS;
-	for (int i = 0; i < EARLY_MAPS; i++) {
-		if ((__u32)i >= n)
-			break;
-		lazy_map(&d->maps[i], &e->m[i]);
-	}
+	bpf_loop(n, lazy_describe_one, &c, 0);
 	d->nmaps = n;
 	return 0;
 }
@@ -311,21 +325,36 @@ static __always_inline int early_append(struct early_maps *e, const struct early
 	return n;
 }
 
+struct find_umap_lin_ctx {
+	const struct bpf_proc_unwind *info;
+	__u64 ip;
+	int found;
+};
+
+static long find_umap_lin_one(__u32 i, void *data)
+{
+	struct find_umap_lin_ctx *c = data;
+	const struct bpf_umap *m = &c->info->maps[i & (EARLY_MAPS - 1)];
+
+	if (m->start > c->ip || c->ip >= m->end)
+		return 0;
+	c->found = i & (EARLY_MAPS - 1);
+	return 1;
+}
+
 /* Index of the mapping of ip in a lazy description (unsorted, few), or -1. */
 __noinline int find_umap_lin(const struct bpf_proc_unwind *info, __u64 ip)
 {
+	struct find_umap_lin_ctx c = { .info = info, .ip = ip, .found = -1 };
 	__u32 n;
 
 	if (!info)
 		return -1;
 	n = info->nmaps;
-	for (int i = 0; i < EARLY_MAPS; i++) {
-		if ((__u32)i >= n)
-			break;
-		if (info->maps[i].start <= ip && ip < info->maps[i].end)
-			return i;
-	}
-	return -1;
+	if (n > EARLY_MAPS)
+		n = EARLY_MAPS;
+	bpf_loop(n, find_umap_lin_one, &c, 0);
+	return c.found;
 }
 
 /* What lazy_add's bpf_find_vma() callback copies out of the VMA. */
@@ -820,7 +849,7 @@ __noinline int unwind_walk(struct bpf_proc_unwind *info, struct uframes *frames,
 	st.stop = opaque_zero_var;
 	st.stale = opaque_zero_var;
 	st.heuristic = opaque_zero_var & 1;
-	st.last = &st.info->maps[0];
+	st.last = &st.info->maps[opaque_zero_var & (MAX_UMAPS - 1)];
 	st.have_last = opaque_zero_var;
 	st.vma_tried = opaque_zero_var & 1;
 	bpf_loop(MAX_USTACK + 1, unwind_step, &st, 0);
