@@ -3,6 +3,7 @@
 # make            build build/bpfprof
 # make test       unit tests (no root) then end-to-end tests (root, real BPF)
 # make bench      overhead benchmark against perf (not part of make test)
+# make verifier-stats   instructions the verifier processes per BPF program (root)
 # make fuzz       FUZZ_SECS=N: each libFuzzer harness (tests/fuzz) for N seconds
 # make test SANITIZE=1   the same tests against an ASan+UBSan build in build-san/
 # make deps       install every Debian package the build, tests and bench need
@@ -57,7 +58,7 @@ HDRS      := $(shell find include user bpf -name '*.h') $(BPF_SKELS) $(BUILD)/pp
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all test unit e2e bench deps install clean format format-check fuzz fuzz-build \
+.PHONY: all test unit e2e bench deps install clean format format-check fuzz fuzz-build verifier-stats \
 	fuzz-smoke fuzz-seeds
 .SECONDARY:
 all: $(BUILD)/bpfprof
@@ -242,6 +243,15 @@ endif
 bench: $(BUILD)/bpfprof
 	$(Q)$(MAKE) -s -C tests/workloads BUILD=$(abspath $(BUILD))/workloads
 	$(Q)BPFPROF=$(abspath $(BUILD))/bpfprof WORKLOADS=$(abspath $(BUILD))/workloads tools/bench.sh
+
+# Instructions the verifier processes per BPF program, each loaded alone as
+# for -a (root; docs/design.md "Verification is start-up").
+$(BUILD)/bpf_insns: tools/bpf_insns.c
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $< -lbpf -o $@
+
+verifier-stats: $(BUILD)/bpf_insns $(BPF_OBJS)
+	$(Q)for o in $(BPF_OBJS); do $(BUILD)/bpf_insns $$o filter_pids=0 || exit 1; done
 
 deps:
 	tools/install-deps.sh
