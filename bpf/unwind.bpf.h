@@ -31,8 +31,10 @@ struct {
 	__type(value, struct bpf_proc_unwind);
 } proc_unwind SEC(".maps");
 
+/* Written by user space only: allocated as entries come (no preallocation at start-up). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 8192);
 	__type(key, struct file_unwind_key);
 	__type(value, struct file_unwind);
