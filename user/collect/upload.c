@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -10,11 +11,67 @@
 #include <time.h>
 #include <unistd.h>
 
+/* calls go through the table below: no type-checking macros named like the functions */
+#define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
 
 #include "collect/upload.h"
 #include "util/clock.h"
 #include "util/log.h"
+
+/*
+ * libcurl is opened when an uploader is made, not linked: with its 30-odd
+ * libraries (TLS, Kerberos, LDAP, ...) the dynamic loader took ~9 ms of
+ * CPU at every start of bpfprof, a tenth of -a's start-up (issue 17), for
+ * what only --upload uses.
+ */
+#define CURL_FUNCS(X)          \
+	X(curl_global_init)    \
+	X(curl_global_cleanup) \
+	X(curl_easy_init)      \
+	X(curl_easy_cleanup)   \
+	X(curl_easy_reset)     \
+	X(curl_easy_setopt)    \
+	X(curl_easy_perform)   \
+	X(curl_easy_getinfo)   \
+	X(curl_easy_strerror)  \
+	X(curl_easy_escape)    \
+	X(curl_free)           \
+	X(curl_mime_init)      \
+	X(curl_mime_addpart)   \
+	X(curl_mime_name)      \
+	X(curl_mime_filedata)  \
+	X(curl_mime_type)      \
+	X(curl_mime_free)
+
+static struct {
+	void *lib;
+#define X(f) __typeof__(f) *f;
+	CURL_FUNCS(X)
+#undef X
+} lc;
+
+/* Open libcurl once (the main thread, before any uploader thread). 0, or -ENOENT. */
+static int curl_open(void)
+{
+	if (lc.lib)
+		return 0;
+	lc.lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+	if (!lc.lib) {
+		pr_warn("--upload needs libcurl.so.4: %s", dlerror());
+		return -ENOENT;
+	}
+#define X(f)                                          \
+	if (!(*(void **)&lc.f = dlsym(lc.lib, #f))) { \
+		pr_warn("libcurl.so.4 lacks %s", #f); \
+		dlclose(lc.lib);                      \
+		lc.lib = NULL;                        \
+		return -ENOENT;                       \
+	}
+	CURL_FUNCS(X)
+#undef X
+	return 0;
+}
 
 /* Files waiting at most; older ones are dropped (counted) while the server is away. */
 #define MAX_QUEUE 256
@@ -86,37 +143,37 @@ static bool send_one(struct uploader *u, const struct job *j)
 		     "&spyName=bpfprof",
 		     u->base, u->name_enc, from, until, u->o.sample_rate) < 0)
 		return false;
-	mime = curl_mime_init(u->curl);
-	part = mime ? curl_mime_addpart(mime) : NULL;
-	if (!part || curl_mime_name(part, "profile") || curl_mime_filedata(part, j->path) ||
-	    curl_mime_type(part, "application/octet-stream")) {
-		curl_mime_free(mime);
+	mime = lc.curl_mime_init(u->curl);
+	part = mime ? lc.curl_mime_addpart(mime) : NULL;
+	if (!part || lc.curl_mime_name(part, "profile") || lc.curl_mime_filedata(part, j->path) ||
+	    lc.curl_mime_type(part, "application/octet-stream")) {
+		lc.curl_mime_free(mime);
 		free(url);
 		return false;
 	}
-	curl_easy_reset(u->curl);
-	curl_easy_setopt(u->curl, CURLOPT_URL, url);
-	curl_easy_setopt(u->curl, CURLOPT_MIMEPOST, mime);
-	curl_easy_setopt(u->curl, CURLOPT_NOSIGNAL, 1L); /* a thread: no SIGALRM */
-	curl_easy_setopt(u->curl, CURLOPT_TIMEOUT_MS, (long)(u->o.timeout * 1000));
-	curl_easy_setopt(u->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)(u->o.timeout * 1000));
-	curl_easy_setopt(u->curl, CURLOPT_USERAGENT, "bpfprof/" BPFPROF_VERSION);
+	lc.curl_easy_reset(u->curl);
+	lc.curl_easy_setopt(u->curl, CURLOPT_URL, url);
+	lc.curl_easy_setopt(u->curl, CURLOPT_MIMEPOST, mime);
+	lc.curl_easy_setopt(u->curl, CURLOPT_NOSIGNAL, 1L); /* a thread: no SIGALRM */
+	lc.curl_easy_setopt(u->curl, CURLOPT_TIMEOUT_MS, (long)(u->o.timeout * 1000));
+	lc.curl_easy_setopt(u->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)(u->o.timeout * 1000));
+	lc.curl_easy_setopt(u->curl, CURLOPT_USERAGENT, "bpfprof/" BPFPROF_VERSION);
 	if (u->auth.bearer) {
-		curl_easy_setopt(u->curl, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
-		curl_easy_setopt(u->curl, CURLOPT_XOAUTH2_BEARER, u->auth.bearer);
+		lc.curl_easy_setopt(u->curl, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
+		lc.curl_easy_setopt(u->curl, CURLOPT_XOAUTH2_BEARER, u->auth.bearer);
 	} else if (u->auth.user) {
-		curl_easy_setopt(u->curl, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-		curl_easy_setopt(u->curl, CURLOPT_USERNAME, u->auth.user);
-		curl_easy_setopt(u->curl, CURLOPT_PASSWORD, u->auth.password);
+		lc.curl_easy_setopt(u->curl, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+		lc.curl_easy_setopt(u->curl, CURLOPT_USERNAME, u->auth.user);
+		lc.curl_easy_setopt(u->curl, CURLOPT_PASSWORD, u->auth.password);
 	}
-	rc = curl_easy_perform(u->curl);
+	rc = lc.curl_easy_perform(u->curl);
 	if (rc == CURLE_OK)
-		curl_easy_getinfo(u->curl, CURLINFO_RESPONSE_CODE, &code);
+		lc.curl_easy_getinfo(u->curl, CURLINFO_RESPONSE_CODE, &code);
 	if (rc != CURLE_OK)
-		pr_debug("upload of %s: %s", j->path, curl_easy_strerror(rc));
+		pr_debug("upload of %s: %s", j->path, lc.curl_easy_strerror(rc));
 	else if (code < 200 || code > 299)
 		pr_debug("upload of %s: HTTP %ld", j->path, code);
-	curl_mime_free(mime);
+	lc.curl_mime_free(mime);
 	free(url);
 	return rc == CURLE_OK && code >= 200 && code <= 299;
 }
@@ -220,9 +277,13 @@ int uploader__new(struct uploader **out, const struct upload_opts *o)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&u->cv, &ca);
 	pthread_condattr_destroy(&ca);
-	if (curl_global_init(CURL_GLOBAL_DEFAULT))
+	err = curl_open();
+	if (err)
 		goto fail;
-	u->curl = curl_easy_init();
+	err = -ENOMEM;
+	if (lc.curl_global_init(CURL_GLOBAL_DEFAULT))
+		goto fail;
+	u->curl = lc.curl_easy_init();
 	u->base = strdup(o->url);
 	u->o.auth = NULL;
 	if (o->auth && ((o->auth->bearer && !(u->auth.bearer = strdup(o->auth->bearer))) ||
@@ -238,12 +299,12 @@ int uploader__new(struct uploader **out, const struct upload_opts *o)
 	/* every series of this agent carries the host it came from */
 	if (asprintf(&name, "%s{hostname=%s}", o->app_name, host) < 0)
 		goto fail;
-	enc = curl_easy_escape(u->curl, name, 0);
+	enc = lc.curl_easy_escape(u->curl, name, 0);
 	free(name);
 	if (!enc)
 		goto fail;
 	u->name_enc = strdup(enc);
-	curl_free(enc);
+	lc.curl_free(enc);
 	if (!u->name_enc)
 		goto fail;
 	err = -pthread_create(&u->thread, NULL, run, u);
@@ -315,8 +376,9 @@ void uploader__free(struct uploader *u)
 	while (u->head)
 		job_free(pop_head(u));
 	if (u->curl)
-		curl_easy_cleanup(u->curl);
-	curl_global_cleanup();
+		lc.curl_easy_cleanup(u->curl);
+	if (lc.lib)
+		lc.curl_global_cleanup();
 	pthread_cond_destroy(&u->cv);
 	pthread_mutex_destroy(&u->mu);
 	upload_auth__clear(&u->auth);
