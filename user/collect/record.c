@@ -50,6 +50,7 @@
 #include "util/bpfmap.h"
 #include "util/htab.h"
 #include "util/clock.h"
+#include "util/corebtf.h"
 #include "util/counters.h"
 #include "util/log.h"
 #include "util/membudget.h"
@@ -645,19 +646,18 @@ static void check_child(struct recorder *r)
 	}
 }
 
-static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_t nfeats)
+/*
+ * Open, size and load the CPU object; CO-RE against core_btf when not NULL
+ * (util/corebtf.h), else the kernel's BTF. 0 or -errno, nothing printed.
+ */
+static int cpu_open_load(struct recorder *r, const char *core_btf)
 {
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = core_btf);
 	struct bpf_map *ev;
-	int err;
-	uint32_t reason = TARGET_GIVEN;
-	double t0 = cpu_s();
 
-	r->skel = cpu_bpf__open();
-	if (!r->skel) {
-		err = -errno;
-		pr_err("cannot open the BPF object: %s", strerror(-err));
-		return err;
-	}
+	r->skel = cpu_bpf__open_opts(&oo);
+	if (!r->skel)
+		return -errno;
 	REC_SET_COMMON_RODATA(r->skel->rodata);
 	r->skel->rodata->want_kernel = !env.no_kernel;
 	r->skel->rodata->want_user = !env.no_user;
@@ -702,7 +702,33 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 	if (log_level >= 3 && env.ev_cpu) /* verifier statistics (-vvv), whole log (-vvvv) */
 		bpf_program__set_log_level(r->skel->progs.on_cpu_sample,
 					   log_level >= 4 ? 1 | 4 : 4);
-	err = cpu_bpf__load(r->skel);
+	return cpu_bpf__load(r->skel);
+}
+
+static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_t nfeats)
+{
+	int err;
+	uint32_t reason = TARGET_GIVEN;
+	double t0 = cpu_s();
+	const void *elf;
+	size_t elf_sz;
+	bool cached;
+
+	elf = cpu_bpf__elf_bytes(&elf_sz);
+	cached = corebtf__cached(elf, elf_sz, r->core_btf, sizeof(r->core_btf));
+	err = cpu_open_load(r, cached ? r->core_btf : NULL);
+	if (err && cached) {
+		/* a cached BTF that does not fit: dropped, and the kernel's used */
+		pr_debug("CO-RE against %s failed (%s): dropped", r->core_btf, strerror(-err));
+		cpu_bpf__destroy(r->skel);
+		unlink(r->core_btf);
+		cached = false;
+		err = cpu_open_load(r, NULL);
+	}
+	if (!r->skel) {
+		pr_err("cannot open the BPF object: %s", strerror(-err));
+		return err;
+	}
 	if (!err)
 		err = rec__add_counters(r, &counters_bpf, bpf_map__fd(r->skel->maps.counters));
 	if (err) {
@@ -710,6 +736,8 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 		       strerror(-err));
 		return err;
 	}
+	/* written after the run (util/corebtf.h), for the next ones */
+	r->core_btf_todo = !cached && r->core_btf[0];
 	r->su_load = cpu_s() - t0;
 	for (size_t i = 0; i < env.npids; i++) {
 		if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.targets), &env.pids[i], &reason,
@@ -766,7 +794,7 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 		pr_err("cannot attach the BPF tracepoints: %s", strerror(-err));
 		return err;
 	}
-	r->rb = ring_buffer__new(bpf_map__fd(ev), handle_record, r, NULL);
+	r->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.events), handle_record, r, NULL);
 	if (!r->rb) {
 		err = -errno;
 		pr_err("cannot create the ring buffer: %s", strerror(-err));
@@ -1649,6 +1677,8 @@ int record__run(const struct rec_mode *mode)
 		continuous__summary(r.cont);
 	status = EXIT_OK;
 cleanup:
+	if (r.core_btf_todo && r.skel && (err = corebtf__write(r.skel->obj, r.core_btf)))
+		pr_debug("CO-RE types not cached in %s: %s", r.core_btf, strerror(-err));
 	if (status != EXIT_OK)
 		output__abort(&r.out);
 	if (r.child > 0 && !r.child_done) {

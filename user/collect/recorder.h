@@ -156,6 +156,8 @@ struct recorder {
 	struct timespec wall_start;
 	struct rusage ru_ready, ru_stop; /* the agent's CPU at the ready line, at the stop */
 	double su_load, su_features;	 /* start-up CPU seconds: CPU object load, features */
+	char core_btf[4096];		 /* CO-RE types cache file of the CPU object (corebtf.h) */
+	bool core_btf_todo;		 /* not there yet: written after the run */
 
 	/* what stack_vals.v[i] means (rec__value) */
 	struct pvaluetype values[STACK_MAX_VALUES];
