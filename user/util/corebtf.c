@@ -46,7 +46,7 @@ static int boot_id(char *id)
 bool corebtf__cached(const void *elf, size_t sz, char *path, size_t len)
 {
 	const unsigned char *p = elf;
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+	uint64_t h = 0xcbf29ce484222325ULL, w; /* FNV-1a over 8-byte words (the ELF is ~800 KB) */
 	const char *dir = cache_dir();
 	char id[33];
 	struct stat st;
@@ -55,8 +55,11 @@ bool corebtf__cached(const void *elf, size_t sz, char *path, size_t len)
 	path[0] = '\0';
 	if (!*dir || boot_id(id))
 		return false;
-	for (size_t i = 0; i < sz; i++)
-		h = (h ^ p[i]) * 0x100000001b3ULL;
+	for (size_t i = 0; i < sz; i += sizeof(w)) {
+		w = 0;
+		memcpy(&w, p + i, sz - i < sizeof(w) ? sz - i : sizeof(w));
+		h = (h ^ w) * 0x100000001b3ULL;
+	}
 	if ((size_t)snprintf(path, len, "%s/core-%s-%016llx.btf", dir, id, (unsigned long long)h) >=
 	    len) {
 		path[0] = '\0';
@@ -133,7 +136,9 @@ static int copy_type(struct copier *c, __u32 id)
 		const struct btf_array *a = btf_array(t);
 		int elem = copy_type(c, a->type), index = copy_type(c, a->index_type);
 
-		r = elem < 0 ? elem : index < 0 ? index : btf__add_array(c->dst, index, elem, a->nelems);
+		r = elem < 0	? elem
+		    : index < 0 ? index
+				: btf__add_array(c->dst, index, elem, a->nelems);
 		break;
 	}
 	case BTF_KIND_STRUCT:
@@ -177,7 +182,8 @@ static int copy_type(struct copier *c, __u32 id)
 
 		r = btf__add_enum64(c->dst, name, t->size, btf_kflag(t));
 		for (int i = 0; i < btf_vlen(t) && r >= 0; i++)
-			if (btf__add_enum64_value(c->dst, btf__name_by_offset(c->src, e[i].name_off),
+			if (btf__add_enum64_value(c->dst,
+						  btf__name_by_offset(c->src, e[i].name_off),
 						  btf_enum64_value(&e[i])))
 				r = -EINVAL;
 		break;
