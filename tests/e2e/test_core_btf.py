@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """CO-RE against the cached small BTF (user/util/corebtf.c): the first run of a
-boot writes it, later runs relocate against it, and every relocation comes out
-as against the kernel's whole BTF; a cache file that does not fit is dropped
-and the run goes on."""
+boot writes it, later runs relocate every object (CPU, off-CPU, heap, CUDA)
+against it, and every relocation comes out as against the kernel's whole BTF;
+a cache file that does not fit is dropped and the run goes on."""
 import os
 import re
 import stat
+
+import pytest
 
 from conftest import run, parse_folded, workload
 
@@ -27,10 +29,22 @@ def core_run(tmp_path, cache, args):
     return r, out
 
 
-def test_cached_btf_relocates_as_the_kernels(tmp_path):
+CUDA_LIB = os.path.join(os.path.dirname(workload("cpu_split")), "cuda", "libcuda.so.1")
+
+
+@pytest.mark.parametrize("args", [
+    ["-a", "-F", "99", "-d", "0.2"],
+    ["-F", "499", "--", "@cpu_split", "0.3"],  # the fork/exit programs too
+    ["--off-cpu", "--", "@cpu_split", "0.2"],
+    ["--alloc", "--", "@malloc_loop", "20000"],
+    ["--cuda", "--cuda-lib", CUDA_LIB, "--", "@cuda_app", "--launches", "10"],
+], ids=["all", "cmd", "offcpu", "alloc", "cuda"])
+def test_cached_btf_relocates_as_the_kernels(tmp_path, args):
+    if "--cuda" in args and not os.path.exists(CUDA_LIB):
+        pytest.skip("no fake libcuda (CUDA toolkit headers missing)")
+    args = [workload(a[1:]) if a.startswith("@") else a for a in args]
     cache = tmp_path / "cache"
-    for args in (["-a", "-F", "99", "-d", "0.2"],
-                 ["-F", "499", "--", workload("cpu_split"), "0.3"]):  # fork/exit programs too
+    for _ in (1,):
         r1, _ = core_run(tmp_path, cache, args)
         files = [f for f in os.listdir(cache) if f.startswith("core-")]
         assert len(files) == 1, files
@@ -44,7 +58,7 @@ def test_cached_btf_relocates_as_the_kernels(tmp_path):
         # the second run used the small file: no candidate among the kernel's 100k+ ids
         ids = [int(m) for m in re.findall(r"found target candidate \[(\d+)\]", r2.stderr)]
         assert ids and max(ids) < 10000, ids
-        if "--" in args:  # -a on an idle machine may take no sample
+        if "-F" in args and "--" in args:  # -a on an idle machine may take no sample
             assert any("work_a" in f for f, _ in parse_folded(out.read_text()))
 
 

@@ -992,33 +992,15 @@ static const char *const metric_type[] = {
 	[ALLOC_PEAK_SPACE] = "peak_space",   [ALLOC_FINALIZE_SPACE] = "finalize_space",
 };
 
-static int setup(struct recorder *r, void **priv)
+/* Open, set up and load the heap object (*out: NULL when it did not open). 0 or -errno. */
+static int alloc_open_load(struct recorder *r, struct alloc_bpf **out, int attempt)
 {
-	struct alloc *a = calloc(1, sizeof(*a));
 	struct alloc_bpf *s;
 	int err;
 
-	if (!a)
-		return -ENOMEM;
-	*priv = a;
-	a->free_head = NO_BLOCK;
-	a->oldest = a->newest = NO_BLOCK;
-	a->live = htab__new(1024, 0); /* keys borrowed from the blocks */
-	a->pid_blocks = htab__new(256, HTAB_COPY_KEYS);
-	a->finalized = htab__new(16, HTAB_COPY_KEYS);
-	if (!a->live || !a->pid_blocks || !a->finalized)
-		return -ENOMEM;
-	if (r->tl) {
-		a->tl = tl_log__timeline(r->tl);
-		if (!(a->heap = htab__new(64, HTAB_COPY_KEYS)))
-			return -ENOMEM;
-	}
-	s = a->skel = alloc_bpf__open();
-	if (!s) {
-		err = -errno;
-		pr_err("cannot open the heap BPF object: %s", strerror(-err));
-		return err;
-	}
+	s = *out = alloc_bpf__open_opts(rec__open_opts(r, attempt));
+	if (!s)
+		return -errno;
 	REC_SET_COMMON_RODATA(s->rodata);
 	s->rodata->alloc_rate = env.alloc_rate;
 	s->rodata->alloc_want_user = !env.no_user;
@@ -1045,7 +1027,42 @@ static int setup(struct recorder *r, void **priv)
 	err = rec__share_maps(r, s->obj);
 	if (err)
 		return err;
-	err = alloc_bpf__load(s);
+	return alloc_bpf__load(s);
+}
+
+static int setup(struct recorder *r, void **priv)
+{
+	struct alloc *a = calloc(1, sizeof(*a));
+	struct alloc_bpf *s;
+	int err;
+
+	if (!a)
+		return -ENOMEM;
+	*priv = a;
+	a->free_head = NO_BLOCK;
+	a->oldest = a->newest = NO_BLOCK;
+	a->live = htab__new(1024, 0); /* keys borrowed from the blocks */
+	a->pid_blocks = htab__new(256, HTAB_COPY_KEYS);
+	a->finalized = htab__new(16, HTAB_COPY_KEYS);
+	if (!a->live || !a->pid_blocks || !a->finalized)
+		return -ENOMEM;
+	if (r->tl) {
+		a->tl = tl_log__timeline(r->tl);
+		if (!(a->heap = htab__new(64, HTAB_COPY_KEYS)))
+			return -ENOMEM;
+	}
+	for (int attempt = 0;; attempt++) {
+		err = alloc_open_load(r, &a->skel, attempt);
+		if (!err || !a->skel || !rec__open_retry(r, attempt, err))
+			break;
+		alloc_bpf__destroy(a->skel);
+		a->skel = NULL;
+	}
+	s = a->skel;
+	if (!s) {
+		pr_err("cannot open the heap BPF object: %s", strerror(-err));
+		return err;
+	}
 	if (err) {
 		pr_err("cannot load the heap BPF programs: %s", strerror(-err));
 		return err;

@@ -33,20 +33,45 @@ static bool offcpu_wanted(void)
 	return env.ev_off_cpu || env.ev_wall;
 }
 
+static int offcpu_open_load(struct recorder *r, struct offcpu_bpf **out, bool dump, int attempt);
+
 int offcpu__open(struct recorder *r, struct offcpu_bpf **out, bool dump)
 {
 	struct offcpu_bpf *skel;
 	int err;
 
-	skel = offcpu_bpf__open();
+	for (int attempt = 0;; attempt++) {
+		err = offcpu_open_load(r, &skel, dump, attempt);
+		if (!err || !skel || !rec__open_retry(r, attempt, err))
+			break;
+		offcpu_bpf__destroy(skel);
+	}
 	if (!skel) {
-		err = -errno;
 		pr_err("cannot open the off-CPU BPF object: %s", strerror(-err));
 		return err;
 	}
+	if (err) {
+		pr_err("cannot load the off-CPU BPF programs: %s (kernel needs BTF and task storage)",
+		       strerror(-err));
+		offcpu_bpf__destroy(skel);
+		return err;
+	}
+	*out = skel;
+	return 0;
+}
+
+/* Open, set up and load the object (*out: NULL when it did not open). 0 or -errno. */
+static int offcpu_open_load(struct recorder *r, struct offcpu_bpf **out, bool dump, int attempt)
+{
+	struct offcpu_bpf *skel;
+	int err;
+
+	skel = *out = offcpu_bpf__open_opts(rec__open_opts(r, attempt));
+	if (!skel)
+		return -errno;
 	err = rec__share_maps(r, skel->obj);
 	if (err)
-		goto fail;
+		return err;
 	REC_SET_COMMON_RODATA(skel->rodata);
 	skel->rodata->want_kernel = !env.no_kernel;
 	skel->rodata->want_user = !env.no_user;
@@ -57,17 +82,7 @@ int offcpu__open(struct recorder *r, struct offcpu_bpf **out, bool dump)
 		bpf_program__set_log_level(dump ? skel->progs.dump_switch
 						: skel->progs.offcpu_switch,
 					   log_level >= 4 ? 1 | 4 : 4);
-	err = offcpu_bpf__load(skel);
-	if (err) {
-		pr_err("cannot load the off-CPU BPF programs: %s (kernel needs BTF and task storage)",
-		       strerror(-err));
-		goto fail;
-	}
-	*out = skel;
-	return 0;
-fail:
-	offcpu_bpf__destroy(skel);
-	return err;
+	return offcpu_bpf__load(skel);
 }
 
 uint64_t offcpu__counter(struct offcpu_bpf *skel, enum offcpu_counter c)

@@ -40,7 +40,10 @@
 #include "collect/sideband.h"
 #include "collect/uprobes.h"
 #include "symbolize/perfmap.h"
+#include "alloc.skel.h"
 #include "cpu.skel.h"
+#include "cuda.skel.h"
+#include "offcpu.skel.h"
 #include "proc/cgroup.h"
 #include "proc/objfile.h"
 #include "proc/proc.h"
@@ -646,6 +649,33 @@ static void check_child(struct recorder *r)
 	}
 }
 
+/* Every object the binary may load: one CO-RE types file serves them all. */
+static int core_objs(struct corebtf_obj *o)
+{
+	o[0].elf = cpu_bpf__elf_bytes(&o[0].sz);
+	o[1].elf = offcpu_bpf__elf_bytes(&o[1].sz);
+	o[2].elf = alloc_bpf__elf_bytes(&o[2].sz);
+	o[3].elf = cuda_bpf__elf_bytes(&o[3].sz);
+	return 4;
+}
+
+const struct bpf_object_open_opts *rec__open_opts(struct recorder *r, int attempt)
+{
+	memset(&r->feat_open, 0, sizeof(r->feat_open));
+	r->feat_open.sz = sizeof(r->feat_open);
+	r->feat_open.btf_custom_path = !attempt && r->core_btf_used ? r->core_btf : NULL;
+	return &r->feat_open;
+}
+
+bool rec__open_retry(struct recorder *r, int attempt, int err)
+{
+	if (attempt || !r->core_btf_used)
+		return false;
+	pr_debug("a feature's object did not load against %s (%s): the kernel's BTF", r->core_btf,
+		 strerror(-err));
+	return true;
+}
+
 /*
  * Open, size and load the CPU object; CO-RE against core_btf when not NULL
  * (util/corebtf.h), else the kernel's BTF. 0 or -errno, nothing printed.
@@ -707,15 +737,14 @@ static int cpu_open_load(struct recorder *r, const char *core_btf)
 
 static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_t nfeats)
 {
-	int err;
+	int err, nobjs;
 	uint32_t reason = TARGET_GIVEN;
 	double t0 = cpu_s();
-	const void *elf;
-	size_t elf_sz;
+	struct corebtf_obj objs[4];
 	bool cached;
 
-	elf = cpu_bpf__elf_bytes(&elf_sz);
-	cached = corebtf__cached(elf, elf_sz, r->core_btf, sizeof(r->core_btf));
+	nobjs = core_objs(objs);
+	cached = corebtf__cached(objs, nobjs, r->core_btf, sizeof(r->core_btf));
 	err = cpu_open_load(r, cached ? r->core_btf : NULL);
 	if (err && cached) {
 		/* a cached BTF that does not fit: dropped, and the kernel's used */
@@ -738,6 +767,7 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 	}
 	/* written after the run (util/corebtf.h), for the next ones */
 	r->core_btf_todo = !cached && r->core_btf[0];
+	r->core_btf_used = cached;
 	r->su_load = cpu_s() - t0;
 	for (size_t i = 0; i < env.npids; i++) {
 		if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.targets), &env.pids[i], &reason,
@@ -1677,8 +1707,13 @@ int record__run(const struct rec_mode *mode)
 		continuous__summary(r.cont);
 	status = EXIT_OK;
 cleanup:
-	if (r.core_btf_todo && r.skel && (err = corebtf__write(r.skel->obj, r.core_btf)))
-		pr_debug("CO-RE types not cached in %s: %s", r.core_btf, strerror(-err));
+	if (r.core_btf_todo) {
+		struct corebtf_obj objs[4];
+		int nobjs = core_objs(objs);
+
+		if ((err = corebtf__write(objs, nobjs, r.core_btf)))
+			pr_debug("CO-RE types not cached in %s: %s", r.core_btf, strerror(-err));
+	}
 	if (status != EXIT_OK)
 		output__abort(&r.out);
 	if (r.child > 0 && !r.child_done) {

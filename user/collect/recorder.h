@@ -23,6 +23,7 @@
 #include <time.h>
 #include <sys/resource.h>
 #include <linux/types.h>
+#include <bpf/libbpf.h>
 
 #include "aggregate/profile.h"
 #include "aggregate/stacks.h"
@@ -156,8 +157,10 @@ struct recorder {
 	struct timespec wall_start;
 	struct rusage ru_ready, ru_stop; /* the agent's CPU at the ready line, at the stop */
 	double su_load, su_features;	 /* start-up CPU seconds: CPU object load, features */
-	char core_btf[4096];		 /* CO-RE types cache file of the CPU object (corebtf.h) */
+	char core_btf[4096];		 /* CO-RE types cache file (util/corebtf.h) */
 	bool core_btf_todo;		 /* not there yet: written after the run */
+	bool core_btf_used;		 /* the CPU object loaded with it: features open with it */
+	struct bpf_object_open_opts feat_open; /* rec__open_opts() */
 
 	/* what stack_vals.v[i] means (rec__value) */
 	struct pvaluetype values[STACK_MAX_VALUES];
@@ -206,6 +209,15 @@ struct stack_key *rec__key(struct recorder *r, const struct prof_sample *s, size
  * them (uprobes__prepare). Returns 0 or -errno.
  */
 int rec__share_maps(struct recorder *r, struct bpf_object *obj);
+
+/*
+ * A feature object's open options: CO-RE against the cached types file
+ * when the CPU object loaded with it (attempt 0), the kernel's BTF on a
+ * retry. rec__open_retry(): after attempt's load failed with err, whether
+ * to open and load again with attempt + 1.
+ */
+const struct bpf_object_open_opts *rec__open_opts(struct recorder *r, int attempt);
+bool rec__open_retry(struct recorder *r, int attempt, int err);
 
 /* Whether pid is being profiled (always, with -a). */
 bool rec__is_target(struct recorder *r, uint32_t pid);

@@ -696,6 +696,22 @@ static bool cuda_wanted(void)
 	return env.ev_cuda;
 }
 
+/* Open, set up and load the CUDA object (c->skel: NULL when it did not open). 0 or -errno. */
+static int cuda_open_load(struct recorder *r, struct cuda *c, int attempt)
+{
+	int err;
+
+	c->skel = cuda_bpf__open_opts(rec__open_opts(r, attempt));
+	if (!c->skel)
+		return -errno;
+	err = rec__share_maps(r, c->skel->obj);
+	if (err)
+		return err;
+	REC_SET_COMMON_RODATA(c->skel->rodata);
+	c->skel->rodata->launch_at_entry = c->at_entry;
+	return cuda_bpf__load(c->skel);
+}
+
 static int cuda_setup(struct recorder *r, void **priv)
 {
 	struct cuda *c = calloc(1, sizeof(*c));
@@ -712,20 +728,19 @@ static int cuda_setup(struct recorder *r, void **priv)
 	c->usdt_files = htab__new(256, HTAB_COPY_KEYS);
 	if (!c->fn_idx || !c->gpu_names || !c->match || !c->usdt_files)
 		return -ENOMEM;
-	c->skel = cuda_bpf__open();
+	/* only a Chrome trace draws each launch's duration: else one probe per launch */
+	c->at_entry = !r->tl;
+	for (int attempt = 0;; attempt++) {
+		err = cuda_open_load(r, c, attempt);
+		if (!err || !c->skel || !rec__open_retry(r, attempt, err))
+			break;
+		cuda_bpf__destroy(c->skel);
+		c->skel = NULL;
+	}
 	if (!c->skel) {
-		err = -errno;
 		pr_err("cannot open the CUDA BPF object: %s", strerror(-err));
 		return err;
 	}
-	err = rec__share_maps(r, c->skel->obj);
-	if (err)
-		return err;
-	REC_SET_COMMON_RODATA(c->skel->rodata);
-	/* only a Chrome trace draws each launch's duration: else one probe per launch */
-	c->at_entry = !r->tl;
-	c->skel->rodata->launch_at_entry = c->at_entry;
-	err = cuda_bpf__load(c->skel);
 	if (err) {
 		pr_err("cannot load the CUDA BPF programs: %s", strerror(-err));
 		return err;

@@ -43,10 +43,9 @@ static int boot_id(char *id)
 	return n == 32 ? 0 : -1;
 }
 
-bool corebtf__cached(const void *elf, size_t sz, char *path, size_t len)
+bool corebtf__cached(const struct corebtf_obj *objs, int n, char *path, size_t len)
 {
-	const unsigned char *p = elf;
-	uint64_t h = 0xcbf29ce484222325ULL, w; /* FNV-1a over 8-byte words (the ELF is ~800 KB) */
+	uint64_t h = 0xcbf29ce484222325ULL, w; /* FNV-1a over 8-byte words (an ELF is ~800 KB) */
 	const char *dir = cache_dir();
 	char id[33];
 	struct stat st;
@@ -55,10 +54,16 @@ bool corebtf__cached(const void *elf, size_t sz, char *path, size_t len)
 	path[0] = '\0';
 	if (!*dir || boot_id(id))
 		return false;
-	for (size_t i = 0; i < sz; i += sizeof(w)) {
-		w = 0;
-		memcpy(&w, p + i, sz - i < sizeof(w) ? sz - i : sizeof(w));
-		h = (h ^ w) * 0x100000001b3ULL;
+	for (int o = 0; o < n; o++) {
+		const unsigned char *p = objs[o].elf;
+		size_t sz = objs[o].sz;
+
+		for (size_t i = 0; i < sz; i += sizeof(w)) {
+			w = 0;
+			memcpy(&w, p + i, sz - i < sizeof(w) ? sz - i : sizeof(w));
+			h = (h ^ w) * 0x100000001b3ULL;
+		}
+		h = (h ^ sz) * 0x100000001b3ULL;
 	}
 	if ((size_t)snprintf(path, len, "%s/core-%s-%016llx.btf", dir, id, (unsigned long long)h) >=
 	    len) {
@@ -239,9 +244,47 @@ static void drop_others(const char *path)
 	closedir(d);
 }
 
-int corebtf__write(struct bpf_object *obj, const char *path)
+/* The struct, union and enum names of obj's BTF, flavors (___x) stripped, onto names. */
+static int add_names(const struct corebtf_obj *obj, char ***names, size_t *nnames)
 {
-	struct btf *local = bpf_object__btf(obj), *vmlinux = NULL;
+	struct bpf_object *o = bpf_object__open_mem(obj->elf, obj->sz, NULL);
+	struct btf *local = o ? bpf_object__btf(o) : NULL;
+	char **more;
+	__u32 n;
+	int err = 0;
+
+	if (!local) {
+		bpf_object__close(o);
+		return -EINVAL;
+	}
+	n = btf__type_cnt(local);
+	more = realloc(*names, (*nnames + n) * sizeof(**names));
+	if (!more) {
+		bpf_object__close(o);
+		return -ENOMEM;
+	}
+	*names = more;
+	for (__u32 i = 1; i < n && !err; i++) {
+		const struct btf_type *t = btf__type_by_id(local, i);
+		const char *nm = btf__name_by_offset(local, t->name_off);
+		const char *flavor;
+
+		if (!named_kind(t) || !nm || !*nm)
+			continue;
+		flavor = strstr(nm, "___");
+		more[*nnames] = flavor ? strndup(nm, flavor - nm) : strdup(nm);
+		if (!more[*nnames])
+			err = -ENOMEM;
+		else
+			(*nnames)++;
+	}
+	bpf_object__close(o);
+	return err;
+}
+
+int corebtf__write(const struct corebtf_obj *objs, int nobjs, const char *path)
+{
+	struct btf *vmlinux = NULL;
 	struct copier c = {};
 	char **names = NULL, tmp[4200], *slash;
 	size_t nnames = 0;
@@ -251,26 +294,14 @@ int corebtf__write(struct bpf_object *obj, const char *path)
 	struct stat st;
 	ssize_t wrote;
 
-	if (!local || !*path)
+	if (!*path)
 		return -EINVAL;
-	/* the object's struct, union and enum names, flavors (___x) stripped */
-	n = btf__type_cnt(local);
-	names = calloc(n, sizeof(*names));
-	if (!names)
-		goto out;
-	for (__u32 i = 1; i < n; i++) {
-		const struct btf_type *t = btf__type_by_id(local, i);
-		const char *nm = btf__name_by_offset(local, t->name_off);
-		const char *flavor;
-
-		if (!named_kind(t) || !nm || !*nm)
-			continue;
-		flavor = strstr(nm, "___");
-		names[nnames] = flavor ? strndup(nm, flavor - nm) : strdup(nm);
-		if (!names[nnames])
+	for (int o = 0; o < nobjs; o++) {
+		err = add_names(&objs[o], &names, &nnames);
+		if (err)
 			goto out;
-		nnames++;
 	}
+	err = -ENOMEM;
 	qsort(names, nnames, sizeof(*names), cmp_str);
 	vmlinux = btf__load_vmlinux_btf();
 	if (!vmlinux) {

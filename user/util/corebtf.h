@@ -7,8 +7,9 @@
  * start-up. The relocations only need the structs the object names, so the
  * first run of a boot writes those (with every embedded struct, union,
  * array and enum, pointers cut to void *) into a file of ~300 types, and
- * later runs give libbpf that file (btf_custom_path). One file per object
- * (its ELF bytes hashed) and boot (boot_id), in a root-only directory.
+ * later runs give libbpf that file (btf_custom_path). One file per build
+ * (the objects' ELF bytes hashed) and boot (boot_id), in a root-only
+ * directory.
  */
 #ifndef BPFPROF_COREBTF_H
 #define BPFPROF_COREBTF_H
@@ -16,20 +17,25 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct bpf_object;
+/* One BPF object's ELF (a skeleton's X__elf_bytes()). */
+struct corebtf_obj {
+	const void *elf;
+	size_t sz;
+};
 
 /*
- * The cache file for the object whose ELF is elf[0..sz) into path (len
- * bytes): true when it is there (a regular file of ours), false when it is
- * not (path is where corebtf__write puts it; "" when there is no cache:
- * BPFPROF_CORE_CACHE set empty, no boot id).
+ * The cache file for objs[0..n) (every object the binary may load: one
+ * file serves them all) into path (len bytes): true when it is there (a
+ * regular file of ours), false when not (path is where corebtf__write
+ * puts it; "" when there is no cache: BPFPROF_CORE_CACHE set empty, no
+ * boot id).
  */
-bool corebtf__cached(const void *elf, size_t sz, char *path, size_t len);
+bool corebtf__cached(const struct corebtf_obj *objs, int n, char *path, size_t len);
 
 /*
- * Write path for obj (opened; its BTF names the types): the types of the
- * running kernel's BTF that its CO-RE relocations can match. 0 or -errno.
+ * Write path: the types of the running kernel's BTF that the CO-RE
+ * relocations of objs[0..n) can match (their BTF names them). 0 or -errno.
  */
-int corebtf__write(struct bpf_object *obj, const char *path);
+int corebtf__write(const struct corebtf_obj *objs, int n, const char *path);
 
 #endif
