@@ -33,6 +33,7 @@
 
 struct bpf_object;
 struct prof_sample;
+struct tcache;
 struct tl_log;
 
 struct rec_stats {
@@ -155,7 +156,10 @@ struct recorder {
 	struct timespec t_start, t_stop;
 	struct timespec wall_start;
 	struct rusage ru_ready, ru_stop; /* the agent's CPU at the ready line, at the stop */
-	double su_load, su_features;	 /* start-up CPU seconds: CPU object load, features */
+	struct tcache *tcache;		 /* --unwind-cache, NULL: off */
+	/* unwind table builds (CPU ns, tables) by then: taken out of the steady state */
+	uint64_t tables_cpu_ready, tables_cpu_stop, tables_ready, tables_stop;
+	double su_load, su_features; /* start-up CPU seconds: CPU object load, features */
 
 	/* what stack_vals.v[i] means (rec__value) */
 	struct pvaluetype values[STACK_MAX_VALUES];
