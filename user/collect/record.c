@@ -666,6 +666,15 @@ static void tables_cpu(const struct recorder *r, uint64_t *ns, uint64_t *n)
 	*n = us ? us->tables + us->tables_failed : 0;
 }
 
+/* Likewise for the symbol tables read (once per file; again after an eviction) */
+static void syms_cpu(const struct recorder *r, uint64_t *ns, uint64_t *n)
+{
+	const struct objtab_stats *os = objtab__stats(r->objs);
+
+	*ns = os->syms_cpu_ns;
+	*n = os->syms_loaded;
+}
+
 static double ru_secs(const struct rusage *ru)
 {
 	return ru->ru_utime.tv_sec + ru->ru_stime.tv_sec +
@@ -1197,15 +1206,18 @@ static void print_files_summary(struct recorder *r)
 /*
  * Start-up, recording and output apart, and the recording split into the
  * unwind tables built (once per binary met; a restart with the tables
- * cached builds none) and the rest, the steady state: samples, side band,
- * process descriptions, Python reads. tools/cost.sh, tools/bench.sh and
+ * cached builds none), the symbol tables read during the run (once per
+ * file, for files of exited processes before their fds close) and the
+ * rest, the steady state: samples, side band, process descriptions,
+ * Python reads. tools/cost.sh, tools/bench.sh and
  * tools/bench_realhost.sh read this line.
  */
 static void print_cost(const struct recorder *r, const struct rusage *end)
 {
 	double rec = ru_secs(&r->ru_stop) - ru_secs(&r->ru_ready);
 	double tab = (r->tables_cpu_stop - r->tables_cpu_ready) / 1e9;
-	double rest = rec > tab ? rec - tab : 0;
+	double syms = (r->syms_cpu_stop - r->syms_cpu_ready) / 1e9;
+	double rest = rec > tab + syms ? rec - tab - syms : 0;
 	uint64_t n = r->st.received;
 	const struct unwinder_stats *us = r->unw ? unwinder__stats(r->unw) : NULL;
 	const struct objfile *big =
@@ -1223,8 +1235,9 @@ static void print_cost(const struct recorder *r, const struct rusage *end)
 		   n ? rec * 1e6 / n : 0.0, (unsigned long long)n,
 		   ru_secs(end) - ru_secs(&r->ru_stop));
 	pr_verbose("cost: recording = unwind tables %.3f s CPU (%llu files, once per binary%s) + "
-		   "steady %.3f s CPU (%.2f us per sample)",
-		   tab, (unsigned long long)(r->tables_stop - r->tables_ready), costliest, rest,
+		   "symbols %.3f s CPU (%llu files read) + steady %.3f s CPU (%.2f us per sample)",
+		   tab, (unsigned long long)(r->tables_stop - r->tables_ready), costliest, syms,
+		   (unsigned long long)(r->syms_stop - r->syms_ready), rest,
 		   n ? rest * 1e6 / n : 0.0);
 }
 
@@ -1677,6 +1690,7 @@ int record__run(const struct rec_mode *mode)
 	}
 	getrusage(RUSAGE_SELF, &r.ru_ready);
 	tables_cpu(&r, &r.tables_cpu_ready, &r.tables_ready);
+	syms_cpu(&r, &r.syms_cpu_ready, &r.syms_ready);
 	/* where start-up goes (issue 17: -a should take <= 0.1 s CPU before the first sample) */
 	pr_verbose("start-up: %.3f s CPU: CPU object open+load+verify %.3f s, features (heap, "
 		   "off-CPU, CUDA objects, probes) %.3f s + start %.3f s, the rest (libraries, "
@@ -1717,6 +1731,7 @@ int record__run(const struct rec_mode *mode)
 			r.feat[i]->finish(&r, r.feat_priv[i]);
 	getrusage(RUSAGE_SELF, &r.ru_stop);
 	tables_cpu(&r, &r.tables_cpu_stop, &r.tables_stop);
+	syms_cpu(&r, &r.syms_cpu_stop, &r.syms_stop);
 
 	if (r.cont) { /* the interval in progress is written, the rest summarized */
 		nprocs = count_processes(r.stacks); /* the last interval's */

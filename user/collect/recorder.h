@@ -157,8 +157,9 @@ struct recorder {
 	struct timespec wall_start;
 	struct rusage ru_ready, ru_stop; /* the agent's CPU at the ready line, at the stop */
 	struct tcache *tcache;		 /* --unwind-cache, NULL: off */
-	/* unwind table builds (CPU ns, tables) by then: taken out of the steady state */
+	/* unwind table builds and symbol reads (CPU ns, count) by then: not the steady state */
 	uint64_t tables_cpu_ready, tables_cpu_stop, tables_ready, tables_stop;
+	uint64_t syms_cpu_ready, syms_cpu_stop, syms_ready, syms_stop; /* symbol tables read */
 	double su_load, su_features; /* start-up CPU seconds: CPU object load, features */
 
 	/* what stack_vals.v[i] means (rec__value) */
