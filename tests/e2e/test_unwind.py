@@ -415,6 +415,20 @@ def cache_counts(stderr):
     return dict(zip(("loaded", "missed", "stored", "failed", "invalid"), map(int, m.groups())))
 
 
+def cost_split(stderr):
+    """-v's cost lines: the recording CPU and its parts (s), the table files built."""
+    rec = re.search(r"cost: start-up [0-9.]+ s CPU .*recording ([0-9.]+) s CPU", stderr)
+    m = re.search(r"cost: recording = unwind tables ([0-9.]+) s CPU \((\d+) files, once per "
+                  r"binary[^)]*\) \+ symbols ([0-9.]+) s CPU \((\d+) files read\) \+ mappings "
+                  r"([0-9.]+) s CPU \((\d+) processes' maps read\) \+ steady ([0-9.]+) s CPU "
+                  r"\(([0-9.]+) us per sample\)", stderr)
+    assert rec and m, stderr
+    parts = [float(m.group(i)) for i in (1, 3, 5, 7)]
+    # the parts are the recording's CPU, split (each printed to the ms)
+    assert abs(sum(parts) - float(rec.group(1))) <= 0.003, (parts, rec.group(1))
+    return {"tables": parts[0], "files": int(m.group(2)), "steady": parts[3]}
+
+
 def test_table_cache_restart(tmp_path, cache_dir):
     """A second run loads the tables the first compiled and unwinds as well; damaged
     or opened-up table files are refused, deleted and compiled again."""
@@ -430,6 +444,8 @@ def test_table_cache_restart(tmp_path, cache_dir):
     err = once("first")
     c = cache_counts(err)
     assert c["stored"] >= 2 and c["loaded"] == 0 and c["failed"] == 0, c  # the program, libc
+    # every table the command got was built during the recording, and counted there
+    assert cost_split(err)["files"] >= c["stored"], err
     assert os.stat(cache_dir).st_mode & 0o777 == 0o700
     files = sorted(f for f in os.listdir(cache_dir) if f.endswith(".utab"))
     assert len(files) == c["stored"], files
@@ -441,6 +457,7 @@ def test_table_cache_restart(tmp_path, cache_dir):
     c = cache_counts(err)
     assert c["loaded"] == len(files) and c["stored"] == 0 and c["invalid"] == 0, c
     assert re.search(rf"{len(files)} tables from the table cache", err), err
+    assert cost_split(err)["files"] >= len(files), err
 
     # one file opened up to others, the others damaged: none is believed
     os.chmod(os.path.join(cache_dir, files[0]), 0o644)

@@ -666,6 +666,15 @@ static void tables_cpu(const struct recorder *r, uint64_t *ns, uint64_t *n)
 	*n = us ? us->tables + us->tables_failed : 0;
 }
 
+/* Likewise for the processes' mappings read from /proc (once per process, again after exec) */
+static void maps_cpu(const struct recorder *r, uint64_t *ns, uint64_t *n)
+{
+	const struct proctab_stats *ps = proctab__stats(r->procs);
+
+	*ns = ps->maps_cpu_ns;
+	*n = ps->maps_read;
+}
+
 /* Likewise for the symbol tables read (once per file; again after an eviction) */
 static void syms_cpu(const struct recorder *r, uint64_t *ns, uint64_t *n)
 {
@@ -1207,9 +1216,10 @@ static void print_files_summary(struct recorder *r)
  * Start-up, recording and output apart, and the recording split into the
  * unwind tables built (once per binary met; a restart with the tables
  * cached builds none), the symbol tables read during the run (once per
- * file, for files of exited processes before their fds close) and the
- * rest, the steady state: samples, side band, process descriptions,
- * Python reads. tools/cost.sh, tools/bench.sh and
+ * file, for files of exited processes before their fds close), the
+ * processes' mappings read from /proc (once per process: what a host
+ * starting processes costs) and the rest, the steady state: samples, side
+ * band, process descriptions written to BPF, Python reads. tools/cost.sh, tools/bench.sh and
  * tools/bench_realhost.sh read this line.
  */
 static void print_cost(const struct recorder *r, const struct rusage *end)
@@ -1217,7 +1227,8 @@ static void print_cost(const struct recorder *r, const struct rusage *end)
 	double rec = ru_secs(&r->ru_stop) - ru_secs(&r->ru_ready);
 	double tab = (r->tables_cpu_stop - r->tables_cpu_ready) / 1e9;
 	double syms = (r->syms_cpu_stop - r->syms_cpu_ready) / 1e9;
-	double rest = rec > tab + syms ? rec - tab - syms : 0;
+	double maps = (r->maps_cpu_stop - r->maps_cpu_ready) / 1e9;
+	double rest = rec > tab + syms + maps ? rec - tab - syms - maps : 0;
 	uint64_t n = r->st.received;
 	const struct unwinder_stats *us = r->unw ? unwinder__stats(r->unw) : NULL;
 	const struct objfile *big =
@@ -1235,9 +1246,11 @@ static void print_cost(const struct recorder *r, const struct rusage *end)
 		   n ? rec * 1e6 / n : 0.0, (unsigned long long)n,
 		   ru_secs(end) - ru_secs(&r->ru_stop));
 	pr_verbose("cost: recording = unwind tables %.3f s CPU (%llu files, once per binary%s) + "
-		   "symbols %.3f s CPU (%llu files read) + steady %.3f s CPU (%.2f us per sample)",
+		   "symbols %.3f s CPU (%llu files read) + mappings %.3f s CPU (%llu processes' "
+		   "maps read) + steady %.3f s CPU (%.2f us per sample)",
 		   tab, (unsigned long long)(r->tables_stop - r->tables_ready), costliest, syms,
-		   (unsigned long long)(r->syms_stop - r->syms_ready), rest,
+		   (unsigned long long)(r->syms_stop - r->syms_ready), maps,
+		   (unsigned long long)(r->maps_stop - r->maps_ready), rest,
 		   n ? rest * 1e6 / n : 0.0);
 }
 
@@ -1691,6 +1704,7 @@ int record__run(const struct rec_mode *mode)
 	getrusage(RUSAGE_SELF, &r.ru_ready);
 	tables_cpu(&r, &r.tables_cpu_ready, &r.tables_ready);
 	syms_cpu(&r, &r.syms_cpu_ready, &r.syms_ready);
+	maps_cpu(&r, &r.maps_cpu_ready, &r.maps_ready);
 	/* where start-up goes (issue 17: -a should take <= 0.1 s CPU before the first sample) */
 	pr_verbose("start-up: %.3f s CPU: CPU object open+load+verify %.3f s, features (heap, "
 		   "off-CPU, CUDA objects, probes) %.3f s + start %.3f s, the rest (libraries, "
@@ -1732,6 +1746,7 @@ int record__run(const struct rec_mode *mode)
 	getrusage(RUSAGE_SELF, &r.ru_stop);
 	tables_cpu(&r, &r.tables_cpu_stop, &r.tables_stop);
 	syms_cpu(&r, &r.syms_cpu_stop, &r.syms_stop);
+	maps_cpu(&r, &r.maps_cpu_stop, &r.maps_stop);
 
 	if (r.cont) { /* the interval in progress is written, the rest summarized */
 		nprocs = count_processes(r.stacks); /* the last interval's */

@@ -160,6 +160,7 @@ struct recorder {
 	/* unwind table builds and symbol reads (CPU ns, count) by then: not the steady state */
 	uint64_t tables_cpu_ready, tables_cpu_stop, tables_ready, tables_stop;
 	uint64_t syms_cpu_ready, syms_cpu_stop, syms_ready, syms_stop; /* symbol tables read */
+	uint64_t maps_cpu_ready, maps_cpu_stop, maps_ready, maps_stop; /* /proc/PID/maps reads */
 	double su_load, su_features; /* start-up CPU seconds: CPU object load, features */
 
 	/* what stack_vals.v[i] means (rec__value) */
