@@ -86,6 +86,11 @@ sleep 2
 /usr/bin/time -f '%U %S %M' -o "$tmp/time.txt" "$BPFPROF" -a -F 99 -d "$SECS" -v ${REALHOST_ARGS:-} \
 	-o "$tmp/b.folded" 2>"$tmp/b.err" || die "bpfprof failed: $(tail -n 3 "$tmp/b.err")"
 read -r u s rss_kb < <(tail -n 1 "$tmp/time.txt")
+# -v resets the kernel's peak RSS when the end of the run begins (to report
+# the end apart), so time's %M is the end's peak only: the agent's own
+# "agent: ... peak RSS" line has the whole run's
+agent_kb=$(sed -nE 's/^bpfprof: agent: .* peak RSS ([0-9]+) KiB$/\1/p' "$tmp/b.err")
+[[ -z $agent_kb ]] || ((agent_kb < rss_kb)) || rss_kb=$agent_kb
 b_cpu=$(awk -v u="$u" -v s="$s" -v t="$SECS" 'BEGIN { printf "%.1f%%", (u + s) * 100 / t }')
 b_rss=$(awk -v k="$rss_kb" 'BEGIN { printf "%.1f MB", k / 1024 }')
 tables=$(grep -E '^bpfprof: unwind tables:' "$tmp/b.err" | sed 's/^bpfprof: //')
