@@ -354,7 +354,8 @@ int tcache__load(struct tcache *c, const struct tcache_key *k, struct bpf_urow *
 	}
 	err = -EINVAL;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 077) || st.st_nlink != 1 || st.st_size < (off_t)sizeof(h))
+	    (st.st_mode & 077) || st.st_nlink != 1 || st.st_size < (off_t)sizeof(h) ||
+	    (uint64_t)st.st_size > c->max_bytes)
 		goto bad;
 	if (read_full(fd, &h, sizeof(h), 0))
 		goto bad;
