@@ -18,7 +18,11 @@
 #            mean where every run walks (-a);
 #   agent    its user+sys CPU from the ready line to the stop (getrusage at
 #            both; the -v "cost:" line) over the samples; start-up (CPU
-#            before the ready line) apart;
+#            before the ready line) apart; and that CPU split (the second
+#            "cost:" line) into unwind table builds (CFI compiled or loaded
+#            from --unwind-cache, rows written: once per binary met, s) and
+#            the steady state (samples, side band, processes, Python reads:
+#            us per sample);
 #   irq      the sampling interrupt itself: tests/workloads/irqgap pinned to
 #            CPU 0 sums the short gaps in its clock reads while the sampler's
 #            perf events at 999 Hz, carrying an empty BPF program, are
@@ -175,7 +179,7 @@ start_load
 declare -A res
 printf '\n%-6s %-34s %10s %8s\n' Hz "per sample (us) / machine" median spread
 for f in $COST_FREQS; do
-	bpf=() bpfmed=() agent=() startup=() pct=() perfus=() perfpct=() runs=()
+	bpf=() bpfmed=() agent=() tables=() steady=() startup=() pct=() perfus=() perfpct=() runs=()
 	for ((rep = 0; rep < COST_REPS; rep++)); do
 		"$BPFPROF" -a -F "$f" -d "$COST_SECS" -v -o "$tmp/c.folded" 2>"$tmp/c.err" ||
 			die "bpfprof failed: $(tail -n 3 "$tmp/c.err")"
@@ -189,6 +193,10 @@ for f in $COST_FREQS; do
 			die "no cost line from bpfprof -v: $(tail -n 3 "$tmp/c.err")"
 		startup+=("${BASH_REMATCH[1]}")
 		rec=${BASH_REMATCH[2]}
+		[[ $(grep 'bpfprof: cost: recording =' "$tmp/c.err") =~ unwind\ tables\ ([0-9.]+)\ s.*steady\ ([0-9.]+)\ s\ CPU\ \(([0-9.]+)\ us ]] ||
+			die "no recording split from bpfprof -v: $(tail -n 3 "$tmp/c.err")"
+		tables+=("${BASH_REMATCH[1]}")
+		steady+=("${BASH_REMATCH[3]}")
 		((n > 0)) || die "no samples at $f Hz"
 		runs+=("$n")
 		bpf+=("$(awk -v b="$bns" 'BEGIN { printf "%.3f", b / 1e3 }')")
@@ -207,7 +215,7 @@ for f in $COST_FREQS; do
 		perfpct+=("$(awk -v a="$a" -v i="$irq_p" -v n="$n" -v s="$COST_SECS" -v c="$ncpu" \
 			'BEGIN { printf "%.4f", 100 * (a + i / 1e6 * n) / (s * c) }')")
 	done
-	for k in runs startup bpfmed bpf agent pct perfus perfpct; do
+	for k in runs startup bpfmed bpf agent tables steady pct perfus perfpct; do
 		declare -n arr=$k
 		res[$f.$k]=$(med_spread "${arr[@]}")
 		unset -n arr
@@ -217,6 +225,8 @@ for f in $COST_FREQS; do
 	printf '%-6s %-34s %10s %8s\n' "" "bpfprof BPF median" ${res[$f.bpfmed]}
 	printf '%-6s %-34s %10s %8s\n' "" "bpfprof BPF per run (mean)" ${res[$f.bpf]}
 	printf '%-6s %-34s %10s %8s\n' "" "bpfprof agent" ${res[$f.agent]}
+	printf '%-6s %-34s %10s %8s\n' "" "  of it unwind table builds (s)" ${res[$f.tables]}
+	printf '%-6s %-34s %10s %8s\n' "" "  the rest: steady state" ${res[$f.steady]}
 	printf '%-6s %-34s %10s %8s\n' "" "bpfprof % of machine (irq+BPF+agent)" ${res[$f.pct]}
 	printf '%-6s %-34s %10s %8s\n' "" "perf record agent" ${res[$f.perfus]}
 	printf '%-6s %-34s %10s %8s\n' "" "perf record % of machine (irq+agent)" ${res[$f.perfpct]}
@@ -229,7 +239,8 @@ if [[ $BENCH_RECORD == 1 ]]; then
 	row="| $(date -u +%Y-%m-%dT%H:%MZ) | $COST_REPS | $irq_empty ($irq_empty_sp) | $irq_p ($irq_p_sp)"
 	cell() { echo "$(cut -d' ' -f1 <<<"${res[$1]}") ($(cut -d' ' -f2 <<<"${res[$1]}"))"; }
 	for f in $COST_FREQS; do
-		row+=" | $(cell "$f.bpf") + $(cell "$f.agent") = $(cut -d' ' -f1 <<<"${res[$f.pct]}")%"
+		row+=" | $(cell "$f.bpf") + $(cell "$f.agent") [steady $(cell "$f.steady")]"
+		row+=" = $(cut -d' ' -f1 <<<"${res[$f.pct]}")%"
 		row+=" / perf $(cell "$f.perfus") = $(cut -d' ' -f1 <<<"${res[$f.perfpct]}")%"
 	done
 	row+=" | $(cut -d' ' -f1 <<<"${res[$(awk '{ print $1 }' <<<"$COST_FREQS").startup]}") |"
