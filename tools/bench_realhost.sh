@@ -10,7 +10,9 @@
 # process root, and of the training loop's PyTorch samples the share with a
 # libtorch_cpu frame (tools/realhost_stats.py); for bpfprof also the unwind
 # table rows in use, evictions, and its CPU (% of one core, start-up
-# included) and peak RSS. Skipped (exit 0) when torch or PostgreSQL is missing
+# included), that CPU split into start-up, unwind table builds (once per
+# binary; none for binaries in --unwind-cache) and the steady state, and
+# peak RSS. REALHOST_ARGS: more bpfprof options (e.g. --unwind-cache off). Skipped (exit 0) when torch or PostgreSQL is missing
 # (tools/install-deps.sh installs them). REALHOST_KEEP=DIR keeps the profiles.
 set -euo pipefail
 
@@ -81,12 +83,22 @@ done
 grep -q ready "$tmp/train.out" || die "the training loop did not start"
 sleep 2
 
-/usr/bin/time -f '%U %S %M' -o "$tmp/time.txt" "$BPFPROF" -a -F 99 -d "$SECS" -v \
+/usr/bin/time -f '%U %S %M' -o "$tmp/time.txt" "$BPFPROF" -a -F 99 -d "$SECS" -v ${REALHOST_ARGS:-} \
 	-o "$tmp/b.folded" 2>"$tmp/b.err" || die "bpfprof failed: $(tail -n 3 "$tmp/b.err")"
 read -r u s rss_kb < <(tail -n 1 "$tmp/time.txt")
+# -v resets the kernel's peak RSS when the end of the run begins (to report
+# the end apart), so time's %M is the end's peak only: the agent's own
+# "agent: ... peak RSS" line has the whole run's
+agent_kb=$(sed -nE 's/^bpfprof: agent: .* peak RSS ([0-9]+) KiB$/\1/p' "$tmp/b.err")
+[[ -z $agent_kb ]] || ((agent_kb < rss_kb)) || rss_kb=$agent_kb
 b_cpu=$(awk -v u="$u" -v s="$s" -v t="$SECS" 'BEGIN { printf "%.1f%%", (u + s) * 100 / t }')
 b_rss=$(awk -v k="$rss_kb" 'BEGIN { printf "%.1f MB", k / 1024 }')
 tables=$(grep -E '^bpfprof: unwind tables:' "$tmp/b.err" | sed 's/^bpfprof: //')
+# the agent's recording CPU: unwind table builds (once per binary) and the steady state
+split=$(grep -E '^bpfprof: cost: recording =' "$tmp/b.err" | sed 's/^bpfprof: cost: //')
+steady=$(sed -nE 's/.*steady ([0-9.]+) s CPU.*/\1/p' <<<"$split")
+b_steady=$(awk -v a="${steady:-0}" -v t="$SECS" 'BEGIN { printf "%.2f%%", a * 100 / t }')
+cache=$(grep -E '^bpfprof: unwind table cache' "$tmp/b.err" | sed 's/^bpfprof: //' || true)
 warn=$(grep -E 'had no room for' "$tmp/b.err" || true)
 
 perf record -a -g -F 99 -o "$tmp/p.data" -q -- sleep "$SECS" 2>"$tmp/p.err" ||
@@ -99,7 +111,10 @@ echo "real host: -a -F 99 for $SECS s; PyTorch training loop (torch $("$PY" -c \
 echo "  bpfprof: $("$PY" "$root/tools/realhost_stats.py" folded "$tmp/b.folded")"
 echo "  perf:    $("$PY" "$root/tools/realhost_stats.py" perf "$tmp/p.txt")"
 echo "  bpfprof agent: CPU $b_cpu of one core (start-up included), peak RSS $b_rss"
+echo "  bpfprof agent: $(grep -E '^bpfprof: cost: start-up' "$tmp/b.err" | sed 's/^bpfprof: cost: //')"
+echo "  bpfprof agent: $split; steady state $b_steady of one core"
 echo "  bpfprof $tables"
+[[ -z $cache ]] || echo "  bpfprof $cache"
 grep -E '^bpfprof: [0-9]+ samples' "$tmp/b.err" | sed 's/^/  /' || true
 [[ -z $warn ]] || echo "  $warn"
 tps=$(grep -oE 'tps = [0-9.]+' "$tmp/pgbench.out" | head -n 1 || true)

@@ -18,23 +18,32 @@
 #            mean where every run walks (-a);
 #   agent    its user+sys CPU from the ready line to the stop (getrusage at
 #            both; the -v "cost:" line) over the samples; start-up (CPU
-#            before the ready line) apart;
+#            before the ready line) apart; and that CPU split (the second
+#            "cost:" line) into unwind table builds (CFI compiled or loaded
+#            from --unwind-cache, rows written: once per binary met, s) and
+#            the steady state (samples, side band, processes, Python reads:
+#            us per sample);
 #   irq      the sampling interrupt itself: tests/workloads/irqgap pinned to
-#            CPU 0 sums the short gaps in its clock reads, alone and with the
-#            same perf events at 999 Hz carrying an empty BPF program; the
-#            difference per second of its running time over 999 is the cost
-#            of one interrupt (measured at 999 Hz, applied at every rate);
-# and as % of the machine: (BPF x samples + agent) / (COST_SECS x CPUs); the
-# interrupt is printed apart and not added: where other profilers sample the
-# same CPUs (a shared VM) its baseline moves by more than the figure itself.
-# perf record -a -g gets the same: its user+sys CPU (/usr/bin/time, start-up
-# included) per sample it wrote, and irqgap under it (interrupt + perf's kernel
-# callchain walk and copy), against irqgap under bpfprof (interrupt + BPF).
+#            CPU 0 sums the short gaps in its clock reads while the sampler's
+#            perf events at 999 Hz, carrying an empty BPF program, are
+#            switched on and off in 250 ms slices (--alternate, COST_IRQ_SECS
+#            in all); each pair of slices gives (gap time per second of
+#            running, on - off) over the interrupts per second: the median
+#            pair is the cost of one interrupt (measured at 999 Hz, applied at
+#            every rate). Slices a few hundred ms apart see nearly the same
+#            hypervisor and neighbours; runs seconds apart did not (the gap
+#            time with no events moved by more than the figure);
+# and as % of the machine: ((irq + BPF mean) x samples + agent) / (COST_SECS x
+# CPUs). perf record -a -g gets the same: its user+sys CPU (/usr/bin/time,
+# start-up included) per sample it wrote, and its interrupt (with perf's
+# kernel callchain walk and copy) measured as above, perf record's events
+# switched through --control fifo:CTL,ACK.
 # Each figure is measured COST_REPS times: the median and the spread
 # ((max-min)/median) are printed.
 #
 # Environment: BPFPROF, WORKLOADS, COST_FREQS ("19 99 999"), COST_SECS (5),
-# COST_REPS (3), BENCH_RECORD=1 to add a row to bench/RESULTS.md.
+# COST_REPS (3), COST_IRQ_SECS (20), BENCH_RECORD=1 to add a row to
+# bench/RESULTS.md.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -43,6 +52,7 @@ WORKLOADS=${WORKLOADS:-$root/build/workloads}
 COST_FREQS=${COST_FREQS:-"19 99 999"}
 COST_SECS=${COST_SECS:-5}
 COST_REPS=${COST_REPS:-3}
+COST_IRQ_SECS=${COST_IRQ_SECS:-20}
 BENCH_RECORD=${BENCH_RECORD:-0}
 
 die() {
@@ -53,6 +63,7 @@ die() {
 ((EUID == 0)) || die "must run as root"
 [[ $COST_SECS =~ ^[1-9][0-9]*$ ]] || die "bad COST_SECS '$COST_SECS': expected a positive integer"
 [[ $COST_REPS =~ ^[1-9][0-9]*$ ]] || die "bad COST_REPS '$COST_REPS': expected a positive integer"
+[[ $COST_IRQ_SECS =~ ^[1-9][0-9]*$ ]] || die "bad COST_IRQ_SECS '$COST_IRQ_SECS': expected a positive integer"
 for f in $COST_FREQS; do
 	[[ $f =~ ^[1-9][0-9]*$ ]] || die "bad COST_FREQS entry '$f': expected Hz"
 done
@@ -118,65 +129,57 @@ med_spread() {
 		printf "%.3g %.0f%%\n", m, m ? 100 * (v[NR] - v[1]) / (m < 0 ? -m : m) : 0 }'
 }
 
-# irq_once MODE: per-second-of-running gap time (us) of irqgap on CPU 0
+# irq_once MODE: ns per interrupt on CPU 0 at 999 Hz, the events switched on
+# and off in 250 ms slices (irqgap --alternate): "median pooled"
 irq_once() {
 	local out pid
 
 	case $1 in
-	none) out=$("$WORKLOADS/irqgap" "$COST_SECS" 0) ;;
-	empty) out=$("$WORKLOADS/irqgap" "$COST_SECS" 0 --empty 999) ;;
-	bpfprof | perf)
-		if [[ $1 == bpfprof ]]; then
-			(exec "$BPFPROF" -a -F 999 -o "$tmp/i.folded" 2>"$tmp/i.err") &
-			pid=$!
-			bg_pids+=("$pid")
-			wait_line "$tmp/i.err" "bpfprof: recording" "$pid"
-		else
-			(exec perf record -a -g -F 999 -o "$tmp/i.data" -q 2>"$tmp/i.err") &
-			pid=$!
-			bg_pids+=("$pid")
-			sleep 2
-		fi
-		out=$("$WORKLOADS/irqgap" "$COST_SECS" 0)
+	empty) out=$("$WORKLOADS/irqgap" "$COST_IRQ_SECS" 0 --alternate 999) ;;
+	perf)
+		rm -f "$tmp/ctl" "$tmp/ack"
+		mkfifo "$tmp/ctl" "$tmp/ack"
+		(exec perf record -a -g -F 999 -D -1 --control "fifo:$tmp/ctl,$tmp/ack" \
+			-o "$tmp/i.data" -q 2>"$tmp/i.err" >/dev/null) &
+		pid=$!
+		bg_pids+=("$pid")
+		sleep 2
+		out=$("$WORKLOADS/irqgap" "$COST_IRQ_SECS" 0 --alternate 999 \
+			--control "$tmp/ctl" "$tmp/ack")
 		stop "$pid"
 		;;
 	esac
-	[[ $out =~ gap_us\ ([0-9.]+)\ run_s\ ([0-9.]+) ]] || die "irqgap printed '$out'"
-	awk -v g="${BASH_REMATCH[1]}" -v r="${BASH_REMATCH[2]}" 'BEGIN { printf "%.1f\n", g / r }'
+	[[ $out =~ median_ns\ ([0-9.-]+).*pooled_ns\ ([0-9.-]+) ]] || die "irqgap printed '$out'"
+	echo "${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"
 }
 
 echo "cost: $ncpu CPUs, $(uname -r); window $COST_SECS s, $COST_REPS runs each (median, spread = (max-min)/median)"
 
-# 1. The sampling interrupt: irqgap alone, with empty-program events, under each profiler
+# 1. The sampling interrupt: an empty program's events, perf record -g's, switched on and off
 declare -A irq
 for ((rep = 0; rep < COST_REPS; rep++)); do
-	for m in none empty bpfprof perf; do
-		irq[$m]+="$(irq_once "$m") "
+	for m in empty perf; do
+		read -r med pooled < <(irq_once "$m")
+		irq[$m]+="$(awk -v v="$med" 'BEGIN { printf "%.3f", v / 1e3 }') "
+		irq[$m.pooled]+="$(awk -v v="$pooled" 'BEGIN { printf "%.3f", v / 1e3 }') "
 	done
 done
-irq_per_sample() { # MODE: us per sample, one value per rep
-	local -a base=(${irq[none]}) v=(${irq[$1]}) i
-
-	for ((i = 0; i < ${#v[@]}; i++)); do
-		awk -v a="${v[i]}" -v b="${base[i]}" 'BEGIN { printf "%.3f\n", (a - b) / 999 }'
-	done
-}
-read -r irq_empty irq_empty_sp < <(med_spread $(irq_per_sample empty))
-read -r irq_b irq_b_sp < <(med_spread $(irq_per_sample bpfprof))
-read -r irq_p irq_p_sp < <(med_spread $(irq_per_sample perf))
-read -r irq_none irq_none_sp < <(med_spread ${irq[none]})
+read -r irq_empty irq_empty_sp < <(med_spread ${irq[empty]})
+read -r irq_p irq_p_sp < <(med_spread ${irq[perf]})
+read -r irq_empty_pool irq_empty_pool_sp < <(med_spread ${irq[empty.pooled]})
+read -r irq_p_pool irq_p_pool_sp < <(med_spread ${irq[perf.pooled]})
 printf '\n%-52s %10s %8s\n' "interrupt, CPU 0 at 999 Hz (us per sample)" median spread
-printf '%-52s %10s %8s\n' "gap time with no events (us per s of running)" "$irq_none" "$irq_none_sp"
 printf '%-52s %10s %8s\n' "empty BPF program: the interrupt itself" "$irq_empty" "$irq_empty_sp"
-printf '%-52s %10s %8s\n' "under bpfprof -a (interrupt + BPF walk)" "$irq_b" "$irq_b_sp"
-printf '%-52s %10s %8s\n' "under perf record -a -g (interrupt + callchain)" "$irq_p" "$irq_p_sp"
+printf '%-52s %10s %8s\n' "  (pooled slices)" "$irq_empty_pool" "$irq_empty_pool_sp"
+printf '%-52s %10s %8s\n' "perf record -a -g (interrupt + callchain + copy)" "$irq_p" "$irq_p_sp"
+printf '%-52s %10s %8s\n' "  (pooled slices)" "$irq_p_pool" "$irq_p_pool_sp"
 
 # 2. BPF and agent per sample, whole machine busy
 start_load
 declare -A res
 printf '\n%-6s %-34s %10s %8s\n' Hz "per sample (us) / machine" median spread
 for f in $COST_FREQS; do
-	bpf=() bpfmed=() agent=() startup=() pct=() perfus=() perfpct=() runs=()
+	bpf=() bpfmed=() agent=() tables=() steady=() startup=() pct=() perfus=() perfpct=() runs=()
 	for ((rep = 0; rep < COST_REPS; rep++)); do
 		"$BPFPROF" -a -F "$f" -d "$COST_SECS" -v -o "$tmp/c.folded" 2>"$tmp/c.err" ||
 			die "bpfprof failed: $(tail -n 3 "$tmp/c.err")"
@@ -190,12 +193,16 @@ for f in $COST_FREQS; do
 			die "no cost line from bpfprof -v: $(tail -n 3 "$tmp/c.err")"
 		startup+=("${BASH_REMATCH[1]}")
 		rec=${BASH_REMATCH[2]}
+		[[ $(grep 'bpfprof: cost: recording =' "$tmp/c.err") =~ unwind\ tables\ ([0-9.]+)\ s.*steady\ ([0-9.]+)\ s\ CPU\ \(([0-9.]+)\ us ]] ||
+			die "no recording split from bpfprof -v: $(tail -n 3 "$tmp/c.err")"
+		tables+=("${BASH_REMATCH[1]}")
+		steady+=("${BASH_REMATCH[3]}")
 		((n > 0)) || die "no samples at $f Hz"
 		runs+=("$n")
 		bpf+=("$(awk -v b="$bns" 'BEGIN { printf "%.3f", b / 1e3 }')")
 		agent+=("$(awk -v a="$rec" -v n="$n" 'BEGIN { printf "%.3f", a * 1e6 / n }')")
-		pct+=("$(awk -v a="$rec" -v b="$bns" -v n="$n" -v s="$COST_SECS" -v c="$ncpu" \
-			'BEGIN { printf "%.4f", 100 * (a + b / 1e9 * n) / (s * c) }')")
+		pct+=("$(awk -v a="$rec" -v b="$bns" -v i="$irq_empty" -v n="$n" -v s="$COST_SECS" \
+			-v c="$ncpu" 'BEGIN { printf "%.4f", 100 * (a + (b / 1e9 + i / 1e6) * n) / (s * c) }')")
 
 		/usr/bin/time -f 'rusage %U %S' -o "$tmp/p.time" perf record -a -g -F "$f" \
 			-o "$tmp/c.data" -- sleep "$COST_SECS" 2>"$tmp/p.err" >/dev/null ||
@@ -205,10 +212,10 @@ for f in $COST_FREQS; do
 		[[ $(cat "$tmp/p.time") =~ rusage\ ([0-9.]+)\ ([0-9.]+) ]] || die "no rusage for perf"
 		a=$(awk -v u="${BASH_REMATCH[1]}" -v s="${BASH_REMATCH[2]}" 'BEGIN { print u + s }')
 		perfus+=("$(awk -v a="$a" -v n="$n" 'BEGIN { printf "%.3f", a * 1e6 / n }')")
-		perfpct+=("$(awk -v a="$a" -v s="$COST_SECS" -v c="$ncpu" \
-			'BEGIN { printf "%.4f", 100 * a / (s * c) }')")
+		perfpct+=("$(awk -v a="$a" -v i="$irq_p" -v n="$n" -v s="$COST_SECS" -v c="$ncpu" \
+			'BEGIN { printf "%.4f", 100 * (a + i / 1e6 * n) / (s * c) }')")
 	done
-	for k in runs startup bpfmed bpf agent pct perfus perfpct; do
+	for k in runs startup bpfmed bpf agent tables steady pct perfus perfpct; do
 		declare -n arr=$k
 		res[$f.$k]=$(med_spread "${arr[@]}")
 		unset -n arr
@@ -218,22 +225,23 @@ for f in $COST_FREQS; do
 	printf '%-6s %-34s %10s %8s\n' "" "bpfprof BPF median" ${res[$f.bpfmed]}
 	printf '%-6s %-34s %10s %8s\n' "" "bpfprof BPF per run (mean)" ${res[$f.bpf]}
 	printf '%-6s %-34s %10s %8s\n' "" "bpfprof agent" ${res[$f.agent]}
-	printf '%-6s %-34s %10s %8s\n' "" "bpfprof % of machine (BPF+agent)" ${res[$f.pct]}
+	printf '%-6s %-34s %10s %8s\n' "" "  of it unwind table builds (s)" ${res[$f.tables]}
+	printf '%-6s %-34s %10s %8s\n' "" "  the rest: steady state" ${res[$f.steady]}
+	printf '%-6s %-34s %10s %8s\n' "" "bpfprof % of machine (irq+BPF+agent)" ${res[$f.pct]}
 	printf '%-6s %-34s %10s %8s\n' "" "perf record agent" ${res[$f.perfus]}
-	printf '%-6s %-34s %10s %8s\n' "" "perf record % of machine (agent)" ${res[$f.perfpct]}
+	printf '%-6s %-34s %10s %8s\n' "" "perf record % of machine (irq+agent)" ${res[$f.perfpct]}
 done
 stop_load
 
 if [[ $BENCH_RECORD == 1 ]]; then
 	results=$root/bench/RESULTS.md
 	grep -q '^## Cost' "$results" || die "no '## Cost' section in $results"
-	row="| $(date -u +%Y-%m-%dT%H:%MZ) | $COST_REPS | $irq_empty ($irq_empty_sp) | $irq_b ($irq_b_sp) | $irq_p ($irq_p_sp)"
+	row="| $(date -u +%Y-%m-%dT%H:%MZ) | $COST_REPS | $irq_empty ($irq_empty_sp) | $irq_p ($irq_p_sp)"
+	cell() { echo "$(cut -d' ' -f1 <<<"${res[$1]}") ($(cut -d' ' -f2 <<<"${res[$1]}"))"; }
 	for f in $COST_FREQS; do
-		row+=" | $(cut -d' ' -f1 <<<"${res[$f.bpfmed]}") ($(cut -d' ' -f2 <<<"${res[$f.bpfmed]}"))"
-		row+=" / $(cut -d' ' -f1 <<<"${res[$f.bpf]}") ($(cut -d' ' -f2 <<<"${res[$f.bpf]}"))"
-		row+=" + $(cut -d' ' -f1 <<<"${res[$f.agent]}") ($(cut -d' ' -f2 <<<"${res[$f.agent]}"))"
-		row+=" = $(cut -d' ' -f1 <<<"${res[$f.pct]}")% / perf $(cut -d' ' -f1 <<<"${res[$f.perfus]}")"
-		row+=" ($(cut -d' ' -f2 <<<"${res[$f.perfus]}")) = $(cut -d' ' -f1 <<<"${res[$f.perfpct]}")%"
+		row+=" | $(cell "$f.bpf") + $(cell "$f.agent") [steady $(cell "$f.steady")]"
+		row+=" = $(cut -d' ' -f1 <<<"${res[$f.pct]}")%"
+		row+=" / perf $(cell "$f.perfus") = $(cut -d' ' -f1 <<<"${res[$f.perfpct]}")%"
 	done
 	row+=" | $(cut -d' ' -f1 <<<"${res[$(awk '{ print $1 }' <<<"$COST_FREQS").startup]}") |"
 	python3 - "$results" "$row" <<'PY'

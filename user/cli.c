@@ -29,6 +29,7 @@ struct env env = {
 	.max_targets = 8192,
 	.unwind_rows = UNWIND_MEM_DEFAULT / sizeof(struct bpf_urow),
 	.unwind_procs = 4096,
+	.unwind_cache = UNWIND_CACHE_DEFAULT,
 	.interval = 60,
 	.keep = 1440,
 	.app_name = "bpfprof.cpu",
@@ -715,6 +716,23 @@ static int set_title(const char *a)
 	return 0;
 }
 
+static int set_unwind_cache(const char *a)
+{
+	env.unwind_cache_given = true;
+	if (!strcmp(a, "off")) {
+		env.unwind_cache = NULL;
+		return 0;
+	}
+	if (a[0] != '/') {
+		pr_err("invalid directory '%s' for --unwind-cache: expected an absolute path or "
+		       "'off'",
+		       a);
+		return -EINVAL;
+	}
+	env.unwind_cache = a;
+	return 0;
+}
+
 static int set_unwind(const char *a)
 {
 	if (!strcmp(a, "auto")) {
@@ -824,6 +842,12 @@ static const struct cli_opt opts[] = {
 	  "memory for unwind tables (BPF map, 8 bytes a row; k, m, g suffixes; default 32m): "
 	  "tables go to the files samples land in, least recently sampled evicted; a warning "
 	  "at the end says when it was short" },
+	{ "unwind-cache", 0, "DIR", S_OPTIONS, NULL, set_unwind_cache,
+	  "keep compiled unwind tables in DIR between runs, so that a restarted agent loads "
+	  "them instead of compiling the binaries' CFI again (default " UNWIND_CACHE_DEFAULT
+	  "; 'off': none). DIR is created 0700 and must be the agent's own, with no directory "
+	  "above it writable by another user; at most four times --unwind-mem, least recently "
+	  "used deleted first" },
 	{ "mem-budget", 0, "SIZE", S_OPTIONS, NULL, parse_mem_budget,
 	  "memory for what the agent keeps of targets (symbols, Python line tables, perf maps, "
 	  "process state, unwinder and cgroup bookkeeping, the profile at the end; stacks up to "

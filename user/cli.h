@@ -91,9 +91,11 @@ struct env {
 	/* sizing (not on the CLI yet: sane defaults, see record.c) */
 	uint32_t ringbuf_bytes;
 	uint32_t max_targets;
-	uint32_t unwind_rows;	 /* capacity of the BPF unwind row array (--unwind-mem) */
-	uint32_t unwind_procs;	 /* processes with unwind info at once */
-	uint32_t alloc_max_live; /* sampled heap blocks tracked at once */
+	uint32_t unwind_rows;	  /* capacity of the BPF unwind row array (--unwind-mem) */
+	const char *unwind_cache; /* --unwind-cache DIR, NULL: off */
+	bool unwind_cache_given;  /* named on the command line: a bad DIR is an error */
+	uint32_t unwind_procs;	  /* processes with unwind info at once */
+	uint32_t alloc_max_live;  /* sampled heap blocks tracked at once */
 };
 
 extern struct env env;
@@ -104,6 +106,8 @@ extern struct env env;
  * training loop with pgbench next to it wanted 2.0-2.5M (15-19 MiB) in all.
  */
 #define UNWIND_MEM_DEFAULT (32u << 20)
+/* --unwind-cache: root's, like any cache of a system service (FHS /var/cache) */
+#define UNWIND_CACHE_DEFAULT "/var/cache/bpfprof/unwind"
 
 #define EXIT_OK	     0
 #define EXIT_RUNTIME 1

@@ -394,3 +394,95 @@ def test_undescribed_python_reaches_main(tmp_path):
           if any(x.startswith("work_a (split.py:") for x in f)]
     reach = sum(c for f, c in py if "Py_BytesMain" in f and "__libc_start_call_main" in f)
     assert total(py) > 150 and reach >= 0.9 * total(py), (reach, total(py), py[:3])
+
+
+@pytest.fixture
+def cache_dir():
+    """--unwind-cache wants a directory no other user can reach, nor any directory
+    above it: not pytest's tmp_path under /tmp."""
+    import tempfile
+    base = tempfile.mkdtemp(prefix="bpfprof-e2e-", dir="/var/cache")
+    try:
+        yield os.path.join(base, "unwind")
+    finally:
+        subprocess.run(["rm", "-rf", base], check=True)
+
+
+def cache_counts(stderr):
+    m = re.search(r"unwind table cache \S+: (\d+) loaded, (\d+) missed, (\d+) stored "
+                  r"\((\d+) failed\), (\d+) invalid", stderr)
+    assert m, stderr
+    return dict(zip(("loaded", "missed", "stored", "failed", "invalid"), map(int, m.groups())))
+
+
+def cost_split(stderr):
+    """-v's cost lines: the recording CPU and its parts (s), the table files built."""
+    rec = re.search(r"cost: start-up [0-9.]+ s CPU .*recording ([0-9.]+) s CPU", stderr)
+    m = re.search(r"cost: recording = unwind tables ([0-9.]+) s CPU \((\d+) files, once per "
+                  r"binary[^)]*\) \+ symbols ([0-9.]+) s CPU \((\d+) files read\) \+ mappings "
+                  r"([0-9.]+) s CPU \((\d+) processes' maps read\) \+ steady ([0-9.]+) s CPU "
+                  r"\(([0-9.]+) us per sample\)", stderr)
+    assert rec and m, stderr
+    parts = [float(m.group(i)) for i in (1, 3, 5, 7)]
+    # the parts are the recording's CPU, split (each printed to the ms)
+    assert abs(sum(parts) - float(rec.group(1))) <= 0.003, (parts, rec.group(1))
+    return {"tables": parts[0], "files": int(m.group(2)), "steady": parts[3]}
+
+
+def test_table_cache_restart(tmp_path, cache_dir):
+    """A second run loads the tables the first compiled and unwinds as well; damaged
+    or opened-up table files are refused, deleted and compiled again."""
+    def once(name):
+        out = tmp_path / f"{name}.folded"
+        r = run(["-v", "--unwind-cache", cache_dir, "--unwind", "dwarf", "-F", "999", "-o",
+                 str(out), "--", workload("cpu_split_nofp"), "2"])
+        assert r.returncode == 0, r.stderr
+        m = re.search(r"(\d+) samples before their process's tables were ready", r.stderr)
+        check_split(parse_folded(out.read_text()), "cpu_split_nofp", int(m.group(1)) if m else 0)
+        return r.stderr
+
+    err = once("first")
+    c = cache_counts(err)
+    assert c["stored"] >= 2 and c["loaded"] == 0 and c["failed"] == 0, c  # the program, libc
+    # every table the command got was built during the recording, and counted there
+    assert cost_split(err)["files"] >= c["stored"], err
+    assert os.stat(cache_dir).st_mode & 0o777 == 0o700
+    files = sorted(f for f in os.listdir(cache_dir) if f.endswith(".utab"))
+    assert len(files) == c["stored"], files
+    for f in files:
+        st = os.stat(os.path.join(cache_dir, f))
+        assert st.st_mode & 0o777 == 0o600 and st.st_uid == 0, f
+
+    err = once("second")
+    c = cache_counts(err)
+    assert c["loaded"] == len(files) and c["stored"] == 0 and c["invalid"] == 0, c
+    assert re.search(rf"{len(files)} tables from the table cache", err), err
+    assert cost_split(err)["files"] >= len(files), err
+
+    # one file opened up to others, the others damaged: none is believed
+    os.chmod(os.path.join(cache_dir, files[0]), 0o644)
+    for f in files[1:]:
+        with open(os.path.join(cache_dir, f), "r+b") as fh:
+            fh.seek(-3, os.SEEK_END)
+            b = fh.read(1)
+            fh.seek(-3, os.SEEK_END)
+            fh.write(bytes([b[0] ^ 0x40]))
+    err = once("third")
+    c = cache_counts(err)
+    assert c["invalid"] == len(files) and c["loaded"] == 0 and c["stored"] == len(files), c
+
+
+def test_table_cache_refuses_unsafe_directory(tmp_path):
+    # /tmp is writable by everyone: a table there could be planted or swapped
+    r = run(["--unwind-cache", str(tmp_path / "c"), "-o", str(tmp_path / "o.folded"), "--",
+             "/bin/true"])
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bpfprof: cannot use ") and \
+        "writable by another user" in lines[0], r.stderr
+    assert not (tmp_path / "c").exists()
+    r = run(["--unwind-cache", "relative/dir", "-o", str(tmp_path / "o.folded"), "--", "/bin/true"])
+    assert r.returncode == 2 and r.stderr.startswith("bpfprof: invalid directory"), r.stderr
+    # off: no cache at all
+    r = run(["-v", "--unwind-cache", "off", "-o", str(tmp_path / "o.folded"), "--", "/bin/true"])
+    assert r.returncode == 0 and "unwind table cache" not in r.stderr, r.stderr

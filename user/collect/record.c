@@ -50,6 +50,7 @@
 #include "symbolize/ksyms.h"
 #include "unwind/needed.h"
 #include "unwind/tables.h"
+#include "unwind/tcache.h"
 #include "util/bpfmap.h"
 #include "util/htab.h"
 #include "util/clock.h"
@@ -631,6 +632,62 @@ static double cpu_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/*
+ * --unwind-cache. A DIR named on the command line that cannot be used safely
+ * is an error; the default is only warned about (a non-root agent with
+ * CAP_BPF cannot create it) and the run goes on without a cache.
+ */
+static int open_table_cache(struct recorder *r)
+{
+	uint64_t max = 4ULL * env.unwind_rows * UNWIND_ROW_BYTES;
+	const char *why;
+	int err;
+
+	if (!env.unwind_cache)
+		return 0;
+	err = tcache__open(&r->tcache, env.unwind_cache, max, &why);
+	if (err && env.unwind_cache_given) {
+		pr_err("cannot use '%s' for --unwind-cache: %s (%s)", env.unwind_cache, why,
+		       strerror(-err));
+		return err;
+	}
+	if (err) {
+		pr_warn("unwind tables are not cached between runs: %s: %s (%s); "
+			"--unwind-cache DIR|off",
+			env.unwind_cache, why, strerror(-err));
+		return 0;
+	}
+	unwinder__set_cache(r->unw, r->tcache);
+	return 0;
+}
+
+/* CPU the unwind table builds took so far, and how many tables (built or failed) */
+static void tables_cpu(const struct recorder *r, uint64_t *ns, uint64_t *n)
+{
+	const struct unwinder_stats *us = r->unw ? unwinder__stats(r->unw) : NULL;
+
+	*ns = us ? us->build_cpu_ns : 0;
+	*n = us ? us->tables + us->tables_failed : 0;
+}
+
+/* Likewise for the processes' mappings read from /proc (once per process, again after exec) */
+static void maps_cpu(const struct recorder *r, uint64_t *ns, uint64_t *n)
+{
+	const struct proctab_stats *ps = proctab__stats(r->procs);
+
+	*ns = ps->maps_cpu_ns;
+	*n = ps->maps_read;
+}
+
+/* Likewise for the symbol tables read (once per file; again after an eviction) */
+static void syms_cpu(const struct recorder *r, uint64_t *ns, uint64_t *n)
+{
+	const struct objtab_stats *os = objtab__stats(r->objs);
+
+	*ns = os->syms_cpu_ns;
+	*n = os->syms_loaded;
+}
+
 static double ru_secs(const struct rusage *ru)
 {
 	return ru->ru_utime.tv_sec + ru->ru_stime.tv_sec +
@@ -799,6 +856,9 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 		unwinder__set_file_map(r->unw, bpf_map__fd(r->skel->maps.file_unwind));
 		/* a few named targets: all their tables; the machine: what samples want */
 		unwinder__set_eager(r->unw, !env.all);
+		err = open_table_cache(r);
+		if (err)
+			return err;
 	}
 	if (env.ev_cpu) { /* CPU values first: pprof's first sample types, as always */
 		r->cpu_samples = rec__value(r, "samples", "count");
@@ -1210,6 +1270,48 @@ static void print_files_summary(struct recorder *r)
 		   (unsigned long long)os->reopen_failed);
 }
 
+/*
+ * Start-up, recording and output apart, and the recording split into the
+ * unwind tables built (once per binary met; a restart with the tables
+ * cached builds none), the symbol tables read during the run (once per
+ * file, for files of exited processes before their fds close), the
+ * processes' mappings read from /proc (once per process: what a host
+ * starting processes costs) and the rest, the steady state: samples, side
+ * band, process descriptions written to BPF, Python reads. tools/cost.sh, tools/bench.sh and
+ * tools/bench_realhost.sh read this line.
+ */
+static void print_cost(const struct recorder *r, const struct rusage *end)
+{
+	double rec = ru_secs(&r->ru_stop) - ru_secs(&r->ru_ready);
+	double tab = (r->tables_cpu_stop - r->tables_cpu_ready) / 1e9;
+	double syms = (r->syms_cpu_stop - r->syms_cpu_ready) / 1e9;
+	double maps = (r->maps_cpu_stop - r->maps_cpu_ready) / 1e9;
+	double rest = rec > tab + syms + maps ? rec - tab - syms - maps : 0;
+	uint64_t n = r->st.received;
+	const struct unwinder_stats *us = r->unw ? unwinder__stats(r->unw) : NULL;
+	const struct objfile *big =
+		us && us->build_cpu_max_obj ? objtab__by_id(r->objs, us->build_cpu_max_obj) : NULL;
+	char costliest[PATH_MAX + 64] = "";
+
+	if (big)
+		snprintf(costliest, sizeof(costliest), "; costliest %s %.3f s", big->path,
+			 us->build_cpu_max_ns / 1e9);
+	pr_verbose("cost: start-up %.3f s CPU (%.3f user, %.3f sys), recording %.3f s CPU "
+		   "(%.2f us per sample, %llu samples), output %.3f s CPU",
+		   ru_secs(&r->ru_ready),
+		   r->ru_ready.ru_utime.tv_sec + r->ru_ready.ru_utime.tv_usec / 1e6,
+		   r->ru_ready.ru_stime.tv_sec + r->ru_ready.ru_stime.tv_usec / 1e6, rec,
+		   n ? rec * 1e6 / n : 0.0, (unsigned long long)n,
+		   ru_secs(end) - ru_secs(&r->ru_stop));
+	pr_verbose("cost: recording = unwind tables %.3f s CPU (%llu files, once per binary%s) + "
+		   "symbols %.3f s CPU (%llu files read) + mappings %.3f s CPU (%llu processes' "
+		   "maps read) + steady %.3f s CPU (%.2f us per sample)",
+		   tab, (unsigned long long)(r->tables_stop - r->tables_ready), costliest, syms,
+		   (unsigned long long)(r->syms_stop - r->syms_ready), maps,
+		   (unsigned long long)(r->maps_stop - r->maps_ready), rest,
+		   n ? rest * 1e6 / n : 0.0);
+}
+
 static void print_summary(struct recorder *r, const struct build_stats *bs, size_t nprocs)
 {
 	uint64_t rb_full = rec__counter(r, CNT_RB_FULL);
@@ -1334,7 +1436,8 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 				"unwind tables: %llu files (%llu without, %llu shared by build id), "
 				"%llu rows in use, peak %llu of %llu (%.1f MiB), %llu evicted, "
 				"%llu refused for room (%llu built later), %.1f ms compiling CFI, "
-				"%llu processes, %llu files left out of file_unwind (full)",
+				"%llu processes, %llu files left out of file_unwind (full), "
+				"%llu tables from the table cache",
 				(unsigned long long)us->tables,
 				(unsigned long long)us->tables_failed,
 				(unsigned long long)us->tables_shared,
@@ -1345,7 +1448,20 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 				(unsigned long long)us->tables_refused,
 				(unsigned long long)us->tables_retried, us->build_ns / 1e6,
 				(unsigned long long)us->procs,
-				(unsigned long long)us->files_unlisted);
+				(unsigned long long)us->files_unlisted,
+				(unsigned long long)us->tables_cached);
+		}
+		if (r->tcache) {
+			const struct tcache_stats *cs = tcache__stats(r->tcache);
+
+			pr_verbose("unwind table cache %s: %llu loaded, %llu missed, %llu stored "
+				   "(%llu failed), %llu invalid (deleted), %llu evicted; %llu "
+				   "tables, %.1f MiB",
+				   env.unwind_cache, (unsigned long long)cs->hits,
+				   (unsigned long long)cs->misses, (unsigned long long)cs->stored,
+				   (unsigned long long)cs->store_failed,
+				   (unsigned long long)cs->invalid, (unsigned long long)cs->evicted,
+				   (unsigned long long)cs->files, cs->bytes / 1048576.0);
 		}
 		if (r->stats_fd >= 0) {
 			struct bpf_prog_info info = { 0 };
@@ -1394,17 +1510,7 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 						    r->st.received
 					  : 0.0,
 			   ru.ru_maxrss > r->hwm_run_kib ? ru.ru_maxrss : r->hwm_run_kib);
-		/* start-up and steady state apart (tools/bench.sh reads this line) */
-		pr_verbose("cost: start-up %.3f s CPU (%.3f user, %.3f sys), recording %.3f s CPU "
-			   "(%.2f us per sample, %llu samples), output %.3f s CPU",
-			   ru_secs(&r->ru_ready),
-			   r->ru_ready.ru_utime.tv_sec + r->ru_ready.ru_utime.tv_usec / 1e6,
-			   r->ru_ready.ru_stime.tv_sec + r->ru_ready.ru_stime.tv_usec / 1e6,
-			   ru_secs(&r->ru_stop) - ru_secs(&r->ru_ready),
-			   r->st.received ? (ru_secs(&r->ru_stop) - ru_secs(&r->ru_ready)) * 1e6 /
-						    r->st.received
-					  : 0.0,
-			   (unsigned long long)r->st.received, ru_secs(&ru) - ru_secs(&r->ru_stop));
+		print_cost(r, &ru);
 	}
 }
 
@@ -1654,6 +1760,9 @@ int record__run(const struct rec_mode *mode)
 		goto cleanup;
 	}
 	getrusage(RUSAGE_SELF, &r.ru_ready);
+	tables_cpu(&r, &r.tables_cpu_ready, &r.tables_ready);
+	syms_cpu(&r, &r.syms_cpu_ready, &r.syms_ready);
+	maps_cpu(&r, &r.maps_cpu_ready, &r.maps_ready);
 	/* where start-up goes (issue 17: -a should take <= 0.1 s CPU before the first sample) */
 	pr_verbose("start-up: %.3f s CPU: CPU object open+load+verify %.3f s, features (heap, "
 		   "off-CPU, CUDA objects, probes) %.3f s + start %.3f s, the rest (libraries, "
@@ -1693,6 +1802,9 @@ int record__run(const struct rec_mode *mode)
 		if (r.feat[i]->finish)
 			r.feat[i]->finish(&r, r.feat_priv[i]);
 	getrusage(RUSAGE_SELF, &r.ru_stop);
+	tables_cpu(&r, &r.tables_cpu_stop, &r.tables_stop);
+	syms_cpu(&r, &r.syms_cpu_stop, &r.syms_stop);
+	maps_cpu(&r, &r.maps_cpu_stop, &r.maps_stop);
 
 	if (r.cont) { /* the interval in progress is written, the rest summarized */
 		nprocs = count_processes(r.stacks); /* the last interval's */
@@ -1738,6 +1850,7 @@ cleanup:
 	if (r.procs)
 		proctab__on_change(r.procs, NULL, NULL);
 	unwinder__free(r.unw);
+	tcache__free(r.tcache);
 	continuous__free(r.cont);
 	cgroups__free(r.cg);
 	htab__free(r.dirty);

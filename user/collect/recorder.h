@@ -34,6 +34,7 @@
 
 struct bpf_object;
 struct prof_sample;
+struct tcache;
 struct tl_log;
 
 struct rec_stats {
@@ -156,10 +157,15 @@ struct recorder {
 	struct timespec t_start, t_stop;
 	struct timespec wall_start;
 	struct rusage ru_ready, ru_stop; /* the agent's CPU at the ready line, at the stop */
-	double su_load, su_features;	 /* start-up CPU seconds: CPU object load, features */
-	char core_btf[4096];		 /* CO-RE types cache file (util/corebtf.h) */
-	bool core_btf_todo;		 /* not there yet: written after the run */
-	bool core_btf_used;		 /* the CPU object loaded with it: features open with it */
+	struct tcache *tcache;		 /* --unwind-cache, NULL: off */
+	/* unwind table builds and symbol reads (CPU ns, count) by then: not the steady state */
+	uint64_t tables_cpu_ready, tables_cpu_stop, tables_ready, tables_stop;
+	uint64_t syms_cpu_ready, syms_cpu_stop, syms_ready, syms_stop; /* symbol tables read */
+	uint64_t maps_cpu_ready, maps_cpu_stop, maps_ready, maps_stop; /* /proc/PID/maps reads */
+	double su_load, su_features; /* start-up CPU seconds: CPU object load, features */
+	char core_btf[4096];	     /* CO-RE types cache file (util/corebtf.h) */
+	bool core_btf_todo;	     /* not there yet: written after the run */
+	bool core_btf_used;	     /* the CPU object loaded with it: features open with it */
 	struct bpf_object_open_opts feat_open; /* rec__open_opts() */
 
 	/* what stack_vals.v[i] means (rec__value) */

@@ -15,6 +15,7 @@
 #include "proc/objfile.h"
 #include "symbolize/dwlines.h"
 #include "symbolize/elfsym.h"
+#include "util/clock.h"
 #include "util/htab.h"
 #include "util/log.h"
 #include "util/membudget.h"
@@ -440,6 +441,7 @@ static void load_syms(struct objfile *o)
 {
 	struct elfsym_opts opts = { .has_root_fd = true, .root_fd = o->root_fd };
 	struct objtab *t = o->tab;
+	uint64_t c0;
 	const char *b;
 	int err;
 
@@ -449,7 +451,10 @@ static void load_syms(struct objfile *o)
 		return;
 	}
 	opts.root_fd = o->root_fd; /* opened again with the file when the fd cap closed it */
+	c0 = thread_cpu_ns();
 	err = elfsym__open(&o->syms, o->fd, o->path[0] == '/' ? o->path : NULL, &opts);
+	t->st.syms_cpu_ns += thread_cpu_ns() - c0;
+	t->st.syms_loaded++;
 	if (err) {
 		o->load_err = err;
 		o->syms = NULL;

@@ -97,6 +97,8 @@ struct objtab_stats {
 	uint64_t reopened;	/* ... opened again on demand */
 	uint64_t reopen_failed; /* ... that could not be (the mapping gone, or another inode) */
 	uint32_t fds, fds_peak; /* fds held now (files and their roots), and the most held */
+	uint64_t syms_loaded;	/* symbol tables read (rereads included) */
+	uint64_t syms_cpu_ns;	/* the agent thread's CPU reading them: per file, not sample */
 	uint32_t fd_cap;
 };
 

@@ -246,7 +246,18 @@ static int add_proc_mapping(const struct procmaps_entry *e, void *ctx)
 	return insert(c->t, c->p, &m);
 }
 
+static int reload(struct proctab *t, struct proc *p);
+
 int proctab__reload(struct proctab *t, struct proc *p)
+{
+	uint64_t c0 = thread_cpu_ns();
+	int err = reload(t, p);
+
+	t->stats.maps_cpu_ns += thread_cpu_ns() - c0;
+	return err;
+}
+
+static int reload(struct proctab *t, struct proc *p)
 {
 	struct read_ctx c = { t, p };
 	char path[64];

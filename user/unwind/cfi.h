@@ -33,6 +33,13 @@ enum rbp_rule {
 	RBP_RULE_UNSUPPORTED = 2, /* saved somewhere we cannot express (register, expression) */
 };
 
+/*
+ * The rows' version: bumped whenever cfi__build (or tables.c's conversion
+ * to BPF rows) would make different rows for the same file, so that tables
+ * cached on disk by an older agent (tcache.c) are compiled again.
+ */
+#define CFI_VERSION 1
+
 struct unwind_row {
 	uint64_t pc; /* ELF virtual address where this row starts */
 	int32_t cfa_off;

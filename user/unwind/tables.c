@@ -20,6 +20,7 @@
 #include "symbolize/elfsym.h"
 #include "unwind/cfi.h"
 #include "unwind/tables.h"
+#include "unwind/tcache.h"
 #include "util/htab.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -104,6 +105,7 @@ struct unwinder {
 	struct htab *by_bid; /* build id -> objfile id owning its rows */
 	struct bpf_proc_unwind *buf;
 	struct unwinder_stats st;
+	struct tcache *cache; /* tables kept between runs (--unwind-cache), NULL: off */
 	/*
 	 * Its bookkeeping in the memory budget ("unwinder", reported): the
 	 * table of every file, every process's mappings, build ids. The rows
@@ -787,18 +789,41 @@ static bool share_by_build_id(struct unwinder *u, struct objfile *o, int fd, str
 }
 
 /*
- * Build file id's table: compile, find room (evicting cold tables when
+ * The file open at fd as the table cache knows it: its build id and its
+ * identity here. Not for a file with no name left (the vdso's memfd, a
+ * deleted library): no later run can meet it again.
+ */
+static int cache_key(int fd, const char *bid, struct tcache_key *k)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) || !st.st_nlink || strlen(bid) >= sizeof(k->bid))
+		return -EINVAL;
+	memset(k, 0, sizeof(*k));
+	strcpy(k->bid, bid);
+	k->dev = st.st_dev;
+	k->ino = st.st_ino;
+	k->size = st.st_size;
+	k->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+	k->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
+	return 0;
+}
+
+/*
+ * Build file id's table: compile (or load it from the table cache), find room (evicting cold tables when
  * evict_used, else only cold ones nobody uses), upload. Returns 0, -ENOSPC
  * (refused: no room), or another -errno (no usable CFI: for good).
  */
-static int build(struct unwinder *u, uint32_t id, uint64_t now_ns, bool evict_used)
+static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool evict_used)
 {
 	struct objfile *o = objtab__by_id(u->objs, id);
 	struct otable *t = &u->tables[id];
 	struct unwind_row *rows = NULL;
 	struct bpf_urow *out = NULL;
 	struct cfi_stats cs = { 0 };
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = mono_ns(), c0;
+	struct tcache_key key;
+	bool have_key;
 	char bid[128];
 	size_t n = 0;
 	int64_t first;
@@ -820,22 +845,35 @@ static int build(struct unwinder *u, uint32_t id, uint64_t now_ns, bool evict_us
 	/* known too big for what could be freed: do not compile it again */
 	if (t->want && rows_available(u, now_ns, !evict_used) < t->want)
 		return -ENOSPC;
-	err = cfi__build(fd, &rows, &n, &cs);
-	u->st.build_ns += mono_ns() - t0;
-	if (err || !n) {
-		pr_debug("%s: no unwind table (%s)", o->path, err ? strerror(-err) : "no CFI");
-		err = err ?: -ENODATA;
-		goto fail;
+	c0 = thread_cpu_ns();
+	have_key = u->cache && !cache_key(fd, bid, &key);
+	if (have_key && !tcache__load(u->cache, &key, &out, &w, &t->base)) {
+		cs.source = "the table cache";
+		for (uint32_t i = 0; i < w; i++)
+			u->st.rows_unsupported += (out[i].rules & 15) == CFA_RULE_UNSUPPORTED;
+		u->st.tables_cached++;
+	} else {
+		err = cfi__build(fd, &rows, &n, &cs);
+		u->st.cfi_cpu_ns += thread_cpu_ns() - c0;
+		u->st.build_ns += mono_ns() - t0;
+		if (err || !n) {
+			pr_debug("%s: no unwind table (%s)", o->path,
+				 err ? strerror(-err) : "no CFI");
+			err = err ?: -ENODATA;
+			goto fail;
+		}
+		out = malloc(n * sizeof(*out));
+		if (!out) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		t->base = rows[0].pc;
+		w = convert(u, rows, n, out, t->base);
+		free(rows);
+		rows = NULL;
+		if (have_key && w)
+			tcache__store(u->cache, &key, out, w, t->base);
 	}
-	out = malloc(n * sizeof(*out));
-	if (!out) {
-		err = -ENOMEM;
-		goto fail;
-	}
-	t->base = rows[0].pc;
-	w = convert(u, rows, n, out, t->base);
-	free(rows);
-	rows = NULL;
 	t->want = w;
 	if (w > u->cap || rows_available(u, now_ns, !evict_used) < w) {
 		free(out);
@@ -879,8 +917,8 @@ static int build(struct unwinder *u, uint32_t id, uint64_t now_ns, bool evict_us
 		if (ret > 0)
 			charge(u, (long long)strlen(bid) + HTAB_ENTRY_BYTES);
 	}
-	pr_debug("%s: %u unwind rows from %s (%u FDEs)", o->path, w, cs.source ? cs.source : "?",
-		 cs.fdes);
+	pr_debug("%s: %u unwind rows from %s (%u FDEs), %.1f ms CPU", o->path, w,
+		 cs.source ? cs.source : "?", cs.fdes, (thread_cpu_ns() - c0) / 1e6);
 	procs_update(u, id, true);
 	return 0;
 fail:
@@ -888,6 +926,30 @@ fail:
 	t->state = OT_NO_TABLE;
 	u->st.tables_failed++;
 	return err;
+}
+
+/*
+ * build_table, its CPU counted apart: a table is built once per binary (a
+ * new process of a known one builds nothing), so that the agent's steady
+ * state, per sample, can be told from what the binaries it met cost.
+ */
+static int build(struct unwinder *u, uint32_t id, uint64_t now_ns, bool evict_used)
+{
+	uint64_t c0 = thread_cpu_ns(), c;
+	int err = build_table(u, id, now_ns, evict_used);
+
+	c = thread_cpu_ns() - c0;
+	u->st.build_cpu_ns += c;
+	if (c > u->st.build_cpu_max_ns) {
+		u->st.build_cpu_max_ns = c;
+		u->st.build_cpu_max_obj = id;
+	}
+	return err;
+}
+
+void unwinder__set_cache(struct unwinder *u, struct tcache *c)
+{
+	u->cache = c;
 }
 
 bool unwinder__ready(const struct unwinder *u, uint32_t obj)

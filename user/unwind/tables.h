@@ -27,6 +27,7 @@
 
 struct objtab;
 struct proc;
+struct tcache;
 struct unwinder;
 
 /*
@@ -52,12 +53,22 @@ struct unwinder_stats {
 	uint64_t tables_retried; /* refused files that got their table later */
 	uint64_t tables_shared;	 /* files served by another file's table (same build id) */
 	uint64_t rows_used, rows_cap, rows_peak;
-	uint64_t build_ns;	   /* time spent compiling CFI */
-	uint64_t procs;		   /* processes currently described */
-	uint64_t procs_synced;	   /* proc_unwind writes */
-	uint64_t maps_dropped;	   /* mappings beyond MAX_UMAPS */
-	uint64_t rows_unsupported; /* rows compiled as "cannot unwind here" */
-	uint64_t files_unlisted;   /* tables left out of file_unwind (map full) */
+	uint64_t build_ns; /* time spent compiling CFI */
+	/*
+	 * The agent's CPU (its thread's) in table builds: once per binary,
+	 * not per sample. build_cpu_ns is all of it (CFI compile, conversion,
+	 * row writes, rewriting the descriptions that use the table);
+	 * cfi_cpu_ns the compile alone; the costliest file's apart.
+	 */
+	uint64_t build_cpu_ns, cfi_cpu_ns;
+	uint64_t build_cpu_max_ns;
+	uint32_t build_cpu_max_obj; /* objfile id of that file */
+	uint64_t tables_cached;	    /* tables loaded from the table cache, not compiled */
+	uint64_t procs;		    /* processes currently described */
+	uint64_t procs_synced;	    /* proc_unwind writes */
+	uint64_t maps_dropped;	    /* mappings beyond MAX_UMAPS */
+	uint64_t rows_unsupported;  /* rows compiled as "cannot unwind here" */
+	uint64_t files_unlisted;    /* tables left out of file_unwind (map full) */
 };
 
 /* Rows held by each byte of --unwind-mem. */
@@ -68,6 +79,8 @@ int unwinder__new(struct unwinder **out, const struct unwind_store *store, uint3
 /* The BPF maps as the store; gen_map_fd: the unwind_gen map (BPF's row cache), -1: none. */
 int unwinder__new_bpf(struct unwinder **out, int rows_map_fd, uint32_t rows_cap, int procs_map_fd,
 		      int gen_map_fd, struct objtab *objs);
+/* Tables kept between runs (tcache.h; NULL: none): loaded instead of compiled, stored after. */
+void unwinder__set_cache(struct unwinder *u, struct tcache *c);
 /* file_unwind's fd (-1: none): see struct file_unwind */
 void unwinder__set_file_map(struct unwinder *u, int file_map_fd);
 void unwinder__free(struct unwinder *u);

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* CLOCK_MONOTONIC in nanoseconds: the clock BPF's bpf_ktime_get_ns() reads. */
+/*
+ * CLOCK_MONOTONIC in nanoseconds: the clock BPF's bpf_ktime_get_ns() reads;
+ * and the calling thread's CPU time (what a piece of the agent's work costs).
+ */
 #ifndef BPFPROF_CLOCK_H
 #define BPFPROF_CLOCK_H
 
@@ -11,6 +14,14 @@ static inline uint64_t mono_ns(void)
 	struct timespec t;
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
+}
+
+static inline uint64_t thread_cpu_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
 	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
 }
 
