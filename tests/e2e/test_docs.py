@@ -19,7 +19,8 @@ SUBCOMMANDS = ["", "dump", "flamegraph"]
 FOREIGN = {"idle", "pgbench", "now", "native", "debug-dump", "no", "bounding-set", "no-new-privs", "js-flags", "perf-basic-prof", "call-graph", "sample_index", "http",
            "no-install-recommends", "offline", "drop", "lines", "list", "top", "traces",
            "tagfocus", "noprofile", "inherit", "user", "group", "reuid", "regid", "caps",
-           "clear-groups", "init-groups", "keep-caps", "inh-caps", "ambient-caps"}
+           "clear-groups", "init-groups", "keep-caps", "inh-caps", "ambient-caps",
+           "control"}  # perf record --control fifo: (docs/design.md, tools/cost.sh)
 
 
 def help_text(sub):
