@@ -67,19 +67,25 @@ struct {
 
 /*
  * Which row covers a pc: a per-CPU direct-mapped cache in front of the
- * binary search (a loop launching kernels, or a hot function sampled again
- * and again, asks for the same return addresses every time). An entry is
- * valid for the table generation it was made in: user space bumps
- * unwind_gen whenever rows are freed, since the rows [first, ...) can then
- * be reused by another file.
+ * binary search. An entry holds a row and where the next row starts, so it
+ * answers for every pc in [row.pc, end), not only the pc it was filled for:
+ * the leaf's pc, a different instruction of a hot loop every sample,
+ * finds its row there too (it searched every time when entries were keyed
+ * by the exact pc). Slots are picked by the pc's 64-byte block. A hit reads
+ * no unwind_rows at all: one cache line instead of two, on a host where
+ * every sample finds its memory cold. An entry is valid for the table
+ * generation it was made in: user space bumps unwind_gen whenever rows are
+ * freed, since the rows [first, ...) can then be reused by another file.
  */
-#define ROW_CACHE 1024
+#define ROW_CACHE	1024
+#define ROW_CACHE_BLOCK 6 /* log2 of the bytes of code that share a slot */
 
 struct row_cache_ent {
 	__u32 first; /* the table's first row */
-	__u32 pc;    /* the pc looked up (table-relative) */
 	__u32 gen;
-	__u32 idx; /* the row that covers it */
+	__u32 end; /* the next row's pc (~0: the table's last row) */
+	__u32 pad;
+	struct bpf_urow row; /* covers [row.pc, end) */
 };
 
 struct row_cache {
@@ -381,29 +387,57 @@ __noinline int lazy_add(struct bpf_proc_unwind *d, struct early_maps *e, __u64 i
 	return 0;
 }
 
-static __always_inline const struct bpf_urow *find_row(struct row_cache *c, __u32 gen, __u32 first,
-						       __u32 count, __u32 pc)
+/*
+ * Search the rows for pc and fill e with the row found and the next row's
+ * pc. A global function: the search and the two row lookups are checked
+ * once, outside the walk's step. 0, or -1 (no row; e untouched).
+ */
+__noinline int row_fill(struct row_cache_ent *e, __u32 first, __u32 count, __u32 pc, __u32 gen)
 {
-	struct row_cache_ent *e =
-		&c->e[((first * 0x9e3779b1u) ^ (pc * 0x85ebca6bu)) >> 22 & (ROW_CACHE - 1)];
-	__u32 idx;
+	const struct bpf_urow *r;
+	__u32 idx, next;
 	int i;
 
-	if (gen && e->gen == gen && e->first == first && e->pc == pc) {
-		idx = e->idx;
-		return bpf_map_lookup_elem(&unwind_rows, &idx);
-	}
+	if (!e)
+		return -1;
 	i = find_row_idx(first, count, pc);
 	if (i < 0)
-		return NULL;
+		return -1;
 	idx = i;
-	if (gen) {
-		e->first = first;
-		e->pc = pc;
-		e->gen = gen;
-		e->idx = idx;
+	r = bpf_map_lookup_elem(&unwind_rows, &idx);
+	if (!r)
+		return -1;
+	e->row = *r;
+	e->end = ~0U;
+	next = idx + 1;
+	if (next - first < count) {
+		r = bpf_map_lookup_elem(&unwind_rows, &next);
+		if (r)
+			e->end = r->pc;
 	}
-	return bpf_map_lookup_elem(&unwind_rows, &idx);
+	e->first = first;
+	e->gen = gen;
+	return 0;
+}
+
+/*
+ * The row covering pc into *row: from the cache when an entry of this
+ * table and generation covers pc, else searched (and cached). gen 0: the
+ * cache is not trusted (the entry is filled and used, never matched).
+ * 0, or -1 (no row).
+ */
+static __always_inline int find_row(struct row_cache *c, __u32 gen, __u32 first, __u32 count,
+				    __u32 pc, struct bpf_urow *row)
+{
+	struct row_cache_ent *e =
+		&c->e[((first * 0x9e3779b1u) ^ ((pc >> ROW_CACHE_BLOCK) * 0x85ebca6bu)) >> 22 &
+		      (ROW_CACHE - 1)];
+
+	if (!(gen && e->gen == gen && e->first == first && e->row.pc <= pc && pc < e->end) &&
+	    row_fill(e, first, count, pc, gen))
+		return -1;
+	*row = e->row;
+	return 0;
 }
 
 /*
@@ -547,7 +581,7 @@ static long unwind_step(__u32 i, void *data)
 {
 	struct ustate *st = data;
 	const struct bpf_umap *m;
-	const struct bpf_urow *r;
+	struct bpf_urow row, *r = &row;
 	__u64 cfa, ra, pc;
 	__u8 cfa_rule, rbp_rule;
 	__u32 reason;
@@ -595,8 +629,7 @@ static long unwind_step(__u32 i, void *data)
 	}
 	/* a return address points after the call: look up the call itself */
 	pc = st->ip - m->bias - (st->exact_ip ? 0 : 1);
-	r = find_row(st->cache, st->gen, m->first, m->count, (__u32)pc);
-	if (!r) {
+	if (find_row(st->cache, st->gen, m->first, m->count, (__u32)pc, r)) {
 		reason = CNT_UNW_NO_ROW;
 		goto fallback;
 	}
