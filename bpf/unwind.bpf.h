@@ -109,15 +109,28 @@ struct {
 /*
  * Reads of the user stack go through a window copied in one probe read: a
  * 64-frame walk of small frames needs a handful of copies, not 64 reads.
+ * A probe read costs ~0.2 us here whatever its size up to a few KiB (0.06
+ * ns a byte), so the copies are few and large: a copy stops at the end of
+ * its page (the next page may be beyond the top of the stack, and a read
+ * that faults costs ~2 us and gives nothing), except on the main thread's
+ * stack, which is mapped from any address in it up to mm->start_stack:
+ * there a copy takes STACK_WIN bytes or up to start_stack. The window
+ * starts on an 8-byte boundary: the walk's words are whole u64s of it.
  */
 #define STACK_WIN  4096
 #define STACK_PAGE 4096 /* x86-64 base pages: stack mappings end on one */
+/* Below mm->start_stack by less than this: the main thread's stack mapping */
+#define STACK_MAIN_MAX (8ULL << 20)
 
 struct stack_win {
-	__u64 base;
+	__u64 base; /* 8-aligned */
 	__u32 len;
 	__u32 pad;
-	__u8 data[STACK_WIN];
+	__u64 top; /* mm->start_stack of the walked task, 0: unknown */
+	union {
+		__u8 data[STACK_WIN];
+		__u64 words[STACK_WIN / 8];
+	};
 };
 
 struct {
@@ -143,7 +156,8 @@ enum unwind_stop {
 struct ustate {
 	__u64 ip, sp, bp;
 	struct bpf_proc_unwind *info;
-	__u64 *frames; /* MAX_USTACK slots */
+	const struct stack_win *win; /* never NULL */
+	__u64 *frames;		     /* MAX_USTACK slots */
 	__u32 n;
 	__u32 stop;  /* enum unwind_stop */
 	__u32 stale; /* stopped in no mapping or a pending table */
@@ -441,42 +455,61 @@ static __always_inline int find_row(struct row_cache *c, __u32 gen, __u32 first,
 }
 
 /*
- * A global function, like the searches: inlined at its five call sites it
- * multiplied the paths the verifier walks through a frame step.
+ * The u64 at addr from the window, or -1 when the window does not hold it
+ * (or addr is not 8-aligned: never for the words a walk reads).
+ */
+static __always_inline int win_word(const struct stack_win *w, __u64 addr, __u64 *v)
+{
+	__u64 off = addr - w->base;
+
+	if (w->len < 8 || off > w->len - 8 || (off & 7))
+		return -1;
+	*v = w->words[(off >> 3) & (STACK_WIN / 8 - 1)];
+	return 0;
+}
+
+/*
+ * A global function, like the searches: inlined at its call sites it
+ * multiplied the paths the verifier walks through a frame step. The walk
+ * calls it only when the window misses (read_word).
  */
 __noinline int read_stack(__u64 addr, __u64 *v)
 {
 	struct stack_win *w;
 	__u32 zero = 0;
-	__u64 off, len;
+	__u64 off, len, start;
 
 	if (!v)
 		return -1;
 	w = bpf_map_lookup_elem(&stack_window, &zero);
 	if (!w)
 		return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+	if (!win_word(w, addr, v))
+		return 0;
 	off = addr - w->base;
 	if (addr < w->base || off + 8 > w->len) {
 		/*
-		 * Refill from addr (the walk moves towards higher addresses), but
-		 * not past the end of addr's page: the next page may be beyond
-		 * the top of the stack, and a read that faults costs more than
-		 * the walk (~2 us here) and then gives nothing.
+		 * Refill from addr (the walk moves towards higher addresses): to
+		 * the end of addr's page, or on the main thread's stack up to
+		 * STACK_WIN bytes below its top.
 		 */
-		len = STACK_PAGE - (addr & (STACK_PAGE - 1));
+		start = addr & ~7ULL;
+		len = STACK_PAGE - (start & (STACK_PAGE - 1));
+		if (start < w->top && w->top - start <= STACK_MAIN_MAX)
+			len = w->top - start;
 		if (len > STACK_WIN)
 			len = STACK_WIN;
-		if (len < 8) { /* the word itself crosses a page */
+		if (len < 8 + (addr - start)) { /* the word itself crosses a page */
 			w->len = 0;
 			return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
 		}
-		if (bpf_probe_read_user(w->data, len, (const void *)addr)) {
+		if (bpf_probe_read_user(w->data, len, (const void *)start)) {
 			w->len = 0;
 			return -1;
 		}
-		w->base = addr;
+		w->base = start;
 		w->len = len;
-		off = 0;
+		off = addr - start;
 	}
 	if (off > STACK_WIN - 8)
 		return -1;
@@ -484,14 +517,27 @@ __noinline int read_stack(__u64 addr, __u64 *v)
 	return 0;
 }
 
-/* A walk starts with an empty window: what is there is another walk's. */
+/* A walk's read of the u64 at addr: from the window, or through read_stack. */
+static __always_inline int read_word(const struct stack_win *w, __u64 addr, __u64 *v)
+{
+	if (!win_word(w, addr, v))
+		return 0;
+	return read_stack(addr, v);
+}
+
+/*
+ * A walk starts with an empty window: what is there is another walk's. The
+ * walked task is the current one in every caller.
+ */
 static __always_inline void stack_window_reset(void)
 {
 	__u32 zero = 0;
 	struct stack_win *w = bpf_map_lookup_elem(&stack_window, &zero);
 
-	if (w)
+	if (w) {
 		w->len = 0;
+		w->top = bpf_get_current_task_btf()->mm->start_stack;
+	}
 }
 
 static __always_inline long unwind_fail(struct ustate *st, __u32 counter)
@@ -659,10 +705,10 @@ static long unwind_step(__u32 i, void *data)
 		reason = CNT_UNW_UNSUPPORTED;
 		goto fallback;
 	}
-	if (read_stack(cfa - 8, &ra))
+	if (read_word(st->win, cfa - 8, &ra))
 		return unwind_fail(st, CNT_UNW_READ_FAILED);
 	if (rbp_rule == UROW_RBP_CFA) {
-		if (read_stack(cfa + (__s64)r->rbp_off8 * 8, &st->bp))
+		if (read_word(st->win, cfa + (__s64)r->rbp_off8 * 8, &st->bp))
 			return unwind_fail(st, CNT_UNW_READ_FAILED);
 	} else if (rbp_rule != UROW_RBP_SAME) {
 		st->bp = 0; /* unknown from here on; only a FP rule would need it */
@@ -842,7 +888,8 @@ static __always_inline int unwind_user(const struct uregs *r, __u32 tgid, __u64 
 		count(CNT_UNW_LAZY);
 	}
 	st.cache = bpf_map_lookup_elem(&row_cache, &zero);
-	if (!st.cache)
+	st.win = bpf_map_lookup_elem(&stack_window, &zero);
+	if (!st.cache || !st.win)
 		return -1;
 	gen = bpf_map_lookup_elem(&unwind_gen, &zero);
 	if (gen)
