@@ -66,19 +66,22 @@ struct {
 } lazy_desc SEC(".maps");
 
 /*
- * Which row covers a pc: a per-CPU direct-mapped cache in front of the
- * binary search. An entry holds a row and where the next row starts, so it
- * answers for every pc in [row.pc, end), not only the pc it was filled for:
- * the leaf's pc, a different instruction of a hot loop every sample,
- * finds its row there too (it searched every time when entries were keyed
- * by the exact pc). Slots are picked by the pc's 64-byte block. A hit reads
- * no unwind_rows at all: one cache line instead of two, on a host where
- * every sample finds its memory cold. An entry is valid for the table
- * generation it was made in: user space bumps unwind_gen whenever rows are
- * freed, since the rows [first, ...) can then be reused by another file.
+ * Which row covers a pc: a per-CPU cache in front of the binary search. An
+ * entry holds a row and where the next row starts, so it answers for every
+ * pc in [row.pc, end), not only the pc it was filled for: the leaf's pc, a
+ * different instruction of a hot loop every sample, finds its row there
+ * too (it searched every time when entries were keyed by the exact pc). A
+ * set is picked by the pc's 64-byte block and holds two entries, the last
+ * filled first: two return addresses of one block in different rows (a
+ * call in a loop and the call after it) took turns in one entry and
+ * searched twice a walk. A hit reads no unwind_rows at all: one cache
+ * line instead of two, on a host where every sample finds its memory
+ * cold. An entry is valid for the table generation it was made in: user
+ * space bumps unwind_gen whenever rows are freed, since the rows
+ * [first, ...) can then be reused by another file.
  */
-#define ROW_CACHE	1024
-#define ROW_CACHE_BLOCK 6 /* log2 of the bytes of code that share a slot */
+#define ROW_CACHE_SETS	512
+#define ROW_CACHE_BLOCK 6 /* log2 of the bytes of code that share a set */
 
 struct row_cache_ent {
 	__u32 first; /* the table's first row */
@@ -88,8 +91,12 @@ struct row_cache_ent {
 	struct bpf_urow row; /* covers [row.pc, end) */
 };
 
+struct row_cache_set {
+	struct row_cache_ent w[2]; /* w[0]: the last filled */
+};
+
 struct row_cache {
-	struct row_cache_ent e[ROW_CACHE];
+	struct row_cache_set set[ROW_CACHE_SETS];
 };
 
 struct {
@@ -402,17 +409,19 @@ __noinline int lazy_add(struct bpf_proc_unwind *d, struct early_maps *e, __u64 i
 }
 
 /*
- * Search the rows for pc and fill e with the row found and the next row's
- * pc. A global function: the search and the two row lookups are checked
- * once, outside the walk's step. 0, or -1 (no row; e untouched).
+ * Search the rows for pc and fill the set's w[0] with the row found and the
+ * next row's pc, the entry there moving to w[1]. A global function: the
+ * search and the two row lookups are checked once, outside the walk's
+ * step. 0, or -1 (no row).
  */
-__noinline int row_fill(struct row_cache_ent *e, __u32 first, __u32 count, __u32 pc, __u32 gen)
+__noinline int row_fill(struct row_cache_set *set, __u32 first, __u32 count, __u32 pc, __u32 gen)
 {
 	const struct bpf_urow *r;
+	struct row_cache_ent *e;
 	__u32 idx, next;
 	int i;
 
-	if (!e)
+	if (!set)
 		return -1;
 	i = find_row_idx(first, count, pc);
 	if (i < 0)
@@ -421,6 +430,8 @@ __noinline int row_fill(struct row_cache_ent *e, __u32 first, __u32 count, __u32
 	r = bpf_map_lookup_elem(&unwind_rows, &idx);
 	if (!r)
 		return -1;
+	set->w[1] = set->w[0];
+	e = &set->w[0];
 	e->row = *r;
 	e->end = ~0U;
 	next = idx + 1;
@@ -440,16 +451,26 @@ __noinline int row_fill(struct row_cache_ent *e, __u32 first, __u32 count, __u32
  * cache is not trusted (the entry is filled and used, never matched).
  * 0, or -1 (no row).
  */
+static __always_inline bool row_hit(const struct row_cache_ent *e, __u32 gen, __u32 first, __u32 pc)
+{
+	return gen && e->gen == gen && e->first == first && e->row.pc <= pc && pc < e->end;
+}
+
 static __always_inline int find_row(struct row_cache *c, __u32 gen, __u32 first, __u32 count,
 				    __u32 pc, struct bpf_urow *row)
 {
-	struct row_cache_ent *e =
-		&c->e[((first * 0x9e3779b1u) ^ ((pc >> ROW_CACHE_BLOCK) * 0x85ebca6bu)) >> 22 &
-		      (ROW_CACHE - 1)];
+	__u32 h = ((first * 0x9e3779b1u) ^ ((pc >> ROW_CACHE_BLOCK) * 0x85ebca6bu)) >> 20;
+	struct row_cache_set *set = &c->set[h & (ROW_CACHE_SETS - 1)];
+	struct row_cache_ent *e = &set->w[0];
 
-	if (!(gen && e->gen == gen && e->first == first && e->row.pc <= pc && pc < e->end) &&
-	    row_fill(e, first, count, pc, gen))
-		return -1;
+	if (!row_hit(e, gen, first, pc)) {
+		e = &set->w[1];
+		if (!row_hit(e, gen, first, pc)) {
+			if (row_fill(set, first, count, pc, gen))
+				return -1;
+			e = &set->w[0];
+		}
+	}
 	*row = e->row;
 	return 0;
 }
