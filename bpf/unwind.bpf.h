@@ -121,8 +121,10 @@ struct {
  * its page (the next page may be beyond the top of the stack, and a read
  * that faults costs ~2 us and gives nothing), except on the main thread's
  * stack, which is mapped from any address in it up to mm->start_stack:
- * there a copy takes STACK_WIN bytes or up to start_stack. The window
- * starts on an 8-byte boundary: the walk's words are whole u64s of it.
+ * there a copy takes STACK_WIN bytes or up to start_stack, and only if that
+ * read fails (a page in between never touched, so not present) does the
+ * walk go back to copies that end at page ends. The window starts on an
+ * 8-byte boundary: the walk's words are whole u64s of it.
  */
 #define STACK_WIN  4096
 #define STACK_PAGE 4096 /* x86-64 base pages: stack mappings end on one */
@@ -516,10 +518,20 @@ __noinline int read_stack(__u64 addr, __u64 *v)
 		 */
 		start = addr & ~7ULL;
 		len = STACK_PAGE - (start & (STACK_PAGE - 1));
-		if (start < w->top && w->top - start <= STACK_MAIN_MAX)
+		if (start < w->top && w->top - start <= STACK_MAIN_MAX && w->top - start > len) {
 			len = w->top - start;
-		if (len > STACK_WIN)
-			len = STACK_WIN;
+			if (len > STACK_WIN)
+				len = STACK_WIN;
+			if (!bpf_probe_read_user(w->data, len, (const void *)start))
+				goto filled;
+			/*
+			 * A page of it is not present (a frame's large local
+			 * array never touched, no stack-clash probes): from
+			 * here on this walk copies up to page ends.
+			 */
+			w->top = 0;
+			len = STACK_PAGE - (start & (STACK_PAGE - 1));
+		}
 		if (len < 8 + (addr - start)) { /* the word itself crosses a page */
 			w->len = 0;
 			return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
@@ -528,6 +540,7 @@ __noinline int read_stack(__u64 addr, __u64 *v)
 			w->len = 0;
 			return -1;
 		}
+filled:
 		w->base = start;
 		w->len = len;
 		off = addr - start;
