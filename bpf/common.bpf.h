@@ -190,12 +190,22 @@ static __always_inline void hdr_init(struct prof_sample_hdr *h, __u16 kind, __u6
 static __always_inline void sample_init(struct prof_sample *s, __u16 kind, __u64 weight, __u32 tgid,
 					__u32 tid)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct task_struct *task = bpf_get_current_task_btf();
+	const __u64 *c = (const __u64 *)task->comm, *pc = (const __u64 *)task->group_leader->comm;
 
 	hdr_init(&s->hdr, kind, weight, tgid, tid);
 	s->hdr.cgroup_id = bpf_get_current_cgroup_id();
-	bpf_get_current_comm(s->hdr.comm, sizeof(s->hdr.comm));
-	BPF_CORE_READ_STR_INTO(&s->hdr.pcomm, task, group_leader, comm);
+	/*
+	 * The names as two words each, read through the BTF pointer: the
+	 * kernel keeps comm NUL-padded (strscpy_pad), so this is what
+	 * bpf_get_current_comm() copies, without its call and the probe reads
+	 * of pcomm (which left the bytes after the name's NUL unwritten: a
+	 * previous sample's, in the stack key user space hashes).
+	 */
+	((__u64 *)s->hdr.comm)[0] = c[0];
+	((__u64 *)s->hdr.comm)[1] = c[1];
+	((__u64 *)s->hdr.pcomm)[0] = pc[0];
+	((__u64 *)s->hdr.pcomm)[1] = pc[1];
 }
 
 #endif

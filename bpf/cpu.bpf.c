@@ -173,7 +173,12 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	task = (struct task_struct *)bpf_get_current_task();
 	sample_init(s, SAMPLE_CPU, sample_cpu_ns(ctx, tid), tgid, tid);
 
-	if (want_kernel)
+	/*
+	 * Interrupted in user mode, the kernel stack is empty (perf's
+	 * get_perf_callchain() walks it only for kernel-mode registers):
+	 * bpf_get_stack would take 0.4-0.7 us here to say so.
+	 */
+	if (want_kernel && !(((const struct uapi_regs *)ctx)->cs & 3))
 		klen = kernel_stack(ctx, s, 0);
 	if (BPF_CORE_READ(task, flags) & PF_KTHREAD) {
 		s->hdr.flags |= SAMPLE_F_KTHREAD;

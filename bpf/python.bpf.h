@@ -49,7 +49,7 @@ struct {
  * live in their generator object: a miss, one more copy.) 3.8-3.10 frame
  * objects are scattered on the heap: one frame per copy, as before.
  */
-#define PYWIN	   2048
+#define PYWIN	   4096
 #define PYWIN_PAGE 4096 /* a copy never starts below its frame's page */
 
 struct pywin {
@@ -248,9 +248,15 @@ static long py_step(__u32 i, void *data)
 		st->full = 1;
 		return 1;
 	}
-	if (!b || span < 8 || span > PYFRAME_SPAN ||
-	    (fo = py_window(b, st->frame, span, pp->model != PY_MODEL_FRAMEOBJ)) < 0 ||
-	    field(b, fo, pp->frame_back, span, &next)) {
+	if (!b || span < 8 || span > PYFRAME_SPAN) {
+		st->err = 1;
+		return 1;
+	}
+	/* the window holds the frame (its callee's copy had it): no call */
+	fo = st->frame - b->base;
+	if (st->frame < b->base || fo + span > b->len)
+		fo = py_window(b, st->frame, span, pp->model != PY_MODEL_FRAMEOBJ);
+	if (fo < 0 || field(b, fo, pp->frame_back, span, &next)) {
 		st->err = 1;
 		return 1;
 	}
@@ -450,10 +456,17 @@ __noinline int python_frames(struct prof_sample *s, __u32 base)
 		return 0;
 	}
 	if (st.pp->gil_holder) {
-		__u64 holder = 0, locked = 0;
+		__u64 gil[2] = {}; /* holder, locked */
+		int err;
 
-		if (!py_read(st.pp->gil_holder, &holder) && !py_read(st.pp->gil_locked, &locked) &&
-		    holder == *tstate && (__u32)locked)
+		/* adjacent (every version user space knows): one read, not two */
+		if (st.pp->gil_locked == st.pp->gil_holder + 8)
+			err = bpf_probe_read_user(gil, sizeof(gil),
+						  (const void *)st.pp->gil_holder);
+		else
+			err = py_read(st.pp->gil_holder, &gil[0]) ||
+			      py_read(st.pp->gil_locked, &gil[1]);
+		if (!err && gil[0] == *tstate && (__u32)gil[1])
 			s->hdr.flags |= SAMPLE_F_PY_GIL;
 	}
 	if (py_read(*tstate + st.pp->tstate_frame, &p))

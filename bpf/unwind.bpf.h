@@ -68,24 +68,37 @@ struct {
 } lazy_desc SEC(".maps");
 
 /*
- * Which row covers a pc: a per-CPU direct-mapped cache in front of the
- * binary search (a loop launching kernels, or a hot function sampled again
- * and again, asks for the same return addresses every time). An entry is
- * valid for the table generation it was made in: user space bumps
- * unwind_gen whenever rows are freed, since the rows [first, ...) can then
- * be reused by another file.
+ * Which row covers a pc: a per-CPU cache in front of the binary search. An
+ * entry holds a row and where the next row starts, so it answers for every
+ * pc in [row.pc, end), not only the pc it was filled for: the leaf's pc, a
+ * different instruction of a hot loop every sample, finds its row there
+ * too (it searched every time when entries were keyed by the exact pc). A
+ * set is picked by the pc's 64-byte block and holds two entries, the last
+ * filled first: two return addresses of one block in different rows (a
+ * call in a loop and the call after it) took turns in one entry and
+ * searched twice a walk. A hit reads no unwind_rows at all: one cache
+ * line instead of two, on a host where every sample finds its memory
+ * cold. An entry is valid for the table generation it was made in: user
+ * space bumps unwind_gen whenever rows are freed, since the rows
+ * [first, ...) can then be reused by another file.
  */
-#define ROW_CACHE 1024
+#define ROW_CACHE_SETS	512
+#define ROW_CACHE_BLOCK 6 /* log2 of the bytes of code that share a set */
 
 struct row_cache_ent {
 	__u32 first; /* the table's first row */
-	__u32 pc;    /* the pc looked up (table-relative) */
 	__u32 gen;
-	__u32 idx; /* the row that covers it */
+	__u32 end; /* the next row's pc (~0: the table's last row) */
+	__u32 pad;
+	struct bpf_urow row; /* covers [row.pc, end) */
+};
+
+struct row_cache_set {
+	struct row_cache_ent w[2]; /* w[0]: the last filled */
 };
 
 struct row_cache {
-	struct row_cache_ent e[ROW_CACHE];
+	struct row_cache_set set[ROW_CACHE_SETS];
 };
 
 struct {
@@ -105,15 +118,30 @@ struct {
 /*
  * Reads of the user stack go through a window copied in one probe read: a
  * 64-frame walk of small frames needs a handful of copies, not 64 reads.
+ * A probe read costs ~0.2 us here whatever its size up to a few KiB (0.06
+ * ns a byte), so the copies are few and large: a copy stops at the end of
+ * its page (the next page may be beyond the top of the stack, and a read
+ * that faults costs ~2 us and gives nothing), except on the main thread's
+ * stack, which is mapped from any address in it up to mm->start_stack:
+ * there a copy takes STACK_WIN bytes or up to start_stack, and only if that
+ * read fails (a page in between never touched, so not present) does the
+ * walk go back to copies that end at page ends. The window starts on an
+ * 8-byte boundary: the walk's words are whole u64s of it.
  */
 #define STACK_WIN  4096
 #define STACK_PAGE 4096 /* x86-64 base pages: stack mappings end on one */
+/* Below mm->start_stack by less than this: the main thread's stack mapping */
+#define STACK_MAIN_MAX (8ULL << 20)
 
 struct stack_win {
-	__u64 base;
+	__u64 base; /* 8-aligned */
 	__u32 len;
 	__u32 pad;
-	__u8 data[STACK_WIN];
+	__u64 top; /* mm->start_stack of the walked task, 0: unknown */
+	union {
+		__u8 data[STACK_WIN];
+		__u64 words[STACK_WIN / 8];
+	};
 };
 
 struct {
@@ -139,7 +167,8 @@ enum unwind_stop {
 struct ustate {
 	__u64 ip, sp, bp;
 	struct bpf_proc_unwind *info;
-	__u64 *frames; /* MAX_USTACK slots */
+	const struct stack_win *win; /* never NULL */
+	__u64 *frames;		     /* MAX_USTACK slots */
 	__u32 n;
 	__u32 stop;  /* enum unwind_stop */
 	__u32 stale; /* stopped in no mapping or a pending table */
@@ -419,68 +448,140 @@ __noinline int lazy_add(struct bpf_proc_unwind *d, __u32 tgid, __u64 ip)
 	return 0;
 }
 
-static __always_inline const struct bpf_urow *find_row(struct row_cache *c, __u32 gen, __u32 first,
-						       __u32 count, __u32 pc)
+/*
+ * Search the rows for pc and fill the set's w[0] with the row found and the
+ * next row's pc, the entry there moving to w[1]. A global function: the
+ * search and the two row lookups are checked once, outside the walk's
+ * step. 0, or -1 (no row).
+ */
+__noinline int row_fill(struct row_cache_set *set, __u32 first, __u32 count, __u32 pc, __u32 gen)
 {
-	struct row_cache_ent *e =
-		&c->e[((first * 0x9e3779b1u) ^ (pc * 0x85ebca6bu)) >> 22 & (ROW_CACHE - 1)];
-	__u32 idx;
+	const struct bpf_urow *r;
+	struct row_cache_ent *e;
+	__u32 idx, next;
 	int i;
 
-	if (gen && e->gen == gen && e->first == first && e->pc == pc) {
-		idx = e->idx;
-		return bpf_map_lookup_elem(&unwind_rows, &idx);
-	}
+	if (!set)
+		return -1;
 	i = find_row_idx(first, count, pc);
 	if (i < 0)
-		return NULL;
+		return -1;
 	idx = i;
-	if (gen) {
-		e->first = first;
-		e->pc = pc;
-		e->gen = gen;
-		e->idx = idx;
+	r = bpf_map_lookup_elem(&unwind_rows, &idx);
+	if (!r)
+		return -1;
+	set->w[1] = set->w[0];
+	e = &set->w[0];
+	e->row = *r;
+	e->end = ~0U;
+	next = idx + 1;
+	if (next - first < count) {
+		r = bpf_map_lookup_elem(&unwind_rows, &next);
+		if (r)
+			e->end = r->pc;
 	}
-	return bpf_map_lookup_elem(&unwind_rows, &idx);
+	e->first = first;
+	e->gen = gen;
+	return 0;
 }
 
 /*
- * A global function, like the searches: inlined at its five call sites it
- * multiplied the paths the verifier walks through a frame step.
+ * The row covering pc into *row: from the cache when an entry of this
+ * table and generation covers pc, else searched (and cached). gen 0: the
+ * cache is not trusted (the entry is filled and used, never matched).
+ * 0, or -1 (no row).
+ */
+static __always_inline bool row_hit(const struct row_cache_ent *e, __u32 gen, __u32 first, __u32 pc)
+{
+	return gen && e->gen == gen && e->first == first && e->row.pc <= pc && pc < e->end;
+}
+
+static __always_inline int find_row(struct row_cache *c, __u32 gen, __u32 first, __u32 count,
+				    __u32 pc, struct bpf_urow *row)
+{
+	__u32 h = ((first * 0x9e3779b1u) ^ ((pc >> ROW_CACHE_BLOCK) * 0x85ebca6bu)) >> 20;
+	struct row_cache_set *set = &c->set[h & (ROW_CACHE_SETS - 1)];
+	struct row_cache_ent *e = &set->w[0];
+
+	if (!row_hit(e, gen, first, pc)) {
+		e = &set->w[1];
+		if (!row_hit(e, gen, first, pc)) {
+			if (row_fill(set, first, count, pc, gen))
+				return -1;
+			e = &set->w[0];
+		}
+	}
+	*row = e->row;
+	return 0;
+}
+
+/*
+ * The u64 at addr from the window, or -1 when the window does not hold it
+ * (or addr is not 8-aligned: never for the words a walk reads).
+ */
+static __always_inline int win_word(const struct stack_win *w, __u64 addr, __u64 *v)
+{
+	__u64 off = addr - w->base;
+
+	if (w->len < 8 || off > w->len - 8 || (off & 7))
+		return -1;
+	*v = w->words[(off >> 3) & (STACK_WIN / 8 - 1)];
+	return 0;
+}
+
+/*
+ * A global function, like the searches: inlined at its call sites it
+ * multiplied the paths the verifier walks through a frame step. The walk
+ * calls it only when the window misses (read_word).
  */
 __noinline int read_stack(__u64 addr, __u64 *v)
 {
 	struct stack_win *w;
 	__u32 zero = 0;
-	__u64 off, len;
+	__u64 off, len, start;
 
 	if (!v)
 		return -1;
 	w = bpf_map_lookup_elem(&stack_window, &zero);
 	if (!w)
 		return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+	if (!win_word(w, addr, v))
+		return 0;
 	off = addr - w->base;
 	if (addr < w->base || off + 8 > w->len) {
 		/*
-		 * Refill from addr (the walk moves towards higher addresses), but
-		 * not past the end of addr's page: the next page may be beyond
-		 * the top of the stack, and a read that faults costs more than
-		 * the walk (~2 us here) and then gives nothing.
+		 * Refill from addr (the walk moves towards higher addresses): to
+		 * the end of addr's page, or on the main thread's stack up to
+		 * STACK_WIN bytes below its top.
 		 */
-		len = STACK_PAGE - (addr & (STACK_PAGE - 1));
-		if (len > STACK_WIN)
-			len = STACK_WIN;
-		if (len < 8) { /* the word itself crosses a page */
+		start = addr & ~7ULL;
+		len = STACK_PAGE - (start & (STACK_PAGE - 1));
+		if (start < w->top && w->top - start <= STACK_MAIN_MAX && w->top - start > len) {
+			len = w->top - start;
+			if (len > STACK_WIN)
+				len = STACK_WIN;
+			if (!bpf_probe_read_user(w->data, len, (const void *)start))
+				goto filled;
+			/*
+			 * A page of it is not present (a frame's large local
+			 * array never touched, no stack-clash probes): from
+			 * here on this walk copies up to page ends.
+			 */
+			w->top = 0;
+			len = STACK_PAGE - (start & (STACK_PAGE - 1));
+		}
+		if (len < 8 + (addr - start)) { /* the word itself crosses a page */
 			w->len = 0;
 			return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
 		}
-		if (bpf_probe_read_user(w->data, len, (const void *)addr)) {
+		if (bpf_probe_read_user(w->data, len, (const void *)start)) {
 			w->len = 0;
 			return -1;
 		}
-		w->base = addr;
+filled:
+		w->base = start;
 		w->len = len;
-		off = 0;
+		off = addr - start;
 	}
 	if (off > STACK_WIN - 8)
 		return -1;
@@ -488,14 +589,27 @@ __noinline int read_stack(__u64 addr, __u64 *v)
 	return 0;
 }
 
-/* A walk starts with an empty window: what is there is another walk's. */
+/* A walk's read of the u64 at addr: from the window, or through read_stack. */
+static __always_inline int read_word(const struct stack_win *w, __u64 addr, __u64 *v)
+{
+	if (!win_word(w, addr, v))
+		return 0;
+	return read_stack(addr, v);
+}
+
+/*
+ * A walk starts with an empty window: what is there is another walk's. The
+ * walked task is the current one in every caller.
+ */
 static __always_inline void stack_window_reset(void)
 {
 	__u32 zero = 0;
 	struct stack_win *w = bpf_map_lookup_elem(&stack_window, &zero);
 
-	if (w)
+	if (w) {
 		w->len = 0;
+		w->top = bpf_get_current_task_btf()->mm->start_stack;
+	}
 }
 
 static __always_inline long unwind_fail(struct ustate *st, __u32 counter)
@@ -585,7 +699,7 @@ static long unwind_step(__u32 i, void *data)
 {
 	struct ustate *st = data;
 	const struct bpf_umap *m;
-	const struct bpf_urow *r;
+	struct bpf_urow row, *r = &row;
 	__u64 cfa, ra, pc;
 	__u8 cfa_rule, rbp_rule;
 	__u32 reason;
@@ -633,8 +747,7 @@ static long unwind_step(__u32 i, void *data)
 	}
 	/* a return address points after the call: look up the call itself */
 	pc = st->ip - m->bias - (st->exact_ip ? 0 : 1);
-	r = find_row(st->cache, st->gen, m->first, m->count, (__u32)pc);
-	if (!r) {
+	if (find_row(st->cache, st->gen, m->first, m->count, (__u32)pc, r)) {
 		reason = CNT_UNW_NO_ROW;
 		goto fallback;
 	}
@@ -664,10 +777,10 @@ static long unwind_step(__u32 i, void *data)
 		reason = CNT_UNW_UNSUPPORTED;
 		goto fallback;
 	}
-	if (read_stack(cfa - 8, &ra))
+	if (read_word(st->win, cfa - 8, &ra))
 		return unwind_fail(st, CNT_UNW_READ_FAILED);
 	if (rbp_rule == UROW_RBP_CFA) {
-		if (read_stack(cfa + (__s64)r->rbp_off8 * 8, &st->bp))
+		if (read_word(st->win, cfa + (__s64)r->rbp_off8 * 8, &st->bp))
 			return unwind_fail(st, CNT_UNW_READ_FAILED);
 	} else if (rbp_rule != UROW_RBP_SAME) {
 		st->bp = 0; /* unknown from here on; only a FP rule would need it */
@@ -839,7 +952,8 @@ __noinline int unwind_walk(struct bpf_proc_unwind *info, struct uframes *frames,
 	st.lazy = w->lazy;
 	st.tgid = w->tgid;
 	st.cache = bpf_map_lookup_elem(&row_cache, &zero);
-	if (!st.cache)
+	st.win = bpf_map_lookup_elem(&stack_window, &zero);
+	if (!st.cache || !st.win)
 		return -1;
 	gen = bpf_map_lookup_elem(&unwind_gen, &zero);
 	if (gen)

@@ -360,8 +360,10 @@ def test_chrome_heap_counter(tmp_path):
     assert kept <= before_exit <= kept + 64 * KIB, (before_exit, kept)
     # peaks above it only by blocks alloc_known frees again (a churn or realloc step)
     assert plateau <= kept + 4 * MIB, (plateau, kept)
-    # the leak climbs through the run rather than appearing at once
-    assert any(LEAK // 4 < v < LEAK // 2 for v in values), values[:50]
+    # the leak climbs through the run rather than appearing at once: a point
+    # part-way up (the 200 mallocs take 2-4 ms and points are >= 1 ms apart, so
+    # which fraction a point catches depends on how fast the probes run)
+    assert any(LEAK // 8 < v < LEAK * 7 // 8 for v in values), values[:50]
     assert values[-1] < MIB, values[-5:]
     assert "samples of 1 processes' heap in use in the trace" in r.stderr
 
