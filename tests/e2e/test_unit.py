@@ -38,7 +38,8 @@ def test_unit_directives():
     s = service()
     want = {"NoNewPrivileges": "yes", "ProtectSystem": "strict", "StateDirectory": "bpfprof",
             "StateDirectoryMode": "0700", "CacheDirectory": "bpfprof",
-            "CacheDirectoryMode": "0700", "UMask": "0077", "ProtectHome": "read-only",
+            "CacheDirectoryMode": "0700", "RuntimeDirectory": "bpfprof",
+            "RuntimeDirectoryMode": "0700", "RuntimeDirectoryPreserve": "yes", "UMask": "0077", "ProtectHome": "read-only",
             "PrivateDevices": "yes", "ProtectKernelTunables": "yes",
             "ProtectKernelModules": "yes", "ProtectControlGroups": "yes",
             "RestrictNamespaces": "yes", "RestrictSUIDSGID": "yes", "LockPersonality": "yes",
