@@ -157,25 +157,33 @@ static uint64_t empty_runs(void)
 	return info.run_cnt;
 }
 
+/* What a spin saw: short gaps (counted, summed), long ones, running and wall time. */
 struct slice {
-	uint64_t gap_ns, run_ns, wall_ns;
+	uint64_t gaps, gap_ns, longs, run_ns, wall_ns;
 };
 
-/* Spin for ns, summing the short gaps (as main does) into *sl. */
+/*
+ * Read the clock in a tight loop for ns: every step longer than GAP_NS is
+ * time the CPU spent elsewhere; steps up to LONG_NS are summed as gaps,
+ * longer ones counted apart and left out of the running time.
+ */
 static void spin(uint64_t ns, struct slice *sl)
 {
 	uint64_t start, end, prev, long_ns = 0;
 
+	memset(sl, 0, sizeof(*sl));
 	start = prev = now_ns();
 	end = start + ns;
-	sl->gap_ns = 0;
 	while (prev < end) {
 		uint64_t t = now_ns(), d = t - prev;
 
-		if (d > LONG_NS)
+		if (d > LONG_NS) {
+			sl->longs++;
 			long_ns += d;
-		else if (d > GAP_NS)
+		} else if (d > GAP_NS) {
+			sl->gaps++;
 			sl->gap_ns += d;
+		}
 		prev = t;
 	}
 	sl->run_ns = prev - start - long_ns;
@@ -292,7 +300,8 @@ int main(int argc, char **argv)
 {
 	double secs = argc > 1 ? atof(argv[1]) : 0;
 	int cpu = argc > 2 && argv[2][0] != '-' ? atoi(argv[2]) : 0;
-	uint64_t gaps = 0, gap_ns = 0, longs = 0, long_ns = 0, start, end, prev;
+	unsigned int alternate_freq = 0;
+	struct slice sl;
 	cpu_set_t set;
 
 	if (secs <= 0 || secs > 3600) {
@@ -303,6 +312,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc - 1; i++) {
 		if (!strcmp(argv[i], "--empty") && open_empty(atoi(argv[i + 1]), -1))
 			return 1;
+		if (!strcmp(argv[i], "--alternate"))
+			alternate_freq = atoi(argv[i + 1]);
 		if (!strcmp(argv[i], "--control") && i + 2 < argc) {
 			ctl_f = fopen(argv[i + 1], "w");
 			ack_f = ctl_f ? fopen(argv[i + 2], "r") : NULL;
@@ -313,41 +324,16 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	for (int i = 1; i < argc - 1; i++) {
-		if (!strcmp(argv[i], "--alternate")) {
-			cpu_set_t one;
-
-			CPU_ZERO(&one);
-			CPU_SET(cpu, &one);
-			if (sched_setaffinity(0, sizeof(one), &one)) {
-				fprintf(stderr, "irqgap: cannot run on CPU %d: %s\n", cpu,
-					strerror(errno));
-				return 1;
-			}
-			return alternate(secs, cpu, atoi(argv[i + 1]));
-		}
-	}
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set)) {
 		fprintf(stderr, "irqgap: cannot run on CPU %d: %s\n", cpu, strerror(errno));
 		return 1;
 	}
-	start = prev = now_ns();
-	end = start + (uint64_t)(secs * 1e9);
-	while (prev < end) {
-		uint64_t t = now_ns(), d = t - prev;
-
-		if (d > LONG_NS) {
-			longs++;
-			long_ns += d;
-		} else if (d > GAP_NS) {
-			gaps++;
-			gap_ns += d;
-		}
-		prev = t;
-	}
-	printf("gaps %llu gap_us %.1f run_s %.4f long %llu\n", (unsigned long long)gaps,
-	       gap_ns / 1e3, (prev - start - long_ns) / 1e9, (unsigned long long)longs);
+	if (alternate_freq)
+		return alternate(secs, cpu, alternate_freq);
+	spin((uint64_t)(secs * 1e9), &sl);
+	printf("gaps %llu gap_us %.1f run_s %.4f long %llu\n", (unsigned long long)sl.gaps,
+	       sl.gap_ns / 1e3, sl.run_ns / 1e9, (unsigned long long)sl.longs);
 	return 0;
 }
