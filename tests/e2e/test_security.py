@@ -190,6 +190,7 @@ def test_build_id_symlink_to_host_fifo(pub_path):
 
 
 LIB = "int lib_func(int x) { return x * 3 + 1; }\n"
+# DIR SECS FUNC: loads every .so of DIR, unlinks it, calls FUNC(3) in each for SECS
 DLOPENER = r"""
 import ctypes, os, sys, time
 d = sys.argv[1]
@@ -199,10 +200,11 @@ for name in sorted(os.listdir(d)):
         libs.append(ctypes.CDLL(os.path.join(d, name)))
         os.unlink(os.path.join(d, name))
 print("loaded %d" % len(libs), flush=True)
+funcs = [getattr(l, sys.argv[3]) for l in libs]
 end = time.monotonic() + float(sys.argv[2])
 while time.monotonic() < end:
-    for l in libs:
-        l.lib_func(3)
+    for f in funcs:
+        f(3)
 """
 
 
@@ -250,7 +252,7 @@ def test_fds_of_exited_process_closed(pub_path):
     try:
         time.sleep(3)
         base, _ = agent_fds(agent.pid, libs)
-        target = subprocess.Popen([sys.executable, str(script), str(libs), "3"],
+        target = subprocess.Popen([sys.executable, str(script), str(libs), "3", "lib_func"],
                                   stdout=subprocess.PIPE, text=True, user=NOBODY,
                                   group=NOBODY, extra_groups=[])
         assert target.stdout.readline().startswith("loaded 300")
@@ -408,20 +410,6 @@ __attribute__((noinline)) int lib_spin(int x) {
     return s;
 }
 """
-HOLDER = r"""
-import ctypes, os, sys, time
-d = sys.argv[1]
-libs = []
-for name in sorted(os.listdir(d)):
-    if name.endswith(".so"):
-        libs.append(ctypes.CDLL(os.path.join(d, name)))
-        os.unlink(os.path.join(d, name))
-print("loaded %d" % len(libs), flush=True)
-end = time.monotonic() + float(sys.argv[2])
-while time.monotonic() < end:
-    for l in libs:
-        l.lib_spin(3)
-"""
 
 
 def test_fds_of_live_process_capped(pub_path):
@@ -433,7 +421,7 @@ def test_fds_of_live_process_capped(pub_path):
     import sys
     libs = lib_copies(pub_path, SPINLIB, "spin", 300)
     script = pub_path / "holder.py"
-    script.write_text(HOLDER)
+    script.write_text(DLOPENER)
     out = pub_path / "out.folded"
     agent = subprocess.Popen([os.environ.get("BPFPROF", "build/bpfprof"), "-a", "-F", "199",
                               "--mem-budget", "8m", "-vv", "-o", str(out)],
@@ -441,7 +429,7 @@ def test_fds_of_live_process_capped(pub_path):
     target = None
     try:
         time.sleep(3)
-        target = subprocess.Popen([sys.executable, str(script), str(libs), "30"],
+        target = subprocess.Popen([sys.executable, str(script), str(libs), "30", "lib_spin"],
                                   stdout=subprocess.PIPE, text=True, user=NOBODY,
                                   group=NOBODY, extra_groups=[])
         assert target.stdout.readline().startswith("loaded 300")
