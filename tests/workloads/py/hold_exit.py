@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """finalize_space ground truth: hold_a() keeps 48 MiB and hold_b() 32 MiB
-(blocks of 4 MiB: each is sampled at the default rate with P > 0.999) until
+(blocks of 4 MiB: each is sampled with P = 1 - e^-32 at the
+--alloc-rate 128k its tests use) until
 the script ends normally; the interpreter frees them at shutdown, after
 Py_FinalizeEx is entered. In use at the end: ~nothing; at Py_FinalizeEx
 entry and at the peak: 48 + 32 MiB."""

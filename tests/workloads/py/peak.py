@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """Heap peak ground truth: hold_a() holds 48 MiB and hold_b() 32 MiB (blocks
-of 4 MiB: each is sampled at the default rate with P > 0.999), both held at
+of 4 MiB: each is sampled with P = 1 - e^-32 at the --alloc-rate 128k its
+tests use), both held at
 once, then the script returns normally and the interpreter frees everything
 at shutdown. In use at the end: ~nothing; at the peak: 48 + 32 MiB."""
 import time
