@@ -1566,6 +1566,18 @@ static void close_rss(struct recorder *r, const char *step)
 		   step, rss, hwm, r->hwm_run_kib, membudget__used() / 1048576.0);
 }
 
+static bool any_kernel_frame(const struct stacks *st)
+{
+	const struct stack_key *k;
+	const struct stack_vals *v;
+	size_t it = 0;
+
+	while ((k = stacks__next(st, &it, &v)))
+		if (k->nkernel)
+			return true;
+	return false;
+}
+
 static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats *bs)
 {
 	struct build_opts bo;
@@ -1575,12 +1587,18 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 	build_opts_init(r, &bo);
 	bo.time_ns = ts_ns(&r->wall_start);
 	bo.duration_ns = ts_ns(&r->t_stop) - ts_ns(&r->t_start);
-	if (!env.no_kernel) {
+	/* ~0.1 s of CPU to parse; a run whose stacks hold no kernel frame skips it */
+	if (!env.no_kernel && (r->tl || any_kernel_frame(r->stacks))) {
 		err = ksyms__load(&r->ks, NULL);
 		if (err) {
 			pr_warn("no kernel symbols (/proc/kallsyms: %s)", strerror(-err));
 			r->ks = NULL;
+		} else {
+			pr_verbose("kernel symbols: %llu read from /proc/kallsyms",
+				   (unsigned long long)ksyms__count(r->ks));
 		}
+	} else if (!env.no_kernel) {
+		pr_verbose("kernel symbols: not read (no kernel frames)");
 	}
 	if (r->tl) { /* -f chrome: the timeline, not the aggregate */
 		*nprocs = count_processes(r->stacks);
