@@ -73,3 +73,48 @@ def test_cache_file_that_does_not_fit_is_dropped(tmp_path):
     assert any("work_a" in f for f, _ in parse_folded(out.read_text()))
     # written again, whole, after the run
     assert (cache / name).stat().st_size > 1000
+
+
+def test_cache_directory_others_could_change_is_not_used(tmp_path):
+    """libbpf reopens the types file by name, so the directory must be one nobody else
+    can change (util/safedir.c, as the unwind table cache): a symlink on the way, or a
+    directory above that others may write (not root's sticky /tmp), means no cache;
+    the run goes on against the kernel's BTF."""
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    os.symlink(real, tmp_path / "link")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    args = ["-F", "499", "--", workload("cpu_split"), "0.3"]
+    for cache, look in ((tmp_path / "link", real), (shared / "c", shared / "c")):
+        r, out = core_run(tmp_path, cache, args)
+        assert "no CO-RE types cache in" in r.stderr, r.stderr[-2000:]
+        assert not look.exists() or not os.listdir(look), os.listdir(look)
+        assert any("work_a" in f for f, _ in parse_folded(out.read_text()))
+    # the same directory made safe is used: 0700 and nothing writable above it
+    os.chmod(shared, 0o755)
+    core_run(tmp_path, shared / "c", args)
+    assert [f for f in os.listdir(shared / "c") if f.startswith("core-")]
+
+
+def test_old_entries_are_dropped(tmp_path):
+    """Each build of the BPF objects has its own file: files of other boots go when a
+    file is written, and of this boot's other builds only the 7 newest stay, so a
+    host that rebuilds bpfprof all day does not fill /run."""
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    boot = open("/proc/sys/kernel/random/boot_id").read().strip().replace("-", "")
+    other = cache / ("core-" + "0" * 32 + "-0000000000000001.btf")
+    other.write_bytes(b"x")
+    builds = []
+    for i in range(10):
+        f = cache / f"core-{boot}-{i:016x}.btf"
+        f.write_bytes(b"x")
+        os.utime(f, (1000 + i, 1000 + i))
+        builds.append(f.name)
+    core_run(tmp_path, cache, ["-F", "499", "--", workload("cpu_split"), "0.2"])
+    left = sorted(f for f in os.listdir(cache) if f.startswith("core-"))
+    assert other.name not in left
+    assert sorted(set(left) & set(builds)) == sorted(builds[3:]), left
+    assert len(left) == 8, left  # the 7 newest others and the one this run wrote

@@ -473,14 +473,23 @@ def test_table_cache_restart(tmp_path, cache_dir):
 
 
 def test_table_cache_refuses_unsafe_directory(tmp_path):
-    # /tmp is writable by everyone: a table there could be planted or swapped
-    r = run(["--unwind-cache", str(tmp_path / "c"), "-o", str(tmp_path / "o.folded"), "--",
+    # a directory above that everyone may write (and not root's sticky /tmp, where others
+    # cannot move our entries): a table there could be planted or swapped
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    r = run(["--unwind-cache", str(shared / "c"), "-o", str(tmp_path / "o.folded"), "--",
              "/bin/true"])
     assert r.returncode != 0
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("bpfprof: cannot use ") and \
         "writable by another user" in lines[0], r.stderr
-    assert not (tmp_path / "c").exists()
+    assert not (shared / "c").exists()
+    # the same made 0755: used
+    os.chmod(shared, 0o755)
+    r = run(["--unwind-cache", str(shared / "c"), "-o", str(tmp_path / "o.folded"), "--",
+             "/bin/true"])
+    assert r.returncode == 0 and (shared / "c").is_dir(), r.stderr
     r = run(["--unwind-cache", "relative/dir", "-o", str(tmp_path / "o.folded"), "--", "/bin/true"])
     assert r.returncode == 2 and r.stderr.startswith("bpfprof: invalid directory"), r.stderr
     # off: no cache at all

@@ -3,7 +3,7 @@
  * tcache (unwind tables kept on disk between runs): round trip, misses for
  * another file, every check on read, the directory's ownership and mode,
  * the size bound. A scratch directory under $FIXTURES (the build tree: no
- * directory above it may be writable by others, so not /tmp); no root needed.
+ * directory above it may be writable by others); no root needed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -264,9 +264,23 @@ static void test_directory_checked(void **state)
 	assert_true(tcache__open(&c, "relative/dir", 1 << 20, &why) < 0);
 	snprintf(p, sizeof(p), "%s/../x", dir);
 	assert_true(tcache__open(&c, p, 1 << 20, &why) < 0);
-	/* a directory above writable by others (/tmp) */
-	assert_int_equal(tcache__open(&c, "/tmp/bpfprof-tcache-never", 1 << 20, &why), -EPERM);
+	/* a directory above writable by others */
+	snprintf(p, sizeof(p), "%s/open", base);
+	assert_int_equal(mkdir(p, 0700), 0);
+	assert_int_equal(chmod(p, 0777), 0);
+	snprintf(p, sizeof(p), "%s/open/c", base);
+	assert_int_equal(tcache__open(&c, p, 1 << 20, &why), -EPERM);
 	assert_null(c);
+	/* ... unless it is root's and sticky, as /tmp: others cannot move what is ours */
+	snprintf(p, sizeof(p), "%s/open", base);
+	assert_int_equal(chmod(p, 01777), 0);
+	snprintf(p, sizeof(p), "%s/open/c", base);
+	if (geteuid() == 0) {
+		assert_int_equal(tcache__open(&c, p, 1 << 20, &why), 0);
+		tcache__free(c);
+	} else {
+		assert_int_equal(tcache__open(&c, p, 1 << 20, &why), -EPERM);
+	}
 }
 
 static void test_bounded_lru(void **state)

@@ -13,6 +13,7 @@
 
 #include "unwind/cfi.h"
 #include "unwind/tcache.h"
+#include "util/safedir.h"
 
 /* Bumped when the file layout below changes (the rows' meaning is CFI_VERSION). */
 #define TCACHE_FORMAT 1
@@ -52,94 +53,6 @@ struct tcache {
 	uint32_t seq;
 	struct tcache_stats st;
 };
-
-/* A directory on the way: root's or ours, and nobody else may write to it. */
-static bool dir_ok(const struct stat *st, bool last, uid_t me)
-{
-	if (!S_ISDIR(st->st_mode))
-		return false;
-	if (last)
-		return st->st_uid == me && !(st->st_mode & 077);
-	return (st->st_uid == 0 || st->st_uid == me) && !(st->st_mode & (S_IWGRP | S_IWOTH));
-}
-
-/*
- * Walk path from / one component at a time, never following a symlink,
- * creating what is missing (0700), checking each directory's owner and mode.
- * Returns an open directory fd or -errno.
- */
-static int open_dir(const char *path, const char **why)
-{
-	char *copy, *save = NULL, *comp, *next;
-	uid_t me = geteuid();
-	struct stat st;
-	int fd, nfd, err = 0;
-
-	if (path[0] != '/') {
-		*why = "not an absolute path";
-		return -EINVAL;
-	}
-	copy = strdup(path);
-	if (!copy)
-		return -ENOMEM;
-	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) || !dir_ok(&st, false, me)) {
-		*why = "/ is writable by others";
-		err = fd < 0 ? -errno : -EPERM;
-		goto out;
-	}
-	comp = strtok_r(copy, "/", &save);
-	while (comp) {
-		next = strtok_r(NULL, "/", &save);
-		if (!strcmp(comp, "..")) {
-			*why = "'..' in the path";
-			err = -EINVAL;
-			goto out;
-		}
-		if (strcmp(comp, ".")) {
-			nfd = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (nfd < 0 && errno == ENOENT) {
-				if (mkdirat(fd, comp, 0700) && errno != EEXIST) {
-					err = -errno;
-					*why = "cannot create it";
-					goto out;
-				}
-				nfd = openat(fd, comp,
-					     O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			}
-			if (nfd < 0) {
-				err = -errno;
-				*why = errno == ENOTDIR
-					       ? "a component is a symlink or not a directory"
-					       : "cannot open it";
-				goto out;
-			}
-			close(fd);
-			fd = nfd;
-		}
-		if (!next && (fstat(fd, &st) || !dir_ok(&st, true, me))) {
-			*why = "it must be a directory of the agent's user, mode 0700";
-			err = -EPERM;
-			goto out;
-		}
-		if (next && (fstat(fd, &st) || !dir_ok(&st, false, me))) {
-			*why = "a directory above it is writable by another user";
-			err = -EPERM;
-			goto out;
-		}
-		comp = next;
-	}
-	nfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (nfd < 0) {
-		err = -errno;
-		*why = "cannot open it";
-	}
-out:
-	if (fd >= 0)
-		close(fd);
-	free(copy);
-	return err ? err : nfd;
-}
 
 static bool is_table_name(const char *s)
 {
@@ -235,7 +148,7 @@ int tcache__open(struct tcache **out, const char *dir, uint64_t max_bytes, const
 	if (!c)
 		return -ENOMEM;
 	c->max_bytes = max_bytes;
-	c->dfd = open_dir(dir, why);
+	c->dfd = safedir__open(dir, why);
 	if (c->dfd < 0) {
 		err = c->dfd;
 		c->dfd = -1;

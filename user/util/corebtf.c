@@ -13,6 +13,7 @@
 
 #include "util/corebtf.h"
 #include "util/log.h"
+#include "util/safedir.h"
 
 /* tmpfs, emptied at boot; BPFPROF_CORE_CACHE names another directory ("" : none) */
 #define CACHE_DIR "/run/bpfprof"
@@ -47,9 +48,10 @@ bool corebtf__cached(const struct corebtf_obj *objs, int n, char *path, size_t l
 {
 	uint64_t h = 0xcbf29ce484222325ULL, w; /* FNV-1a over 8-byte words (an ELF is ~800 KB) */
 	const char *dir = cache_dir();
+	const char *why;
 	char id[33];
 	struct stat st;
-	int fd;
+	int fd, dfd;
 
 	path[0] = '\0';
 	if (!*dir || boot_id(id))
@@ -70,7 +72,15 @@ bool corebtf__cached(const struct corebtf_obj *objs, int n, char *path, size_t l
 		path[0] = '\0';
 		return false;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	/* libbpf opens path again by name: safe only in a directory nobody else can change */
+	dfd = safedir__open(dir, &why);
+	if (dfd < 0) {
+		pr_debug("no CO-RE types cache in %s: %s", dir, why);
+		path[0] = '\0';
+		return false;
+	}
+	fd = openat(dfd, strrchr(path, '/') + 1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	close(dfd);
 	if (fd < 0)
 		return false;
 	/* ours only: a file someone else could have written is not believed */
@@ -220,27 +230,69 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Files of other boots (or objects no longer built) in dir: the cache's old entries. */
-static void drop_others(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	char dir[4096], keep[64];
-	struct dirent *e;
-	DIR *d;
+/* This boot's files of other builds kept beside the one just written (a host that runs
+ * a few bpfprof builds keeps each one's; one that rebuilds all day does not fill /run). */
+#define KEEP_OTHER_BUILDS 7
 
-	if (!slash || (size_t)(slash - path) >= sizeof(dir))
+struct aged {
+	char name[64];
+	int64_t mtime;
+};
+
+static int cmp_newest(const void *a, const void *b)
+{
+	const struct aged *x = a, *y = b;
+
+	return (x->mtime < y->mtime) - (x->mtime > y->mtime);
+}
+
+/*
+ * The cache's old entries in the directory dfd: files of other boots, and
+ * of this boot's other builds (objects no longer built) all but the newest
+ * KEEP_OTHER_BUILDS.
+ */
+static void drop_others(int dfd, const char *name)
+{
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct aged *same = NULL, *grown;
+	size_t n = 0, cap = 0;
+	char keep[64];
+	struct dirent *e;
+	struct stat st;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
 		return;
-	memcpy(dir, path, slash - path);
-	dir[slash - path] = '\0';
-	/* "core-" and the boot id: this boot's files stay (other objects' too) */
-	snprintf(keep, sizeof(keep), "%.37s", slash + 1);
-	d = opendir(dir);
-	if (!d)
-		return;
-	while ((e = readdir(d)))
-		if (!strncmp(e->d_name, "core-", 5) && strncmp(e->d_name, keep, strlen(keep)) &&
-		    strstr(e->d_name, ".btf"))
+	}
+	/* "core-" and the boot id */
+	snprintf(keep, sizeof(keep), "%.37s", name);
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "core-", 5) || !strstr(e->d_name, ".btf") ||
+		    !strcmp(e->d_name, name))
+			continue;
+		if (strncmp(e->d_name, keep, strlen(keep))) {
 			unlinkat(dirfd(d), e->d_name, 0);
+			continue;
+		}
+		if (strlen(e->d_name) >= sizeof(same->name) ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			grown = realloc(same, cap * sizeof(*same));
+			if (!grown)
+				break;
+			same = grown;
+		}
+		strcpy(same[n].name, e->d_name);
+		same[n++].mtime = st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+	}
+	qsort(same, n, sizeof(*same), cmp_newest);
+	for (size_t i = KEEP_OTHER_BUILDS; i < n; i++)
+		unlinkat(dirfd(d), same[i].name, 0);
+	free(same);
 	closedir(d);
 }
 
@@ -289,9 +341,9 @@ int corebtf__write(const struct corebtf_obj *objs, int nobjs, const char *path)
 	char **names = NULL, tmp[4200], *slash;
 	size_t nnames = 0;
 	const void *raw;
+	const char *why;
 	__u32 rawsz, n;
-	int err = -ENOMEM, fd;
-	struct stat st;
+	int err = -ENOMEM, fd, dfd = -1;
 	ssize_t wrote;
 
 	if (!*path)
@@ -331,7 +383,7 @@ int corebtf__write(const struct corebtf_obj *objs, int nobjs, const char *path)
 	raw = btf__raw_data(c.dst, &rawsz);
 	if (!raw)
 		goto out;
-	/* the directory: ours, nobody else's to write */
+	/* the directory: ours, nobody else's to write (util/safedir.h) */
 	slash = strrchr(path, '/');
 	if (!slash || (size_t)(slash - path) >= sizeof(tmp) - 200) {
 		err = -EINVAL;
@@ -339,28 +391,24 @@ int corebtf__write(const struct corebtf_obj *objs, int nobjs, const char *path)
 	}
 	memcpy(tmp, path, slash - path);
 	tmp[slash - path] = '\0';
-	if (mkdir(tmp, 0700) && errno != EEXIST) {
-		err = -errno;
+	dfd = safedir__open(tmp, &why);
+	if (dfd < 0) {
+		err = dfd;
 		goto out;
 	}
-	if (lstat(tmp, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 022)) {
-		err = -EPERM;
-		goto out;
-	}
-	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", slash + 1, (int)getpid());
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		err = -errno;
 		goto out;
 	}
 	wrote = write(fd, raw, rawsz);
-	if (close(fd) || wrote != (ssize_t)rawsz || rename(tmp, path)) {
+	if (close(fd) || wrote != (ssize_t)rawsz || renameat(dfd, tmp, dfd, slash + 1)) {
 		err = -EIO;
-		unlink(tmp);
+		unlinkat(dfd, tmp, 0);
 		goto out;
 	}
-	drop_others(path);
+	drop_others(dfd, slash + 1);
 	pr_debug("CO-RE types for the next runs: %s (%u types of %u)", path, btf__type_cnt(c.dst),
 		 n);
 	err = 0;
@@ -371,5 +419,7 @@ out:
 	free(c.memo);
 	btf__free(c.dst);
 	btf__free(vmlinux);
+	if (dfd >= 0)
+		close(dfd);
 	return err;
 }
