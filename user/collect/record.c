@@ -728,21 +728,21 @@ bool rec__open_retry(struct recorder *r, int attempt, int err)
 {
 	if (attempt || !r->core_btf_used)
 		return false;
-	pr_debug("a feature's object did not load against %s (%s): the kernel's BTF", r->core_btf,
+	pr_debug("a BPF object did not load against %s (%s): the kernel's BTF", r->core_btf,
 		 strerror(-err));
 	return true;
 }
 
 /*
- * Open, size and load the CPU object; CO-RE against core_btf when not NULL
- * (util/corebtf.h), else the kernel's BTF. 0 or -errno, nothing printed.
+ * Open, size and load the CPU object; CO-RE as every object's
+ * (rec__open_opts: the cached types file at attempt 0, the kernel's BTF
+ * after). 0 or -errno, nothing printed.
  */
-static int cpu_open_load(struct recorder *r, const char *core_btf)
+static int cpu_open_load(struct recorder *r, int attempt)
 {
-	LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = core_btf);
 	struct bpf_map *ev;
 
-	r->skel = cpu_bpf__open_opts(&oo);
+	r->skel = cpu_bpf__open_opts(rec__open_opts(r, attempt));
 	if (!r->skel)
 		return -errno;
 	REC_SET_COMMON_RODATA(r->skel->rodata);
@@ -801,16 +801,19 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 	bool cached;
 
 	nobjs = core_objs(objs);
-	cached = corebtf__cached(objs, nobjs, r->core_btf, sizeof(r->core_btf));
-	err = cpu_open_load(r, cached ? r->core_btf : NULL);
-	if (err && cached) {
-		/* a cached BTF that does not fit: dropped, and the kernel's used */
-		pr_debug("CO-RE against %s failed (%s): dropped", r->core_btf, strerror(-err));
+	r->core_btf_used = corebtf__cached(objs, nobjs, r->core_btf, sizeof(r->core_btf));
+	for (int attempt = 0;; attempt++) {
+		err = cpu_open_load(r, attempt);
+		if (!err || !r->skel || !rec__open_retry(r, attempt, err))
+			break;
 		cpu_bpf__destroy(r->skel);
+		r->skel = NULL;
+		/* the CPU object needs what every object needs: the file does not fit */
+		pr_debug("the CO-RE types file %s: dropped", r->core_btf);
 		unlink(r->core_btf);
-		cached = false;
-		err = cpu_open_load(r, NULL);
+		r->core_btf_used = false;
 	}
+	cached = r->core_btf_used;
 	if (!r->skel) {
 		pr_err("cannot open the BPF object: %s", strerror(-err));
 		return err;
@@ -824,7 +827,6 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 	}
 	/* written after the run (util/corebtf.h), for the next ones */
 	r->core_btf_todo = !cached && r->core_btf[0];
-	r->core_btf_used = cached;
 	r->su_load = cpu_s() - t0;
 	for (size_t i = 0; i < env.npids; i++) {
 		if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.targets), &env.pids[i], &reason,

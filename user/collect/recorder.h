@@ -217,9 +217,9 @@ struct stack_key *rec__key(struct recorder *r, const struct prof_sample *s, size
 int rec__share_maps(struct recorder *r, struct bpf_object *obj);
 
 /*
- * A feature object's open options: CO-RE against the cached types file
- * when the CPU object loaded with it (attempt 0), the kernel's BTF on a
- * retry. rec__open_retry(): after attempt's load failed with err, whether
+ * A BPF object's open options (the CPU object's, then each feature's):
+ * CO-RE against the cached types file while it is in use (attempt 0; the
+ * CPU object's failure drops it for all), the kernel's BTF on a retry. rec__open_retry(): after attempt's load failed with err, whether
  * to open and load again with attempt + 1.
  */
 const struct bpf_object_open_opts *rec__open_opts(struct recorder *r, int attempt);
