@@ -286,7 +286,8 @@ __noinline int alloc_user_frames_at(struct pt_regs *ctx, struct prof_sample *s, 
 		return 0;
 	stack_window_reset();
 	n = user_stack(ctx, &r, s, 0);
-	if (!(s->hdr.flags & SAMPLE_F_UNWIND_FP) || n < 2)
+	/* frame pointers: by choice (--unwind fp) or for want of tables (auto) */
+	if ((unwind_mode != UNWIND_FP && !(s->hdr.flags & SAMPLE_F_UNWIND_FP)) || n < 2)
 		return n;
 	/*
 	 * Frame pointers from the probe point: the library's own frames come

@@ -156,6 +156,24 @@ def test_folded_metric_and_pprof_top(tmp_path):
     assert by_leaf(stacks, "churn_blocks") == 0 and by_leaf(stacks, "small_allocs") == 0
 
 
+@pytest.mark.parametrize("unwind", ["fp", "auto"])
+def test_frame_pointer_stacks_name_the_caller_once(tmp_path, unwind):
+    """The preload library hands BPF its wrapper's caller (ip, sp, bp); with frame
+    pointers the kernel's walk also passes through the library's own frames, which BPF
+    cuts up to that caller. --unwind fp did not cut them (only auto's fallback did):
+    main;leak_blocks;leak_blocks."""
+    out = tmp_path / "fp.folded"
+    r = run(["--alloc", "--alloc-rate", "1", "--unwind", unwind, "-o", str(out), "--",
+             workload("alloc_known")])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    assert by_leaf(stacks, "leak_blocks") == LEAK, stacks
+    for f, c in stacks:
+        assert not any(a == b for a, b in zip(f, f[1:])), f
+        assert not any("bpfprof_heap" in x or "malloc_slow" in x for x in f), f
+    assert all(f[-2] == "main" for f, _ in stacks if f[-1] == "leak_blocks"), stacks
+
+
 @pytest.mark.skipif(not have("go"), reason="go (golang-go) not installed")
 def test_pprof_oldest_age(tmp_path):
     """A block held 2 s before the end is labelled with its age; pprof -top sorts by in-use."""
