@@ -6,8 +6,8 @@
  * compute the CFA, read the return address at CFA-8 and the caller's RBP if
  * the row says where it is. Files without CFI fall back to frame pointers;
  * signal trampolines restore the interrupted registers from the ucontext.
- * Frames are walked in a bpf_loop() callback: the verifier checks one step,
- * not MAX_USTACK unrolled copies of it.
+ * Frames are walked in a bpf_loop() callback, two per call: the verifier
+ * checks two steps, not MAX_USTACK unrolled copies of one.
  */
 #ifndef BPFPROF_UNWIND_BPF_H
 #define BPFPROF_UNWIND_BPF_H
@@ -695,9 +695,9 @@ static __always_inline long fp_fallback(struct ustate *st, __u32 reason)
 	return 0;
 }
 
-static long unwind_step(__u32 i, void *data)
+/* One frame: 0 to go on, 1 when the walk stopped (st->stop says why). */
+static __always_inline long unwind_frame(struct ustate *st)
 {
-	struct ustate *st = data;
 	const struct bpf_umap *m;
 	struct bpf_urow row, *r = &row;
 	__u64 cfa, ra, pc;
@@ -791,6 +791,22 @@ static long unwind_step(__u32 i, void *data)
 	return 0;
 fallback:
 	return fp_fallback(st, reason);
+}
+
+/*
+ * The bpf_loop() callback: two frames per call. The verifier inlines
+ * bpf_loop() into a loop that calls the callback directly, and on this
+ * host a call and its return cost ~17 ns (retpolines, SRSO's safe
+ * return), a quarter of a frame's step: a 64-frame walk made 64 calls, now
+ * 32 (0.4-0.6 us less; four frames a call saved 0-0.27 us more for 2.8x
+ * the instructions verified). The verifier checks the step twice a pass:
+ * on_cpu_sample 14979 -> 22387 instructions processed.
+ */
+static long unwind_step(__u32 i, void *data)
+{
+	if (unwind_frame(data))
+		return 1;
+	return unwind_frame(data);
 }
 
 /*
@@ -968,7 +984,8 @@ __noinline int unwind_walk(struct bpf_proc_unwind *info, struct uframes *frames,
 	st.last = &st.info->maps[opaque_zero_var & (MAX_UMAPS - 1)];
 	st.have_last = opaque_zero_var;
 	st.vma_tried = opaque_zero_var & 1;
-	bpf_loop(MAX_USTACK + 1, unwind_step, &st, 0);
+	/* two frames a call: MAX_USTACK + 1 steps and one more */
+	bpf_loop(MAX_USTACK / 2 + 1, unwind_step, &st, 0);
 	if (st.stop == UNW_FULL)
 		w->flags |= SAMPLE_F_USTACK_TRUNC;
 	else if (st.stop == UNW_FAIL)
