@@ -21,6 +21,7 @@
 #include "unwind/cfi.h"
 #include "unwind/tables.h"
 #include "unwind/tcache.h"
+#include "util/array.h"
 #include "util/htab.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -564,6 +565,38 @@ static uint32_t convert(struct unwinder *u, const struct unwind_row *in, size_t 
 	return w;
 }
 
+/*
+ * cfi__emit's rows converted as they come: the table is held once, in its
+ * 8-byte BPF form, never also whole as 16-byte cfi rows (libtorch_cpu:
+ * 11 MiB instead of 11 + 22 MiB at once).
+ */
+struct urow_sink {
+	struct unwinder *u;
+	struct bpf_urow *out;
+	size_t n, cap;
+	uint64_t base; /* the first row's pc */
+	bool stopped;  /* a row past base + 4 GiB: the rest is left out */
+};
+
+static int urow_put(void *ctx, const struct unwind_row *rows, size_t n)
+{
+	struct urow_sink *s = ctx;
+	uint32_t w;
+	int err;
+
+	if (s->stopped)
+		return 0;
+	if (!s->n)
+		s->base = rows[0].pc;
+	err = array_grow((void **)&s->out, &s->cap, s->n + n - 1, sizeof(*s->out), 65536);
+	if (err)
+		return err;
+	w = convert(s->u, rows, n, s->out + s->n, s->base);
+	s->n += w;
+	s->stopped = w < n;
+	return 0;
+}
+
 /* Drop the file_unwind entries that name table id's rows (before they are freed). */
 /* A file's file_unwind key: its inode as the kernel numbers it (s_dev is major << 20 | minor). */
 static struct file_unwind_key file_key(const struct objfile *o)
@@ -818,7 +851,6 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 {
 	struct objfile *o = objtab__by_id(u->objs, id);
 	struct otable *t = &u->tables[id];
-	struct unwind_row *rows = NULL;
 	struct bpf_urow *out = NULL;
 	struct cfi_stats cs = { 0 };
 	uint64_t t0 = mono_ns(), c0;
@@ -853,24 +885,20 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 			u->st.rows_unsupported += (out[i].rules & 15) == CFA_RULE_UNSUPPORTED;
 		u->st.tables_cached++;
 	} else {
-		err = cfi__build(fd, &rows, &n, &cs);
+		struct urow_sink sink = { .u = u };
+
+		err = cfi__emit(fd, urow_put, &sink, &cs, &n);
 		u->st.cfi_cpu_ns += thread_cpu_ns() - c0;
 		u->st.build_ns += mono_ns() - t0;
+		out = sink.out;
 		if (err || !n) {
 			pr_debug("%s: no unwind table (%s)", o->path,
 				 err ? strerror(-err) : "no CFI");
 			err = err ?: -ENODATA;
 			goto fail;
 		}
-		out = malloc(n * sizeof(*out));
-		if (!out) {
-			err = -ENOMEM;
-			goto fail;
-		}
-		t->base = rows[0].pc;
-		w = convert(u, rows, n, out, t->base);
-		free(rows);
-		rows = NULL;
+		t->base = sink.base;
+		w = (uint32_t)sink.n;
 		if (have_key && w)
 			tcache__store(u->cache, &key, out, w, t->base);
 	}
@@ -886,6 +914,7 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 	}
 	err = u->store.write_rows(u->store.ctx, first, out, w);
 	free(out);
+	out = NULL;
 	if (err) {
 		pr_verbose("%s: cannot load its unwind table: %s", o->path, strerror(-err));
 		rows_free(u, first, w);
@@ -922,7 +951,7 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 	procs_update(u, id, true);
 	return 0;
 fail:
-	free(rows);
+	free(out);
 	t->state = OT_NO_TABLE;
 	u->st.tables_failed++;
 	return err;
