@@ -36,6 +36,14 @@
  * that moved on keeps rows it no longer needs.
  */
 #define COLD_NS 2000000000ULL
+/*
+ * A table built for a named target before any sample asked for it (when
+ * its process was described) and not sampled since: cold this soon, since
+ * a sample reaches user space within ~100 ms. Under COLD_NS, `import torch`
+ * (~315 libraries built as they were mapped, more than the default budget)
+ * kept libtorch_cpu, sampled all the time, refused for 2 s.
+ */
+#define SPECULATIVE_COLD_NS 500000000ULL
 
 enum otable_state {
 	OT_NONE = 0, /* no table: not wanted yet, or evicted */
@@ -55,6 +63,8 @@ struct otable {
 	bool queued;	    /* in wanted[] */
 	bool sampled;	    /* a sample ever landed in the file */
 	bool refused;	    /* refused at least once (for tables_retried) */
+	bool speculative;   /* built before a sample asked for it, none since */
+	bool evicted;	    /* evicted once: built again for a sample, never speculatively */
 	uint64_t last_ns;   /* last sample in the file, or when the table was built */
 	uint64_t size;	    /* the file's size: what compiling it costs, roughly */
 	int fd;		    /* opened here when the objfile has none (0: not tried, -1: failed) */
@@ -736,6 +746,7 @@ static void evict(struct unwinder *u, uint32_t id)
 	struct otable *t = &u->tables[id];
 
 	t->state = OT_NONE;
+	t->evicted = true;
 	files_forget(u, id);
 	procs_update(u, id, false); /* nobody points at the rows any more */
 	rows_free(u, t->first, t->count);
@@ -744,6 +755,11 @@ static void evict(struct unwinder *u, uint32_t id)
 	pr_debug("unwind table of file %u evicted (%u rows, last sampled %.1f s before)", id,
 		 t->count, (mono_ns() - t->last_ns) / 1e9);
 	t->count = 0;
+}
+
+static bool cold(const struct otable *t, uint64_t now_ns)
+{
+	return t->last_ns + (t->speculative ? SPECULATIVE_COLD_NS : COLD_NS) <= now_ns;
 }
 
 /*
@@ -757,7 +773,7 @@ static uint32_t coldest(const struct unwinder *u, uint64_t now_ns, bool unused_o
 	for (uint32_t i = OBJ_FIRST; i < u->ntables; i++) {
 		const struct otable *t = &u->tables[i];
 
-		if (t->state != OT_READY || i == not || t->last_ns + COLD_NS > now_ns ||
+		if (t->state != OT_READY || i == not || !cold(t, now_ns) ||
 		    (unused_only && t->users))
 			continue;
 		if (!best || t->last_ns < u->tables[best].last_ns)
@@ -774,8 +790,7 @@ static uint64_t rows_available(const struct unwinder *u, uint64_t now_ns, bool u
 	for (uint32_t i = OBJ_FIRST; i < u->ntables; i++) {
 		const struct otable *t = &u->tables[i];
 
-		if (t->state == OT_READY && t->last_ns + COLD_NS <= now_ns &&
-		    (!unused_only || !t->users))
+		if (t->state == OT_READY && cold(t, now_ns) && (!unused_only || !t->users))
 			n += t->count;
 	}
 	return n;
@@ -924,10 +939,12 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 	t->count = w;
 	t->state = OT_READY;
 	t->owner = 0;
+	t->speculative = !evict_used;
 	file_write(u, id, id);
 	if (t->last_ns < now_ns)
 		t->last_ns = now_ns; /* a new table is not the first to go */
 	u->st.tables++;
+	u->st.tables_rebuilt += t->evicted;
 	if (t->refused) {
 		t->refused = false;
 		u->st.tables_retried++;
@@ -997,6 +1014,7 @@ bool unwinder__hit(struct unwinder *u, uint32_t obj, uint64_t now_ns)
 	id = serving(u, obj);
 	if (id) {
 		u->tables[id].sampled = true;
+		u->tables[id].speculative = false;
 		if (u->tables[id].last_ns < now_ns)
 			u->tables[id].last_ns = now_ns;
 		return false;
@@ -1179,8 +1197,14 @@ int unwinder__sync(struct unwinder *u, const struct proc *p)
 		}
 		if (o)
 			open_through(u, o, p->pid, m);
-		/* named targets: their files' tables now, where they fit next to used ones */
-		if (o && u->eager && u->tables[o->id].state == OT_NONE && !serving(u, o->id))
+		/*
+		 * named targets: their files' tables now, where they fit next to
+		 * used ones; not again once evicted (cold): a description is
+		 * rewritten at every dlopen, and `import torch` built, evicted and
+		 * built again 170-280 of its ~315 libraries (0.9-1.8 s of CPU)
+		 */
+		if (o && u->eager && u->tables[o->id].state == OT_NONE &&
+		    !u->tables[o->id].evicted && !serving(u, o->id))
 			build(u, o->id, now, false);
 	}
 	pentry_release(u, pe);
