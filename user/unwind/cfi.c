@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "unwind/cfi.h"
 
@@ -103,7 +104,8 @@
 struct rd {
 	const uint8_t *p;
 	const uint8_t *end;
-	bool bad; /* sticky: every later read returns 0 */
+	bool bad;      /* sticky: every later read returns 0 */
+	uint64_t bias; /* p + bias: the address p stands for (pcrel pointers' base) */
 };
 
 /* How a register is recovered; the DWARF register rules. */
@@ -172,10 +174,26 @@ struct open_run {
 };
 
 struct sect {
-	const uint8_t *data;
+	const uint8_t *data; /* the whole section, or NULL: read through a window */
 	size_t size;
 	uint64_t addr; /* sh_addr: the base of pcrel pointers */
 	bool eh;       /* .eh_frame rules (CIE id 0, relative CIE pointers) */
+	int fd;	       /* without data: the file, the section at foff */
+	uint64_t foff;
+};
+
+/*
+ * A window of a section read with pread: .eh_frame is read a window at a
+ * time, not whole (libtorch_cpu's is 9.7 MiB; the sweep visits it in
+ * address order, which is nearly the section's: 3.4 times the section
+ * read in all with 256 KiB windows).
+ */
+#define WIN_BYTES (256 << 10)
+
+struct win {
+	uint8_t *buf;
+	size_t cap, len;
+	uint64_t off; /* section offset of buf[0] */
 };
 
 struct range {
@@ -193,6 +211,9 @@ struct ctx {
 	struct sect sects[2]; /* .eh_frame, .debug_frame */
 	struct cies cies[2];
 	struct cies *cc; /* the CIEs of sect */
+	struct win wins[2];
+	struct win *w;	 /* FDEs of sect are read through this one */
+	struct win cwin; /* CIEs through this one: an FDE's stays put meanwhile */
 	uint64_t got;	 /* DW_EH_PE_datarel base */
 	bool have_got;
 
@@ -346,7 +367,7 @@ static uint64_t rd_val(struct rd *r, uint8_t fmt, uint8_t addr_size)
  */
 static uint64_t rd_ptr(struct rd *r, const struct ctx *c, uint8_t enc, uint8_t addr_size)
 {
-	uint64_t here = c->sect.addr + (uint64_t)(r->p - c->sect.data);
+	uint64_t here = (uint64_t)(uintptr_t)r->p + r->bias;
 	uint64_t base = 0;
 
 	if (enc == PE_OMIT) {
@@ -385,37 +406,93 @@ struct entry {
 	bool dwarf64;
 };
 
-/*
- * The entry at off. -EINVAL when its length runs past the section: then the
- * next entry cannot be found either. A zero length is a terminator; readelf
- * and ld carry on past one, so do we.
- */
-static int read_entry(const struct sect *s, uint64_t off, struct entry *e)
+static int pread_full(int fd, uint8_t *buf, size_t len, uint64_t off)
 {
-	struct rd r = { s->data + off, s->data + s->size, false };
-	uint64_t len;
+	while (len) {
+		ssize_t n = pread(fd, buf, len, (off_t)off);
+
+		if (n <= 0)
+			return -EIO; /* short: the file was cut while read */
+		buf += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* [off, off + n) of section s, valid until w moves; NULL past its end or on a short read. */
+static const uint8_t *sect_get(const struct sect *s, struct win *w, uint64_t off, uint64_t n)
+{
+	size_t want;
+
+	if (off > s->size || n > s->size - off)
+		return NULL;
+	if (s->data)
+		return s->data + off;
+	if (off >= w->off && off + n <= w->off + w->len)
+		return w->buf + (off - w->off);
+	want = n > WIN_BYTES ? n : WIN_BYTES;
+	if (want > s->size - off)
+		want = s->size - off;
+	if (want > w->cap) {
+		uint8_t *v = realloc(w->buf, want);
+
+		if (!v)
+			return NULL;
+		w->buf = v;
+		w->cap = want;
+	}
+	w->len = 0;
+	if (pread_full(s->fd, w->buf, want, s->foff + off))
+		return NULL;
+	w->off = off;
+	w->len = want;
+	return w->buf;
+}
+
+/*
+ * The entry at off, read through w. -EINVAL when its length runs past the
+ * section: then the next entry cannot be found either. A zero length is a
+ * terminator; readelf and ld carry on past one, so do we.
+ */
+static int read_entry(const struct sect *s, struct win *w, uint64_t off, struct entry *e)
+{
+	const uint8_t *p;
+	uint64_t len, hdr = 4;
+	struct rd r;
+	uint32_t v32;
 	bool dwarf64 = false;
 
 	memset(e, 0, sizeof(*e));
-	len = rd_u32(&r);
-	if (r.bad)
+	p = sect_get(s, w, off, 4);
+	if (!p)
 		return -EINVAL;
+	memcpy(&v32, p, 4);
+	len = le32toh(v32);
 	if (len == 0) {
 		e->terminator = true;
 		e->next = off + 4;
 		return 0;
 	}
 	if (len == 0xffffffff) {
-		len = rd_u64(&r);
+		p = sect_get(s, w, off, 12);
+		if (!p)
+			return -EINVAL;
+		memcpy(&len, p + 4, 8);
+		len = le64toh(len);
+		hdr = 12;
 		dwarf64 = true;
 	} else if (len >= 0xfffffff0) {
 		return -EINVAL; /* reserved by DWARF for future formats */
 	}
-	if (r.bad || len > (uint64_t)(r.end - r.p))
+	if (len > s->size - off - hdr)
 		return -EINVAL;
-	r.end = r.p + len;
-	e->next = (uint64_t)(r.end - s->data);
-	e->id_off = (uint64_t)(r.p - s->data);
+	p = sect_get(s, w, off, hdr + len);
+	if (!p)
+		return -EINVAL;
+	r = (struct rd){ p + hdr, p + hdr + len, false, s->addr + off - (uint64_t)(uintptr_t)p };
+	e->next = off + hdr + len;
+	e->id_off = off + hdr;
 	e->id = dwarf64 ? rd_u64(&r) : rd_u32(&r);
 	e->dwarf64 = dwarf64;
 	e->body = r;
@@ -847,7 +924,7 @@ static void parse_cie(struct ctx *c, uint64_t off, struct cie *cie)
 	cie->bad = true;
 	cie->addr_size = 8;
 	cie->fde_enc = PE_ABSPTR;
-	if (off >= c->sect.size || read_entry(&c->sect, off, &e) || e.terminator ||
+	if (off >= c->sect.size || read_entry(&c->sect, &c->cwin, off, &e) || e.terminator ||
 	    !entry_is_cie(&c->sect, &e))
 		return;
 	r = e.body;
@@ -876,7 +953,7 @@ static void parse_cie(struct ctx *c, uint64_t off, struct cie *cie)
 		len = rd_uleb(&r);
 		if (!rd_need(&r, len))
 			return;
-		a = (struct rd){ r.p, r.p + len, false };
+		a = (struct rd){ r.p, r.p + len, false, r.bias };
 		parse_aug(c, cie, aug + 1, &a);
 		if (a.bad)
 			return;
@@ -934,6 +1011,7 @@ static void use_sect(struct ctx *c, int which)
 {
 	c->sect = c->sects[which];
 	c->cc = &c->cies[which];
+	c->w = &c->wins[which];
 }
 
 /*
@@ -1000,7 +1078,7 @@ static int walk_section(struct ctx *c, int which)
 
 	use_sect(c, which);
 	for (off = 0; off < c->sect.size; off = e.next) {
-		if (read_entry(&c->sect, off, &e)) {
+		if (read_entry(&c->sect, c->w, off, &e)) {
 			c->stats->bad_fdes++; /* lost the thread: the rest is unreadable */
 			break;
 		}
@@ -1034,7 +1112,7 @@ static int run_fde(struct ctx *c, const struct run *r, struct open_run *o)
 
 	use_sect(c, r->entry & ENTRY_DEBUG ? 1 : 0);
 	/* read and found well-formed in walk_section: only ENOMEM can differ now */
-	if (read_entry(&c->sect, r->entry & ~ENTRY_DEBUG, &e))
+	if (read_entry(&c->sect, c->w, r->entry & ~ENTRY_DEBUG, &e))
 		return -EINVAL;
 	err = fde_header(c, &e, &cie, &start, &end, &prog);
 	if (err)
@@ -1231,7 +1309,8 @@ static Elf_Data *section_data(Elf_Scn *scn, const GElf_Shdr *sh, const char *nam
 	return elf_getdata(scn, NULL);
 }
 
-static int find_sections(Elf *elf, struct sect *eh, struct sect *df, struct ctx *c)
+static int find_sections(Elf *elf, int fd, uint64_t fsize, struct sect *eh, struct sect *df,
+			 struct ctx *c)
 {
 	Elf_Scn *scn = NULL, *eh_scn = NULL, *df_scn = NULL;
 	GElf_Shdr sh, eh_sh, df_sh;
@@ -1261,14 +1340,21 @@ static int find_sections(Elf *elf, struct sect *eh, struct sect *df, struct ctx 
 			c->have_got = true;
 		}
 	}
-	if (eh_scn && (d = section_data(eh_scn, &eh_sh, ".eh_frame")) && d->d_buf) {
-		*eh = (struct sect){ d->d_buf, d->d_size, eh_sh.sh_addr, true };
+	if (eh_scn && eh_sh.sh_type == SHT_PROGBITS && !(eh_sh.sh_flags & SHF_COMPRESSED)) {
+		/* read a window at a time (sect_get), never whole */
+		if (eh_sh.sh_offset > fsize || eh_sh.sh_size > fsize - eh_sh.sh_offset)
+			return -ENOEXEC; /* truncated file */
+		if (eh_sh.sh_size)
+			*eh = (struct sect){ NULL, eh_sh.sh_size,  eh_sh.sh_addr, true,
+					     fd,   eh_sh.sh_offset };
+	} else if (eh_scn && (d = section_data(eh_scn, &eh_sh, ".eh_frame")) && d->d_buf) {
+		*eh = (struct sect){ d->d_buf, d->d_size, eh_sh.sh_addr, true, -1, 0 };
 	} else if (eh_scn && eh_sh.sh_type != SHT_NOBITS && eh_sh.sh_size) {
 		return -ENOEXEC; /* there, but unreadable: truncated file */
 	}
 	if (df_scn && (d = section_data(df_scn, &df_sh, df_name)) && d->d_buf) {
-		*df = (struct sect){ d->d_buf, d->d_size, df_sh.sh_addr, false };
-	} else if (df_scn && df_sh.sh_type != SHT_NOBITS && df_sh.sh_size && !eh->data) {
+		*df = (struct sect){ d->d_buf, d->d_size, df_sh.sh_addr, false, -1, 0 };
+	} else if (df_scn && df_sh.sh_type != SHT_NOBITS && df_sh.sh_size && !eh->size) {
 		return -ENOEXEC; /* with .eh_frame there, it only loses the extras */
 	}
 	return 0;
@@ -1335,7 +1421,7 @@ int cfi__emit(int fd, cfi_sink_fn sink, void *ctx, struct cfi_stats *stats, size
 		err = -ENOEXEC;
 		goto cleanup;
 	}
-	err = find_sections(elf, &eh, &df, &c);
+	err = find_sections(elf, fd, (uint64_t)st.st_size, &eh, &df, &c);
 	if (err)
 		goto cleanup;
 	err = find_exec(elf, &c);
@@ -1344,13 +1430,13 @@ int cfi__emit(int fd, cfi_sink_fn sink, void *ctx, struct cfi_stats *stats, size
 	c.sects[0] = eh;
 	c.sects[1] = df;
 
-	if (eh.data) {
+	if (eh.size) {
 		err = walk_section(&c, 0);
 		if (err)
 			goto cleanup;
 		neh = c.nruns;
 	}
-	if (df.data) {
+	if (df.size) {
 		err = walk_section(&c, 1);
 		if (err)
 			goto cleanup;
@@ -1360,9 +1446,9 @@ int cfi__emit(int fd, cfi_sink_fn sink, void *ctx, struct cfi_stats *stats, size
 	}
 	if (neh && c.nruns > neh)
 		stats->source = ".eh_frame+.debug_frame";
-	else if (neh || (eh.data && !df.data))
+	else if (neh || (eh.size && !df.size))
 		stats->source = ".eh_frame";
-	else if (df.data)
+	else if (df.size)
 		stats->source = ".debug_frame";
 	stats->dropped_fdes = c.dropped;
 
@@ -1385,6 +1471,9 @@ cleanup:
 	free(c.runs);
 	free(c.cies[0].v);
 	free(c.cies[1].v);
+	free(c.wins[0].buf);
+	free(c.wins[1].buf);
+	free(c.cwin.buf);
 	if (elf)
 		elf_end(elf);
 	return err;
