@@ -28,6 +28,7 @@
 #include "proc/proc.h"
 #include "unwind/cfi.h"
 #include "unwind/tables.h"
+#include "util/clock.h"
 
 #define SEC  1000000000ULL
 #define MAXP 8
@@ -421,6 +422,58 @@ static void test_eager_targets(void **state)
 	fixture_free(f);
 }
 
+/*
+ * Named targets' tables no sample has used are cold after 0.5 s, and once
+ * evicted they are built again for a sample only, not at the next rewrite
+ * of the description (each dlopen: `import torch` compiled most of its
+ * ~315 libraries twice).
+ */
+static void test_eager_evicted_not_rebuilt(void **state)
+{
+	struct fixture *tmp = fixture_new(1 << 20);
+	struct fixture *f;
+	uint64_t t0;
+	uint32_t cap;
+	int files[] = { F_PROG, F_LIBFX, F_LIBCXX };
+
+	(void)state;
+	cap = tmp->rows[F_PROG] + tmp->rows[F_LIBFX] + tmp->rows[F_LIBCXX];
+	/* nopie fits in neither libfx's nor libcxx's rows alone; libfx fits in what nopie leaves */
+	assert_true(tmp->rows[F_NOPIE] > tmp->rows[F_LIBFX]);
+	assert_true(tmp->rows[F_LIBFX] + tmp->rows[F_NOPIE] <=
+		    tmp->rows[F_LIBFX] + tmp->rows[F_LIBCXX]);
+	fixture_free(tmp);
+	f = fixture_new(cap);
+	unwinder__set_eager(f->u, true);
+	t0 = mono_ns(); /* descriptions are made at the real time */
+	proc_sync(f, 1, files, 3);
+	assert_int_equal(unwinder__stats(f->u)->tables, 3);
+
+	/* 0.6 s later a sample wants nopie: the two tables no sample used make room */
+	hit(f, F_PROG, t0 + 6 * SEC / 10);
+	hit(f, F_NOPIE, t0 + 6 * SEC / 10);
+	balance(f, t0 + 6 * SEC / 10);
+	assert_true(unwinder__ready(f->u, f->id[F_NOPIE]));
+	assert_true(unwinder__ready(f->u, f->id[F_PROG]));
+	assert_false(unwinder__ready(f->u, f->id[F_LIBFX]));
+	assert_false(unwinder__ready(f->u, f->id[F_LIBCXX]));
+	assert_int_equal(unwinder__stats(f->u)->tables_evicted, 2);
+
+	/* the description rewritten (a dlopen): libfx would fit, nothing is built */
+	proc_sync(f, 1, files, 3);
+	assert_false(unwinder__ready(f->u, f->id[F_LIBFX]));
+	assert_int_equal(unwinder__stats(f->u)->tables, 4);
+	assert_int_equal(unwinder__stats(f->u)->tables_rebuilt, 0);
+
+	/* a sample in libfx: built again */
+	hit(f, F_LIBFX, t0 + 7 * SEC / 10);
+	balance(f, t0 + 7 * SEC / 10);
+	assert_true(unwinder__ready(f->u, f->id[F_LIBFX]));
+	assert_int_equal(unwinder__stats(f->u)->tables_rebuilt, 1);
+	assert_int_equal(umap(f, 1, 1)->kind, UMAP_TABLE);
+	fixture_free(f);
+}
+
 /* A file bigger than the whole budget: refused, counted, never uploaded. */
 static void test_too_big_for_budget(void **state)
 {
@@ -448,6 +501,7 @@ int main(void)
 		cmocka_unit_test(test_refused_then_built),
 		cmocka_unit_test(test_freed_rows_coalesce),
 		cmocka_unit_test(test_eager_targets),
+		cmocka_unit_test(test_eager_evicted_not_rebuilt),
 		cmocka_unit_test(test_too_big_for_budget),
 	};
 

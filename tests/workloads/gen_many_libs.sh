@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# gen_many_libs.sh DIR COUNT ROWS
+# gen_many_libs.sh DIR COUNT ROWS [FDES]
 #
 # Writes DIR/libmany_0.so ... libmany_{COUNT-1}.so: shared libraries that
 # each have a large .eh_frame (about ROWS unwind rows, from a padding
@@ -9,10 +9,13 @@
 # many_spin(n), that spins n iterations with a frame pointer. Each library
 # carries its own symbol, so no two share a build id (each is its own
 # table). One object assembled, then linked COUNT times: seconds, not minutes.
+# With FDES the padding is FDES small functions of ROWS/FDES rows each, as a
+# compiler makes them (libtorch_cpu: 220k FDEs, 1.4M rows), not one.
 set -eu
 dir=$1
 count=$2
 rows=$3
+fdes=${4:-1}
 mkdir -p "$dir"
 cat >"$dir/many.s" <<ASM
 	.text
@@ -35,15 +38,19 @@ many_spin:
 
 	.type many_pad,@function
 many_pad:
+	.rept $fdes
 	.cfi_startproc
-	.rept $((rows / 2))
+	.rept $((rows / fdes / 2))
 	push %rax
 	.cfi_adjust_cfa_offset 8
+	.endr
+	.rept $((rows / fdes / 2))
 	pop %rax
 	.cfi_adjust_cfa_offset -8
 	.endr
 	ret
 	.cfi_endproc
+	.endr
 	.size many_pad, .-many_pad
 	.section .note.GNU-stack,"",@progbits
 ASM

@@ -1436,7 +1436,8 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 
 			pr_verbose(
 				"unwind tables: %llu files (%llu without, %llu shared by build id), "
-				"%llu rows in use, peak %llu of %llu (%.1f MiB), %llu evicted, "
+				"%llu rows in use, peak %llu of %llu (%.1f MiB), %llu evicted (%llu built "
+				"again), "
 				"%llu refused for room (%llu built later), %.1f ms compiling CFI, "
 				"%llu processes, %llu files left out of file_unwind (full), "
 				"%llu tables from the table cache",
@@ -1447,6 +1448,7 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 				(unsigned long long)us->rows_peak, (unsigned long long)us->rows_cap,
 				us->rows_peak * sizeof(struct bpf_urow) / 1048576.0,
 				(unsigned long long)us->tables_evicted,
+				(unsigned long long)us->tables_rebuilt,
 				(unsigned long long)us->tables_refused,
 				(unsigned long long)us->tables_retried, us->build_ns / 1e6,
 				(unsigned long long)us->procs,

@@ -74,6 +74,17 @@ struct cfi_stats {
  */
 int cfi__build(int fd, struct unwind_row **rows, size_t *nrows, struct cfi_stats *stats);
 
+/*
+ * Where cfi__emit puts the table: the rows cfi__build would return, in
+ * order, in chunks as they are made (so that a large file's table is never
+ * held whole in this 16-byte form). A non-zero return stops the build, and
+ * cfi__emit returns it.
+ */
+typedef int (*cfi_sink_fn)(void *ctx, const struct unwind_row *rows, size_t n);
+
+/* cfi__build, the rows going to sink; *nrows: how many it was given. */
+int cfi__emit(int fd, cfi_sink_fn sink, void *ctx, struct cfi_stats *stats, size_t *nrows);
+
 /* Binary search: the row covering pc, or NULL (before the first row). */
 const struct unwind_row *cfi__find(const struct unwind_row *rows, size_t nrows, uint64_t pc);
 

@@ -49,6 +49,7 @@ struct unwinder_stats {
 	uint64_t tables;	/* tables built */
 	uint64_t tables_failed; /* files without usable CFI (unreadable, none): frame pointers */
 	uint64_t tables_evicted;
+	uint64_t tables_rebuilt; /* built again after an eviction (a sample wanted it back) */
 	uint64_t tables_refused; /* times a wanted file found no room (tried again later) */
 	uint64_t tables_retried; /* refused files that got their table later */
 	uint64_t tables_shared;	 /* files served by another file's table (same build id) */
