@@ -30,6 +30,27 @@ def run(args, timeout=120, **kw):
                           timeout=timeout, **kw)
 
 
+def wait_recording(p):
+    """Read p's stderr up to its ready line ('bpfprof: recording ...'); returns what
+    was read. A test that starts work for a running bpfprof waits for this, not
+    for a fixed time: start-up takes seconds on a loaded host."""
+    seen = []
+    for line in p.stderr:
+        seen.append(line)
+        if line.startswith("bpfprof: recording "):
+            return "".join(seen)
+    raise AssertionError(f"bpfprof ended before recording: {''.join(seen)!r}")
+
+
+def wait_cpu(proc):
+    """Wait for a subprocess.Popen to exit; -> the CPU seconds (user + system) it
+    and its waited-for children had, the kernel's account from wait4's rusage.
+    Sample floors scaled by it hold however much CPU a loaded host left it."""
+    _, status, ru = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return ru.ru_utime + ru.ru_stime
+
+
 def parse_folded(text):
     """folded text -> list of (frames, count); asserts every line is well formed."""
     stacks = []
