@@ -4,6 +4,7 @@ root against real processes (tests/workloads) and read what it wrote."""
 import os
 import shutil
 import subprocess
+import threading
 
 import pytest
 
@@ -40,6 +41,23 @@ def wait_recording(p):
         if line.startswith("bpfprof: recording "):
             return "".join(seen)
     raise AssertionError(f"bpfprof ended before recording: {''.join(seen)!r}")
+
+
+def drain(p, seen=""):
+    """Read p's stderr in a thread from now on; -> a function that waits for p to
+    exit (timeout s) and returns seen + all of it. A bpfprof run with -vv on a
+    busy host writes more than a pipe holds (64 KiB) while it records: left
+    unread, it blocked in that write and stopped following the machine, so
+    the files of a process that lived meanwhile were never opened."""
+    chunks = [seen]
+    t = threading.Thread(target=lambda: chunks.append(p.stderr.read()), daemon=True)
+    t.start()
+
+    def finish(timeout=120):
+        p.wait(timeout=timeout)
+        t.join(timeout)
+        return "".join(chunks)
+    return finish
 
 
 def wait_cpu(proc):

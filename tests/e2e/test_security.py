@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import parse_folded, run, summary_line, total
+from conftest import drain, parse_folded, run, summary_line, total, wait_recording
 
 NOBODY = 65534
 IN_OPEN, IN_ACCESS = 0x20, 0x01
@@ -250,7 +250,8 @@ def test_fds_of_exited_process_closed(pub_path):
     agent = subprocess.Popen([os.environ.get("BPFPROF", "build/bpfprof"), "-a", "-d", "14",
                               "-o", str(out)], stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(3)
+        # not a fixed 3 s: start-up takes longer on a loaded host
+        stderr = drain(agent, wait_recording(agent))
         base, _ = agent_fds(agent.pid, libs)
         target = subprocess.Popen([sys.executable, str(script), str(libs), "3", "lib_func"],
                                   stdout=subprocess.PIPE, text=True, user=NOBODY,
@@ -261,7 +262,7 @@ def test_fds_of_exited_process_closed(pub_path):
         target.wait()
         time.sleep(3)  # files are closed within a second or two of the exit
         after, deleted_after = agent_fds(agent.pid, libs)
-        err = agent.communicate(timeout=60)[1]
+        err = stderr(60)
     finally:
         if agent.poll() is None:
             agent.kill()
@@ -365,7 +366,9 @@ def run_spinner(pub_path, libs, agent_args):
     agent = subprocess.Popen([os.environ.get("BPFPROF", "build/bpfprof"), "-a", *agent_args],
                              stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(3)
+        # not a fixed 3 s: start-up takes longer on a loaded host; -vv's output read
+        # as it comes (unread, a full pipe stalled the agent: lib_spin unnamed)
+        stderr = drain(agent, wait_recording(agent))
         target = subprocess.Popen([sys.executable, str(script), str(libs)],
                                   stdout=subprocess.PIPE, text=True, user=NOBODY,
                                   group=NOBODY, extra_groups=[])
@@ -373,7 +376,7 @@ def run_spinner(pub_path, libs, agent_args):
         target.wait()
         time.sleep(2.5)
         agent.send_signal(2)
-        err = agent.communicate(timeout=120)[1]
+        err = stderr()
     finally:
         if agent.poll() is None:
             agent.kill()
@@ -428,7 +431,9 @@ def test_fds_of_live_process_capped(pub_path):
                              stderr=subprocess.PIPE, text=True)
     target = None
     try:
-        time.sleep(3)
+        # not a fixed 3 s: start-up takes longer on a loaded host; -vv's output read
+        # as it comes (unread, a full pipe stalled the agent: no file held)
+        stderr = drain(agent, wait_recording(agent))
         target = subprocess.Popen([sys.executable, str(script), str(libs), "30", "lib_spin"],
                                   stdout=subprocess.PIPE, text=True, user=NOBODY,
                                   group=NOBODY, extra_groups=[])
@@ -438,7 +443,7 @@ def test_fds_of_live_process_capped(pub_path):
             time.sleep(1)
             most = max(most, agent_fds(agent.pid, libs)[1])
         agent.send_signal(2)
-        err = agent.communicate(timeout=120)[1]
+        err = stderr()
     finally:
         if target:
             target.kill()
