@@ -147,8 +147,10 @@ def test_command_tables_before_it_starts(tmp_path):
     assert n > 100, (n, r.stderr)
     m = re.search(r"(\d+) samples before their process's tables were ready", r.stderr)
     early = int(m.group(1)) if m else 0
-    # the gap left: from its exec to our reading the exec event
-    assert early <= max(5, 0.02 * n), (early, n)
+    # the gap left: from its exec to our reading the exec event, the agent's
+    # latency (0-5 samples alone, 7 of 331 once with other suites on the host,
+    # load 4); tables built after the first samples (the old code) left ~30
+    assert early <= max(10, 0.02 * n), (early, n)
 
 
 def test_next_process_of_a_binary_covered_at_exec(tmp_path):
