@@ -4,6 +4,7 @@ root against real processes (tests/workloads) and read what it wrote."""
 import os
 import shutil
 import subprocess
+import threading
 
 import pytest
 
@@ -28,6 +29,44 @@ def run(args, timeout=120, **kw):
     """Run bpfprof with args; returns CompletedProcess (text)."""
     return subprocess.run([BPFPROF] + list(args), capture_output=True, text=True,
                           timeout=timeout, **kw)
+
+
+def wait_recording(p):
+    """Read p's stderr up to its ready line ('bpfprof: recording ...'); returns what
+    was read. A test that starts work for a running bpfprof waits for this, not
+    for a fixed time: start-up takes seconds on a loaded host."""
+    seen = []
+    for line in p.stderr:
+        seen.append(line)
+        if line.startswith("bpfprof: recording "):
+            return "".join(seen)
+    raise AssertionError(f"bpfprof ended before recording: {''.join(seen)!r}")
+
+
+def drain(p, seen=""):
+    """Read p's stderr in a thread from now on; -> a function that waits for p to
+    exit (timeout s) and returns seen + all of it. A bpfprof run with -vv on a
+    busy host writes more than a pipe holds (64 KiB) while it records: left
+    unread, it blocked in that write and stopped following the machine, so
+    the files of a process that lived meanwhile were never opened."""
+    chunks = [seen]
+    t = threading.Thread(target=lambda: chunks.append(p.stderr.read()), daemon=True)
+    t.start()
+
+    def finish(timeout=120):
+        p.wait(timeout=timeout)
+        t.join(timeout)
+        return "".join(chunks)
+    return finish
+
+
+def wait_cpu(proc):
+    """Wait for a subprocess.Popen to exit; -> the CPU seconds (user + system) it
+    and its waited-for children had, the kernel's account from wait4's rusage.
+    Sample floors scaled by it hold however much CPU a loaded host left it."""
+    _, status, ru = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return ru.ru_utime + ru.ru_stime
 
 
 def parse_folded(text):

@@ -2,6 +2,7 @@
 """--alloc: heap profiles of programs whose allocations are known
 (tests/workloads/alloc_known.c, tests/workloads/py/alloc.py)."""
 import json
+import math
 import os
 import re
 import signal
@@ -28,6 +29,14 @@ ALIGNED_ALL = 120 * 100 * KIB
 CALLOC = 50 * 32 * KIB
 MMAP_KEPT = 10 * MIB
 MMAP_ALL = 30 * MIB
+
+# Tests of something else than the default rate's estimates (Ctrl-C, links, --cpu
+# with --alloc, Python attribution) that check an estimate of 1 MiB blocks sample
+# at 128 KiB: a block is missed with P = e^-8, so 128 or 200 of them miss a 10%
+# bound with P < 1e-35 (exact binomial). At the default 512 KiB (missed with
+# P = e^-2) each such check failed a correct profiler in 4e-4 runs (200 blocks,
+# 10%) to 9e-4 (128 blocks, 12%), ~4e-3 per suite run in all.
+RATE_1M = "128k"
 
 
 def by_leaf(stacks, fn):
@@ -83,6 +92,15 @@ def within(got, want, tol):
     return abs(got - want) <= tol * want
 
 
+def sampled_tol(n, size, rate=512 * KIB, z=5):
+    """The bound for an estimate of n blocks of size bytes sampled at rate:
+    z standard errors of the sampler's formula (docs/heap.md), sqrt((1-p)/(p n))
+    with p = 1 - exp(-size/rate). At z = 5 a correct profiler fails it about
+    once in 10^6 runs (exact binomial: 2e-6 for 200 blocks of 1 MiB at 512 KiB)."""
+    p = -math.expm1(-size / rate)
+    return z * math.sqrt((1 - p) / (p * n))
+
+
 def heap_line(stderr):
     lines = [l for l in stderr.splitlines() if l.startswith("bpfprof: heap: ") and "calls" in l]
     assert lines, stderr
@@ -90,7 +108,9 @@ def heap_line(stderr):
 
 
 def test_default_rate_estimates(tmp_path):
-    """Leak in-use and churn allocated within 10% at the default rate; no churn in use."""
+    """Leak in-use and churn allocated within 5 standard errors at the default rate
+    (14% each: a 10% bound failed a correct profiler in 4e-4 of runs for the leak,
+    3e-4 for the churn, by the exact binomial); no churn in use."""
     pb = tmp_path / "heap.pb.gz"
     r = run(["--alloc", "-o", str(pb), "--", workload("alloc_known")])
     assert r.returncode == 0, r.stderr
@@ -98,14 +118,16 @@ def test_default_rate_estimates(tmp_path):
     assert types == ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space",
                      "peak_space", "finalize_space"], types
     leak = value_by_leaf(types, samples, "inuse_space", "leak_blocks")
-    assert within(leak, LEAK, 0.10), (leak, LEAK)
+    assert within(leak, LEAK, sampled_tol(200, MIB)), (leak, LEAK)
     churn = value_by_leaf(types, samples, "alloc_space", "churn_blocks")
-    assert within(churn, CHURN, 0.10), (churn, CHURN)
+    assert within(churn, CHURN, sampled_tol(2000, 256 * KIB)), (churn, CHURN)
     assert value_by_leaf(types, samples, "inuse_space", "churn_blocks") == 0
     assert value_by_leaf(types, samples, "inuse_space", "small_allocs") == 0
-    # ~54 MB in 400k small calls: about a hundred samples, so a loose bound
+    # ~54 MB in 400k small calls: a Poisson count of mean SMALL/rate = 104
+    # samples, each weighing ~rate bytes: standard error 1/sqrt(104) = 9.8%, and
+    # 5 of them is 49% (a 40% bound failed 6e-5 of runs)
     small = value_by_leaf(types, samples, "alloc_space", "small_allocs")
-    assert within(small, SMALL, 0.40), (small, SMALL)
+    assert within(small, SMALL, 5 / math.sqrt(SMALL / (512 * KIB))), (small, SMALL)
     assert "sampled (1 in 524288 bytes)" in heap_line(r.stderr)
 
 
@@ -206,7 +228,8 @@ def test_target_killed_mid_run(tmp_path):
 def test_sigint_writes_valid_output(tmp_path):
     """Ctrl-C while the command still runs: complete output, leak counted."""
     out = tmp_path / "heap.folded"
-    p = subprocess.Popen([BPFPROF, "--alloc", "-o", str(out), "--", workload("alloc_known"), "30"],
+    p = subprocess.Popen([BPFPROF, "--alloc", "--alloc-rate", RATE_1M, "-o", str(out), "--",
+                          workload("alloc_known"), "30"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline()
     assert line.strip() == "ready", line
@@ -239,7 +262,8 @@ def test_uprobe_multi_one_link_per_program(tmp_path):
     per BPF program (kernel 6.6+), not one perf-event uprobe per function:
     attach and detach are one step each, not one RCU grace period per probe."""
     out = tmp_path / "heap.folded"
-    p = subprocess.Popen([BPFPROF, "-v", "--alloc", "--alloc-uprobes", "-o", str(out), "--",
+    p = subprocess.Popen([BPFPROF, "-v", "--alloc", "--alloc-uprobes", "--alloc-rate", RATE_1M,
+                          "-o", str(out), "--",
                           workload("alloc_known"),
                           "30"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -300,7 +324,8 @@ def pythons():
 def test_python_function_attribution(tmp_path, python):
     """bytearray(1 MiB) in keep_buffers / churn_buffers lands under those Python frames."""
     pb = tmp_path / "py.pb.gz"
-    r = run(["--alloc", "-o", str(pb), "--", python, os.path.join(PYDIR, "alloc.py"), "128", "256"])
+    r = run(["--alloc", "--alloc-rate", RATE_1M, "-o", str(pb), "--", python,
+             os.path.join(PYDIR, "alloc.py"), "128", "256"])
     assert r.returncode == 0, r.stderr
     types, samples = pprof_samples(pb, full=True)
     script = os.path.join(PYDIR, "alloc.py")
@@ -330,7 +355,8 @@ def test_python_function_attribution(tmp_path, python):
 
 def test_cpu_and_alloc_together(tmp_path):
     pb = tmp_path / "both.pb.gz"
-    r = run(["--cpu", "--alloc", "-F", "999", "-o", str(pb), "--", workload("alloc_known")])
+    r = run(["--cpu", "--alloc", "--alloc-rate", RATE_1M, "-F", "999", "-o", str(pb), "--",
+             workload("alloc_known")])
     assert r.returncode == 0, r.stderr
     types, samples = pprof_samples(pb)
     assert types == ["samples", "cpu", "alloc_objects", "alloc_space", "inuse_objects",
@@ -379,8 +405,10 @@ def test_chrome_heap_counter(tmp_path):
     # peaks above it only by blocks alloc_known frees again (a churn or realloc step)
     assert plateau <= kept + 4 * MIB, (plateau, kept)
     # the leak climbs through the run rather than appearing at once: a point
-    # part-way up (the 200 mallocs take 2-4 ms and points are >= 1 ms apart, so
-    # which fraction a point catches depends on how fast the probes run)
+    # part-way up (points are >= 1 ms apart; alloc_known paces its 200 mallocs
+    # at >= 20 us each, so the climb spans >= 4 ms however fast the machine:
+    # unpaced, 2-3 ms here gave one such point, and a faster host could fit
+    # the whole climb in one step)
     assert any(LEAK // 8 < v < LEAK * 7 // 8 for v in values), values[:50]
     assert values[-1] < MIB, values[-5:]
     assert "samples of 1 processes' heap in use in the trace" in r.stderr

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import BPFPROF, run, summary_line, workload
+from conftest import BPFPROF, run, summary_line, wait_recording, workload
 
 
 def free_pid():
@@ -103,16 +103,6 @@ def test_option_given_a_value_it_does_not_take():
         assert r.stderr == f"bpfprof: option '{opt}' takes no value (see bpfprof {sub}--help)\n"
     r = run(["--bogus"])
     assert r.returncode == 2 and r.stderr == "bpfprof: unknown option '--bogus' (see bpfprof --help)\n"
-
-
-def wait_recording(p):
-    """Read p's stderr up to its ready line ('bpfprof: recording ...'); returns what was read."""
-    seen = []
-    for line in p.stderr:
-        seen.append(line)
-        if line.startswith("bpfprof: recording "):
-            return "".join(seen)
-    raise AssertionError(f"bpfprof ended before recording: {''.join(seen)!r}")
 
 
 def test_pid_run_ends_when_the_process_exits(tmp_path):

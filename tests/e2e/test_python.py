@@ -3,11 +3,10 @@
 import os
 import re
 import subprocess
-import time
 
 import pytest
 
-from conftest import BPFPROF, parse_folded, pyenv_pythons, run, total
+from conftest import BPFPROF, parse_folded, pyenv_pythons, run, total, wait_recording
 
 PYDIR = os.path.join(os.path.dirname(__file__), "../workloads/py")
 SPLIT = {"work_a": 0.50, "work_b": 0.30, "work_c": 0.20}
@@ -51,7 +50,11 @@ def test_split_lines_threads(tmp_path, python):
     lines = marker_lines("split.py")
     main_t = [(f, c) for f, c in stacks if any(frames_named(f, w) for w in SPLIT)]
     n = total(main_t)
-    assert n > 1500, (n, r.stderr)
+    # split.py runs 5 s of wall time and prints the CPU its work functions got:
+    # the floor is most of that at 999 Hz (a fixed 1500 needed 30% of a CPU),
+    # at least 300 (the 0.05 bounds are then > 5 standard errors)
+    cpu = sum(map(float, re.findall(r"work_[abc]=([\d.]+)", r.stdout)))
+    assert n > 300 and n >= 0.8 * 999 * cpu, (n, cpu, r.stderr)
     for w, want in SPLIT.items():
         got = sum(c for f, c in main_t if frames_named(f, w)) / n
         assert abs(got - want) <= 0.05, (w, got)
@@ -125,23 +128,30 @@ def test_two_versions_whole_machine_and_started_later(tmp_path):
     out = tmp_path / "two.folded"
     prof = subprocess.Popen([BPFPROF, "-a", "-F", "499", "-o", str(out)],
                             stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
-    procs = [subprocess.Popen([p, os.path.join(PYDIR, "split.py"), "3"], stdout=subprocess.DEVNULL)
-             for p in (a, b)]
-    for p in procs:
-        p.wait(timeout=60)
+    err = wait_recording(prof)  # not a fixed 1.5 s: start-up is slower on a loaded host
+    procs = [subprocess.Popen([p, os.path.join(PYDIR, "split.py"), "3"], stdout=subprocess.PIPE,
+                              text=True) for p in (a, b)]
+    cpu = {}
+    for py, p in zip((a, b), procs):
+        # the CPU time its work functions got (split.py runs 3 s of wall time)
+        said = p.communicate(timeout=60)[0]
+        cpu[py] = sum(map(float, re.findall(r"work_[abc]=([\d.]+)", said)))
     prof.send_signal(2)
-    _, err = prof.communicate(timeout=60)
+    err += prof.communicate(timeout=60)[1]
     assert prof.returncode == 0, err
     stacks = parse_folded(out.read_text())
     for p in (a, b):
         comm = os.path.basename(p)[:15]
         mine = [(f, c) for f, c in stacks if f[0] == comm]
         n = total(mine)
-        assert n > 300, (comm, n)
+        assert n > 150, (comm, n)
         withpy = sum(c for f, c in mine if frames_named(f, "work_a") or frames_named(f, "work_b")
                      or frames_named(f, "work_c"))
-        assert withpy >= 0.8 * n, (comm, withpy, n)
+        # 80% of the work functions' CPU time at 499 Hz reach them through their
+        # Python frames. Not 80% of all samples: the interpreter's start-up and
+        # the background thread have none, and on a loaded host (3 s of wall time
+        # for less CPU) they were 22% (249 of 319)
+        assert withpy >= 0.8 * 499 * cpu[p] and withpy > 100, (comm, withpy, n, cpu[p])
 
 
 @pytest.mark.parametrize("python", interpreters())

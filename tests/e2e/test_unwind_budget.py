@@ -116,11 +116,14 @@ def test_unwind_mem_bad_values():
         assert len(lines) == 1 and lines[0].startswith("bpfprof: ") and "--unwind-mem" in lines[0]
 
 
+# 0.3 s of its own CPU time (thread_time), not of wall time: ~300 samples at
+# 999 Hz however loaded the host (0.3 s of wall time gave 69 next to two busy
+# loops, under the floor of 100)
 SHORT_PY = """
 import time
-end = time.time() + 0.3
+end = time.thread_time() + 0.3
 s = 0
-while time.time() < end:
+while time.thread_time() < end:
     s += 1
 """
 
@@ -143,11 +146,13 @@ def test_command_tables_before_it_starts(tmp_path):
                   r"files", r.stderr)
     assert m and int(m.group(1)) >= 2 and m.group(1) == m.group(2), r.stderr
     n = total(parse_folded(out.read_text()))
-    assert n > 100, r.stderr
+    assert n > 100, (n, r.stderr)
     m = re.search(r"(\d+) samples before their process's tables were ready", r.stderr)
     early = int(m.group(1)) if m else 0
-    # the gap left: from its exec to our reading the exec event
-    assert early <= max(5, 0.02 * n), (early, n)
+    # the gap left: from its exec to our reading the exec event, the agent's
+    # latency (0-5 samples alone, 7 of 331 once with other suites on the host,
+    # load 4); tables built after the first samples (the old code) left ~30
+    assert early <= max(10, 0.02 * n), (early, n)
 
 
 def test_next_process_of_a_binary_covered_at_exec(tmp_path):

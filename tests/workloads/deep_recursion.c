@@ -1,20 +1,30 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * deep_recursion DEPTH SECONDS
+ * deep_recursion [--cpu] DEPTH SECONDS
  *
  * main -> recurse x DEPTH -> spin: a user stack deeper than the unwinder's
  * frame limit, which must be reported as truncated rather than made up.
+ * Spins for SECONDS of wall time, or with --cpu of its own CPU time: a test
+ * that wants a number of samples gets them however loaded the host is.
  */
+#include <string.h>
+
 #include "common.h"
 
 static volatile uint64_t sink;
+static int on_cpu_time;
+
+static double now(void)
+{
+	return on_cpu_time ? thread_cpu_ns() / 1e9 : wall_now();
+}
 
 NOINLINE void spin(double secs)
 {
-	double end = wall_now() + secs;
+	double end = now() + secs;
 	uint64_t x = 1;
 
-	while (wall_now() < end)
+	while (now() < end)
 		for (int i = 0; i < 100000; i++)
 			x = mix_step(x, 7);
 	sink = x;
@@ -35,8 +45,13 @@ NOINLINE int recurse(int depth, double secs)
 
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "--cpu")) {
+		on_cpu_time = 1;
+		argv++;
+		argc--;
+	}
 	if (argc != 3) {
-		fprintf(stderr, "usage: deep_recursion DEPTH SECONDS\n");
+		fprintf(stderr, "usage: deep_recursion [--cpu] DEPTH SECONDS\n");
 		return 2;
 	}
 	print_pid();

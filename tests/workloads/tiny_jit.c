@@ -6,7 +6,7 @@
  * that want to be profiled keep one) into anonymous executable memory,
  * names it "JIT:spin_loop" in /tmp/perf-PID.map as V8 or the JVM's agents
  * do, and calls it from call_jit() (built without frame pointers, with CFI)
- * until SECONDS have passed. The map is removed at exit.
+ * until it has had SECONDS of CPU time. The map is removed at exit.
  */
 #include <string.h>
 #include <sys/mman.h>
@@ -24,11 +24,12 @@ static const unsigned char spin_code[] = {
 	0xc3,		  /* ret */
 };
 
+/* CPU time, not wall time: a test gets its samples however loaded the host is */
 NOINLINE void call_jit(spin_fn fn, double secs)
 {
-	double end = wall_now() + secs;
+	int64_t end = thread_cpu_ns() + (int64_t)(secs * 1e9);
 
-	while (wall_now() < end)
+	while (thread_cpu_ns() < end)
 		fn(20000000);
 	BARRIER();
 }

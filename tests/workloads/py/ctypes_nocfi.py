@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-"""ctypes_nocfi.py LIB SECONDS: Python -> outer() -> call_spin() -> nocfi_spin (C, no CFI, no FP)."""
+"""ctypes_nocfi.py LIB SECONDS: Python -> outer() -> call_spin() -> nocfi_spin (C, no CFI, no FP),
+for SECONDS of CPU time."""
 import ctypes
 import sys
 
