@@ -65,6 +65,22 @@ struct {
 } cpu_last SEC(".maps");
 
 /*
+ * The same per thread in the task's local storage, where the kernel lets an
+ * NMI create it (6.5 on, user space decides: record.c): found through the
+ * task pointer, with no hashing and no start_time to compare (a thread's
+ * storage dies with it). Both timed in the same samples: cheaper in 7 of
+ * 8 runs, median 72 ns (of 0.12-0.71 us; RESULTS 2026-11-26 (5)).
+ */
+const volatile bool cpu_last_task_on = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct cpu_last);
+} cpu_last_task SEC(".maps");
+
+/*
  * The running task's CPU time now, as task_sched_runtime() (schedstat's first
  * field) computes it: se.sum_exec_runtime plus the current run since
  * se.exec_start. exec_start is on the run queue's clock_task, which moves
@@ -105,6 +121,21 @@ static __always_inline __u64 sample_cpu_ns(struct bpf_perf_event_data *ctx, __u3
 	struct cpu_last *last, fresh;
 	__u64 rt = task_runtime(ctx, t), w;
 
+	if (cpu_last_task_on) {
+		last = bpf_task_storage_get(&cpu_last_task, t, NULL,
+					    BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (last && last->runtime_ns) {
+			if (rt <= last->runtime_ns)
+				return 0;
+			w = rt - last->runtime_ns;
+			last->runtime_ns = rt;
+			return w;
+		}
+		if (last)
+			last->runtime_ns = rt;
+		count(CNT_CPU_FIRST);
+		return period_ns;
+	}
 	fresh.start_time = t->start_time;
 	last = bpf_map_lookup_elem(&cpu_last, &tid);
 	if (last && last->start_time == fresh.start_time) {

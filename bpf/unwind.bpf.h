@@ -944,6 +944,7 @@ struct uwalk {
 	struct uregs r;
 	__u32 tgid;
 	__u32 lazy;  /* the description is lazy_desc's (not described yet) */
+	__s32 leaf;  /* r.ip's mapping in the description, or -1 (not searched) */
 	__u16 flags; /* out: SAMPLE_F_* bits */
 };
 
@@ -981,8 +982,13 @@ __noinline int unwind_walk(struct bpf_proc_unwind *info, struct uframes *frames,
 	st.stop = opaque_zero_var;
 	st.stale = opaque_zero_var;
 	st.heuristic = opaque_zero_var & 1;
-	st.last = &st.info->maps[opaque_zero_var & (MAX_UMAPS - 1)];
-	st.have_last = opaque_zero_var;
+	/*
+	 * The leaf's mapping as unwind_user found it: the first step does not
+	 * search it again (unwind_frame checks it holds ip all the same).
+	 * leaf is read from *w: unknown to the verifier, as opaque_zero_var.
+	 */
+	st.last = &st.info->maps[w->leaf & (MAX_UMAPS - 1)];
+	st.have_last = w->leaf >= 0;
 	st.vma_tried = opaque_zero_var & 1;
 	/* two frames a call: MAX_USTACK + 1 steps and one more */
 	bpf_loop(MAX_USTACK / 2 + 1, unwind_step, &st, 0);
@@ -1005,7 +1011,7 @@ __noinline int unwind_walk(struct bpf_proc_unwind *info, struct uframes *frames,
 static __always_inline int unwind_user(const struct uregs *r, __u32 tgid, __u64 *frames,
 				       __u16 *flags)
 {
-	struct uwalk w = { .r = *r, .tgid = tgid };
+	struct uwalk w = { .r = *r, .tgid = tgid, .leaf = -1 };
 	struct bpf_proc_unwind *info;
 	__u32 zero = 0;
 	int n;
@@ -1016,9 +1022,14 @@ static __always_inline int unwind_user(const struct uregs *r, __u32 tgid, __u64 
 	 * its exec (a forked child described before it exec'ed, or the new
 	 * image's first mappings not seen yet): walked as not described.
 	 */
-	if (info && !find_umap(info, r->ip, false)) {
-		count(CNT_UNW_STALE_DESC);
-		info = NULL;
+	if (info) {
+		/* an index, which the walk's first step takes (not searching again) */
+		w.leaf = find_umap_idx(info, r->ip, 0,
+				       info->nmaps > MAX_UMAPS ? MAX_UMAPS : info->nmaps);
+		if (w.leaf < 0) {
+			count(CNT_UNW_STALE_DESC);
+			info = NULL;
+		}
 	}
 	if (!info) {
 		count(CNT_UNW_NO_PROC);

@@ -279,13 +279,14 @@ enum cuda_counter {
 	X(CNT_SAMPLE_NS, "sample ns", 0,                                                          \
 	  "BPF time spent on recorded samples (timed with -v only)")                              \
 	X(CNT_CPU_FIRST, "cpu time: first samples", 0,                                            \
-	  "a thread's first sample (or its cpu_last entry evicted): weighs one period")
+	  "a thread's first sample (or its cpu_last entry evicted, its task storage not made): "  \
+	  "weighs one period")
 
 /*
  * CPU time of a sample (bpf/cpu.bpf.c): the thread's CPU time by the kernel's
- * account (what /proc/PID/task/TID/schedstat says) at its previous sample, per
- * thread id in the cpu_last LRU map. start_time tells a thread from a later
- * one that reuses its id.
+ * account (what /proc/PID/task/TID/schedstat says) at its previous sample, in
+ * the thread's task storage (kernels 6.5+), else per thread id in the cpu_last
+ * LRU map, where start_time tells a thread from a later one that reuses its id.
  */
 struct cpu_last {
 	__u64 runtime_ns; /* se.sum_exec_runtime plus the current run, at the last sample */

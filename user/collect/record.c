@@ -19,6 +19,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -738,8 +739,26 @@ bool rec__open_retry(struct recorder *r, int attempt, int err)
  * (rec__open_opts: the cached types file at attempt 0, the kernel's BTF
  * after). 0 or -errno, nothing printed.
  */
+/*
+ * Whether a perf_event program (an NMI with the cycles event) may create
+ * task local storage: from 6.4 on its elements come from bpf_mem_alloc,
+ * which an NMI may call. Before, from kmalloc (6.1's verifier accepts the
+ * call all the same), which an NMI must not: those kernels keep the LRU map.
+ * 6.5 and later, a margin over the commit's release.
+ */
+static bool task_storage_in_nmi(void)
+{
+	struct utsname u;
+	int major = 0, minor = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+		return false;
+	return major > 6 || (major == 6 && minor >= 5);
+}
+
 static int cpu_open_load(struct recorder *r, int attempt)
 {
+	uint32_t cpu_last_n;
 	struct bpf_map *ev;
 
 	r->skel = cpu_bpf__open_opts(rec__open_opts(r, attempt));
@@ -769,11 +788,16 @@ static int cpu_open_load(struct recorder *r, int attempt)
 	bpf_program__set_autoload(r->skel->progs.on_exit, env.cmd_argv != NULL);
 	bpf_map__set_max_entries(r->skel->maps.targets,
 				 env.all && !env.cmd_argv ? 1 : env.max_targets);
-	/* threads whose last sample's CPU time is kept (LRU: a dead thread's entry goes first) */
-	bpf_map__set_max_entries(r->skel->maps.cpu_last, !env.ev_cpu ? 1
-							 : env.all || env.cgroup_path
-								 ? CPU_LAST_MACHINE
-								 : CPU_LAST_TARGETS);
+	/*
+	 * Threads whose last sample's CPU time is kept: in task local storage
+	 * where a sample may create it (cpu.bpf.c), else in an LRU map (a dead
+	 * thread's entry goes first).
+	 */
+	r->skel->rodata->cpu_last_task_on = task_storage_in_nmi();
+	cpu_last_n = env.all || env.cgroup_path ? CPU_LAST_MACHINE : CPU_LAST_TARGETS;
+	if (!env.ev_cpu || r->skel->rodata->cpu_last_task_on)
+		cpu_last_n = 1;
+	bpf_map__set_max_entries(r->skel->maps.cpu_last, cpu_last_n);
 	if (env.unwind == UNWIND_FP || env.no_user) {
 		bpf_map__set_max_entries(r->skel->maps.unwind_rows, 1);
 		bpf_map__set_max_entries(r->skel->maps.proc_unwind, 1);
