@@ -96,22 +96,26 @@ def schedstat_ns(pids):
     return sum(int(open(f"/proc/{p}/schedstat").read().split()[0]) for p in pids)
 
 
-def test_pid_cpu_time_is_the_kernels_account(tmp_path):
+@pytest.mark.parametrize("store", ["task", "lru"])
+def test_pid_cpu_time_is_the_kernels_account(tmp_path, store):
     """-p on a server of short requests (3 forked workers, 3-30 us of CPU per
     request, woken thousands of times a second): a per-CPU timer that fires
     during a context switch lands in the task switched to, so the workers'
     sample count is ~0.7-0.9 of their CPU time here. Each sample weighs its
     thread's CPU time since its previous sample instead: the profile's CPU
     time is the workers' schedstat delta (docs/unwinding.md: within 0.1% measured,
-    5% here for a loaded host), while the folded output stays in samples."""
+    5% here for a loaded host), while the folded output stays in samples. The
+    thread's last CPU time is kept in task local storage on kernels 6.5+ and in
+    the cpu_last LRU map before (BPFPROF_TASK_STORAGE=0 picks the map here)."""
     out = tmp_path / "run.folded"
+    env = dict(os.environ, BPFPROF_TASK_STORAGE="1" if store == "task" else "0")
     srv = subprocess.Popen([workload("mp_server"), "3", "4", "30"], stdin=subprocess.PIPE,
                            stdout=subprocess.PIPE, text=True)
     p = None
     try:
         pids = srv.stdout.readline().split()[1].split(",")
         p = subprocess.Popen([BPFPROF, "-p", ",".join(pids), "-F", "999", "-o", str(out)],
-                             stderr=subprocess.PIPE, text=True)
+                             stderr=subprocess.PIPE, text=True, env=env)
         err = ""
         for line in p.stderr:
             err += line
