@@ -232,8 +232,9 @@ static __always_inline void py_note(struct pystate *st, __u64 code, __u16 tag)
  * One frame: copy its first frame_span bytes in one read (every field we
  * need is there in every version), then take the fields from the copy.
  */
-static __always_inline long py_frame(struct pystate *st)
+static long py_step(__u32 i, void *data)
 {
+	struct pystate *st = data;
 	const struct bpf_pyproc *pp = st->pp;
 	__u64 code = 0, raw = 0, next = 0, flags = 0, w = 0, g = 0;
 	struct pywin *b = st->win;
@@ -307,14 +308,6 @@ static __always_inline long py_frame(struct pystate *st)
 	st->n++;
 	st->frame = next;
 	return 0;
-}
-
-/* The bpf_loop() callback: two frames per call, as the native walk's unwind_step. */
-static long py_step(__u32 i, void *data)
-{
-	if (py_frame(data))
-		return 1;
-	return py_frame(data);
 }
 
 /* The u64 / u32 at off in the first n bytes of buf (0 outside them). */
@@ -505,8 +498,7 @@ __noinline int python_frames(struct prof_sample *s, __u32 base)
 	st.last = opaque_zero_var;
 	st.err = opaque_zero_var;
 	st.full = opaque_zero_var;
-	/* two frames a call: MAX_PYSTACK + 1 steps and one more */
-	bpf_loop(MAX_PYSTACK / 2 + 1, py_step, &st, 0);
+	bpf_loop(MAX_PYSTACK + 1, py_step, &st, 0);
 	/* before the sample is output: a snapshot always precedes its first sample */
 	if (st.cache) {
 		for (__u32 i = 0; i < PYSNAP_PER_SAMPLE; i++) {
