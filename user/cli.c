@@ -846,8 +846,8 @@ static const struct cli_opt opts[] = {
 	  "keep compiled unwind tables in DIR between runs, so that a restarted agent loads "
 	  "them instead of compiling the binaries' CFI again (default " UNWIND_CACHE_DEFAULT
 	  "; 'off': none). DIR is created 0700 and must be the agent's own, with no directory "
-	  "above it writable by another user; at most four times --unwind-mem, least recently "
-	  "used deleted first" },
+	  "above it writable by another user (root's sticky /tmp is fine); at most four times "
+	  "--unwind-mem, least recently used deleted first" },
 	{ "mem-budget", 0, "SIZE", S_OPTIONS, NULL, parse_mem_budget,
 	  "memory for what the agent keeps of targets (symbols, Python line tables, perf maps, "
 	  "process state, unwinder and cgroup bookkeeping, the profile at the end; stacks up to "
