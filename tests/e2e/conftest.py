@@ -43,6 +43,22 @@ def wait_recording(p):
     raise AssertionError(f"bpfprof ended before recording: {''.join(seen)!r}")
 
 
+def record_around(args, work):
+    """Run bpfprof with args until its ready line, then work(), then Ctrl-C (SIGINT);
+    -> (its exit status, its whole stderr). A failure in work() still stops it."""
+    p = subprocess.Popen([BPFPROF] + args, stderr=subprocess.PIPE, text=True)
+    try:
+        err = wait_recording(p)
+        work()
+        p.send_signal(2)
+        err += p.communicate(timeout=60)[1]
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return p.returncode, err
+
+
 def drain(p, seen=""):
     """Read p's stderr in a thread from now on; -> a function that waits for p to
     exit (timeout s) and returns seen + all of it. A bpfprof run with -vv on a

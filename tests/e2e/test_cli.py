@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import BPFPROF, run, summary_line, wait_recording, workload
+from conftest import BPFPROF, record_around, run, summary_line, wait_recording, workload
 
 
 def free_pid():
@@ -122,16 +122,12 @@ def test_pid_run_ends_when_the_process_exits(tmp_path):
 
 def test_sigint_writes_complete_output(tmp_path):
     out = tmp_path / "run.folded"
-    p = subprocess.Popen([BPFPROF, "-a", "-F", "499", "-o", str(out)],
-                         stderr=subprocess.PIPE, text=True)
-    wait_recording(p)  # a signal before the events are on would leave nothing to write
-    w = subprocess.Popen([workload("cpu_split"), "3"], stdout=subprocess.DEVNULL)
-    try:
-        w.wait(timeout=30)
-    finally:
-        p.send_signal(2)
-        _, err = p.communicate(timeout=60)
-    assert p.returncode == 0, err
+
+    def work():
+        subprocess.run([workload("cpu_split"), "3"], stdout=subprocess.DEVNULL, timeout=30)
+    # Ctrl-C once the events are on (before, there would be nothing to write)
+    rc, err = record_around(["-a", "-F", "499", "-o", str(out)], work)
+    assert rc == 0, err
     text = out.read_text()
     assert text.endswith("\n")
     lines = text.splitlines()

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from conftest import (BPFPROF, count_with, parse_folded, run, summary_line, total,
-                      wait_cpu, wait_recording, workload)
+from conftest import (BPFPROF, count_with, parse_folded, record_around, run, summary_line,
+                      total, wait_cpu, workload)
 
 SPLIT = {"work_a": 0.50, "work_b": 0.30, "work_c": 0.20}
 TOL = 0.03
@@ -203,24 +203,17 @@ def test_whole_machine_sees_everything(tmp_path):
     This used to assert that they had 80% of all samples, true only on an
     otherwise idle machine: next to two busy loops they had 22%."""
     out = tmp_path / "all.folded"
-    p = subprocess.Popen([BPFPROF, "-a", "-F", "999", "-o", str(out)], stderr=subprocess.PIPE,
-                         text=True)
     cpu = {}
-    try:
-        err = wait_recording(p)
+
+    def work():
         procs = {"cpu_split": subprocess.Popen([workload("cpu_split"), "2"],
                                                stdout=subprocess.DEVNULL),
                  "syscall_heavy": subprocess.Popen([workload("syscall_heavy"), "2"])}
         for comm, w in procs.items():
             cpu[comm] = wait_cpu(w)
             assert w.returncode == 0, comm
-        p.send_signal(2)
-        err += p.communicate(timeout=60)[1]
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    assert p.returncode == 0, err
+    rc, err = record_around(["-a", "-F", "999", "-o", str(out)], work)
+    assert rc == 0, err
     stacks = parse_folded(out.read_text())
     assert count_with(stacks, "work_a") > 0 and count_with(stacks, "do_syscalls") > 0
     for comm, secs in cpu.items():
@@ -267,23 +260,17 @@ def test_short_lived_processes_in_whole_machine_mode(tmp_path):
     ~1800 samples of 1.8 s; a loaded host gave them 0.5 s of CPU and it failed),
     and their frames resolve."""
     out = tmp_path / "short.folded"
-    p = subprocess.Popen([BPFPROF, "-a", "-F", "999", "-o", str(out)],
-                         stderr=subprocess.PIPE, text=True)
-    cpu = 0
-    try:
-        err = wait_recording(p)
+    cpu = []
+
+    def work():
         for _ in range(6):
             w = subprocess.Popen([workload("cpu_split"), "0.3"], stdout=subprocess.DEVNULL)
-            cpu += wait_cpu(w)
+            cpu.append(wait_cpu(w))
             assert w.returncode == 0
         time.sleep(0.5)
-        p.send_signal(2)
-        err += p.communicate(timeout=60)[1]
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    assert p.returncode == 0, err
+    rc, err = record_around(["-a", "-F", "999", "-o", str(out)], work)
+    assert rc == 0, err
+    cpu = sum(cpu)
     stacks = [(f, c) for f, c in parse_folded(out.read_text()) if f[0] == "cpu_split"]
     n = total(stacks)
     # measured 0.99-1.03 of their CPU time at 999 Hz (load 6)
