@@ -735,11 +735,6 @@ bool rec__open_retry(struct recorder *r, int attempt, int err)
 }
 
 /*
- * Open, size and load the CPU object; CO-RE as every object's
- * (rec__open_opts: the cached types file at attempt 0, the kernel's BTF
- * after). 0 or -errno, nothing printed.
- */
-/*
  * Whether a perf_event program (an NMI with the cycles event) may create
  * task local storage: from 6.4 on its elements come from bpf_mem_alloc,
  * which an NMI may call. Before, from kmalloc (6.1's verifier accepts the
@@ -759,6 +754,11 @@ static bool task_storage_in_nmi(void)
 	return major > 6 || (major == 6 && minor >= 5);
 }
 
+/*
+ * Open, size and load the CPU object; CO-RE as every object's
+ * (rec__open_opts: the cached types file at attempt 0, the kernel's BTF
+ * after). 0 or -errno, nothing printed.
+ */
 static int cpu_open_load(struct recorder *r, int attempt)
 {
 	uint32_t cpu_last_n;
@@ -825,7 +825,6 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 	uint32_t reason = TARGET_GIVEN;
 	double t0 = cpu_s();
 	struct corebtf_obj objs[4];
-	bool cached;
 
 	nobjs = core_objs(objs);
 	r->core_btf_used = corebtf__cached(objs, nobjs, r->core_btf, sizeof(r->core_btf));
@@ -840,7 +839,6 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 		unlink(r->core_btf);
 		r->core_btf_used = false;
 	}
-	cached = r->core_btf_used;
 	if (!r->skel) {
 		pr_err("cannot open the BPF object: %s", strerror(-err));
 		return err;
@@ -853,7 +851,7 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 		return err;
 	}
 	/* written after the run (util/corebtf.h), for the next ones */
-	r->core_btf_todo = !cached && r->core_btf[0];
+	r->core_btf_todo = !r->core_btf_used && r->core_btf[0];
 	r->su_load = cpu_s() - t0;
 	for (size_t i = 0; i < env.npids; i++) {
 		if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.targets), &env.pids[i], &reason,
