@@ -14,7 +14,10 @@ itself names the B it closes (speedscope refuses an E whose name differs;
 we require E to carry the name, since it rejects a missing one too);
 complete (X) slices and B/E spans on one thread nest with each other (none
 overlaps another partially: at one timestamp an E closes before the next
-slice opens); every flow start (s) has exactly one flow end (f) with the
+slice opens); no X slice on a thread begins at the very time another one
+there ends (speedscope turns X slices into B/E pairs and, at one time, puts
+a B before an E when their names match: a frame reopened under a new parent
+then lands on the old stack and every later end is refused); every flow start (s) has exactly one flow end (f) with the
 same id, not earlier; timestamps are monotonic per track in file order;
 metadata names are strings. Exit status 0 when the file passes, 1 with one
 line per problem (at most 20) otherwise. --summary prints counts per phase
@@ -79,6 +82,7 @@ def check(obj):
     # (pid, tid) -> the open spans, outermost first: [kind, name, ts, end]
     # (end None for a B until its E); X and B/E share one stack per thread
     open_s = defaultdict(list)
+    x_begins, x_ends = defaultdict(set), defaultdict(dict)
     tracks = set()
     last_ts = {}                    # track -> ts
     flows_s = {}
@@ -162,6 +166,8 @@ def check(obj):
                         bad(i, f"X {e.get('name')!r} at {ts} overlaps its enclosing slice "
                             f"(ends {ts + dur} > {outer[3]}) on {pid}/{tid}")
                     stack.append(["X", e.get("name"), ts, ts + dur])
+                    x_begins[(pid, tid)].add(ts)
+                    x_ends[(pid, tid)][ts + dur] = e.get("name")
         elif ph in ("s", "f"):
             fid = e.get("id")
             table = flows_s if ph == "s" else flows_f
@@ -170,6 +176,10 @@ def check(obj):
             table[fid] = ts
             if ph == "f" and e.get("bp") not in (None, "e"):
                 bad(i, "f: bp must be 'e'")
+    for track, ends in x_ends.items():
+        for t in sorted(x_begins[track].intersection(ends))[:3]:
+            problems.append(f"X {ends[t]!r} on {track[0]}/{track[1]} ends at {t}, where "
+                            f"another X begins")
     for (pid, tid), stack in open_s.items():
         for kind, name, ts, _ in stack:
             if kind == "B":

@@ -354,11 +354,14 @@ static void test_sample_slices(void **state)
 		{ 100, 0, a, 1, 0 },
 		{ 110, 0, axc, 3, 0 },
 	};
-	/* in order of opening; each with its end known */
+	/*
+	 * in order of opening; each with its end known: what the next sample
+	 * does not share closes 1 ns before it, a gap closes a period after
+	 */
 	const struct want w[] = {
-		{ "main", 0, 40, 0 },	 { "run", 0, 30, 1 },	   { "work_c", 0, 20, 2 },
-		{ "work_d", 20, 10, 2 }, { "other", 30, 10, 1 },   { "main", 100, 20, 0 },
-		{ "x", 110, 10, 1 },	 { "work_c", 110, 10, 2 },
+		{ "main", 0, 40, 0 },	{ "run", 0, 29, 1 },	  { "work_c", 0, 19, 2 },
+		{ "work_d", 20, 9, 2 }, { "other", 30, 10, 1 },	  { "main", 100, 20, 0 },
+		{ "x", 110, 10, 1 },	{ "work_c", 110, 10, 2 },
 	};
 	struct timeline *tl = timeline__new();
 	char *out;
@@ -377,10 +380,11 @@ static void test_sample_slices(void **state)
 }
 
 /*
- * A slice and the one after it meet at one timestamp (work_c ends where
- * work_d begins), and a parent opens with its child at one ts and one
- * length: in the written order the outer slice comes first and the earlier
- * sibling before the later, whatever the insertion order.
+ * A slice and the one after it do not meet at one timestamp (b ends 1 ns,
+ * one step of the written times, before c begins), and a parent opens with
+ * its child at one ts and one length: in the written order the outer slice
+ * comes first and the earlier sibling before the later, whatever the
+ * insertion order.
  */
 static void test_same_timestamp_nesting(void **state)
 {
@@ -402,7 +406,7 @@ static void test_same_timestamp_nesting(void **state)
 	pb = strstr(out, "\"name\":\"b\"");
 	pc = strstr(out, "\"name\":\"c\"");
 	assert_true(pa && pb && pc && pa < pb && pb < pc);
-	assert_contains(out, "\"ts\":0.000,\"dur\":0.009765625,\"name\":\"b\"");
+	assert_contains(out, "\"ts\":0.000,\"dur\":0.0087890625,\"name\":\"b\"");
 	assert_contains(out, "\"ts\":0.009765625,\"dur\":0.009765625,\"name\":\"c\"");
 	assert_true(strstr(out, "\"outer\"") < strstr(out, "\"inner\""));
 	free(out);
@@ -410,10 +414,10 @@ static void test_same_timestamp_nesting(void **state)
 }
 
 /*
- * Off-CPU blocks between CPU runs: the run before a block ends where the
- * block begins (not a period after its last sample), the block is one
+ * Off-CPU blocks between CPU runs: the run before a block ends 1 ns before
+ * the block begins (not a period after its last sample), the block is one
  * "[off-CPU]" slice holding its stack, a sample stamped inside a block
- * counts from its end, and a sample without frames is "[unknown]".
+ * counts from 1 ns after its end, and a sample without frames is "[unknown]".
  */
 static void test_offcpu_blocks(void **state)
 {
@@ -421,13 +425,13 @@ static void test_offcpu_blocks(void **state)
 	static const char *blk[] = { "main", "read", "vfs_read_[k]" };
 	const struct tl_sample s[] = {
 		{ 0, 0, m, 2, 0 },     { 10, 0, m, 2, 0 },
-		{ 14, 30, blk, 3, 0 }, { 40, 0, m, 2, 0 }, /* inside the block: from 44 */
+		{ 14, 30, blk, 3, 0 }, { 40, 0, m, 2, 0 }, /* inside the block: from 45 */
 		{ 54, 0, NULL, 0, 0 },
 	};
 	const struct want w[] = {
-		{ "main", 0, 14, 0 },  { "spin", 0, 14, 1 },  { "[off-CPU]", 14, 30, 0 },
+		{ "main", 0, 13, 0 },  { "spin", 0, 13, 1 },  { "[off-CPU]", 14, 30, 0 },
 		{ "main", 14, 30, 1 }, { "read", 14, 30, 2 }, { "vfs_read_[k]", 14, 30, 3 },
-		{ "main", 44, 10, 0 }, { "spin", 44, 10, 1 }, { "[unknown]", 54, 10, 0 },
+		{ "main", 45, 8, 0 },  { "spin", 45, 8, 1 },  { "[unknown]", 54, 10, 0 },
 	};
 	struct timeline *tl = timeline__new();
 	char *out;
@@ -444,8 +448,18 @@ static void test_offcpu_blocks(void **state)
 /*
  * Nesting over a long random walk, in the written order (which sorts): on
  * each thread every slice lies inside the slices still open, compared as a
- * viewer does, in doubles, with no slack; cpu_samples counts the samples.
+ * viewer does, in doubles, with no slack; no slice is empty, and none
+ * begins at the time another one ends (speedscope, which makes B/E pairs
+ * of them, may then put the B first: see TL_GAP_NS), also where samples
+ * share a timestamp or fall inside a block; cpu_samples counts the samples.
  */
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
 static void test_sample_slices_nest_after_sort(void **state)
 {
 	static const char *names[] = { "f0", "f1", "f2", "f3" };
@@ -467,8 +481,11 @@ static void test_sample_slices_nest_after_sort(void **state)
 
 			for (uint32_t d = 0; d < n; d++)
 				frames[i][d] = names[rand_r(&seed) % (d ? 4 : 1)];
-			/* mostly one period apart, sometimes a gap, sometimes a block */
-			t += rand_r(&seed) % 10 ? 10 : 35;
+			/*
+			 * mostly one period apart, sometimes a gap, sometimes at the
+			 * time of the one before, sometimes a block
+			 */
+			t += rand_r(&seed) % 10 ? (rand_r(&seed) % 20 ? 10 : 0) : 35;
 			s[i] = (struct tl_sample){ t, dur, frames[i], n, 0 };
 			nblocks += dur != 0;
 		}
@@ -477,7 +494,8 @@ static void test_sample_slices_nest_after_sort(void **state)
 	assert_true(nblocks > 20);
 	out = render(tl);
 	for (uint32_t tid = 1; tid <= 2; tid++) {
-		double end[64];
+		double end[64], begins[800 * 7], ends[800 * 7];
+		size_t nb = 0, ne = 0, a = 0, b = 0;
 		int depth = 0;
 		char key[32];
 
@@ -496,9 +514,21 @@ static void test_sample_slices_nest_after_sort(void **state)
 			if (depth)
 				assert_true(ts + dur <= end[depth - 1]);
 			assert_true(depth < 64);
+			assert_true(dur > 0);
 			end[depth++] = ts + dur;
+			begins[nb++] = ts;
+			ends[ne++] = ts + dur;
 			if (depth > maxdepth)
 				maxdepth = depth;
+		}
+		/* begins are written in order; ends sorted here: no time in both */
+		qsort(ends, ne, sizeof(*ends), cmp_double);
+		while (a < nb && b < ne) {
+			assert_true(begins[a] != ends[b]);
+			if (begins[a] < ends[b])
+				a++;
+			else
+				b++;
 		}
 	}
 	samples = atoi(strstr(out, "\"cpu_samples\":") + 14);

@@ -298,13 +298,26 @@ static int add_block(struct slicer *sl, const struct tl_sample *s, uint64_t ts)
 	return 0;
 }
 
+/*
+ * Nothing on one thread's track ends at the very time something else begins
+ * there: what closes before a sample or a block closes 1 ns before it. An
+ * importer that turns X slices into B/E pairs (speedscope does) must order
+ * an E and a B of one timestamp, and speedscope puts the B first when its
+ * name matches the E at the head of its queue, which after its own
+ * reshuffling of equal-time E's can be any frame that closes there: a new
+ * "g" under "A" opened on top of an old A;f;g;h and every end after it
+ * was refused ("Tried to end ..."). A nanosecond apart there is one order.
+ */
+#define TL_GAP_NS 1
+
 int timeline__add_sample_slices(struct timeline *tl, uint32_t pid, uint32_t tid,
 				const struct tl_sample *samples, size_t n, uint64_t period_ns,
 				const char *cat)
 {
 	static const char *const unknown[] = { "[unknown]" };
 	struct slicer sl = { .tl = tl, .pid = pid, .tid = tid };
-	uint64_t last = 0, busy_until = 0; /* last CPU sample, end of the last block */
+	/* the last CPU sample; the earliest time the next sample or block may begin */
+	uint64_t last = 0, next_ok = 0;
 	size_t i;
 	int err = 0;
 
@@ -312,7 +325,7 @@ int timeline__add_sample_slices(struct timeline *tl, uint32_t pid, uint32_t tid,
 		const struct tl_sample *s = &samples[i];
 		const char *const *frames = s->nframes ? s->frames : unknown;
 		uint32_t nframes = s->nframes ? s->nframes : 1;
-		uint64_t ts = s->ts > busy_until ? s->ts : busy_until;
+		uint64_t ts = s->ts > next_ok ? s->ts : next_ok;
 		size_t common = 0, d;
 
 		if (i && s->ts < samples[i - 1].ts) {
@@ -323,13 +336,14 @@ int timeline__add_sample_slices(struct timeline *tl, uint32_t pid, uint32_t tid,
 			/* the thread left the CPU: what ran before ends here at the latest */
 			if (sl.nopen)
 				err = close_to(&sl, 0,
-					       last + period_ns < ts ? last + period_ns : ts);
+					       last + period_ns < ts - TL_GAP_NS ? last + period_ns
+										 : ts - TL_GAP_NS);
 			if (!err)
 				err = add_block(&sl, s, ts);
 			if (err)
 				goto out;
-			if (ts + s->dur > busy_until)
-				busy_until = ts + s->dur;
+			/* a sample or block stamped inside this one counts from its end */
+			next_ok = ts + s->dur + TL_GAP_NS;
 			continue;
 		}
 		if (sl.nopen && ts - last > 2 * period_ns) {
@@ -340,7 +354,7 @@ int timeline__add_sample_slices(struct timeline *tl, uint32_t pid, uint32_t tid,
 		while (common < sl.nopen && common < nframes &&
 		       sl.open[common].name == timeline__intern(tl, frames[common]))
 			common++;
-		err = close_to(&sl, common, ts);
+		err = close_to(&sl, common, ts - TL_GAP_NS);
 		if (err)
 			goto out;
 		for (d = common; d < nframes; d++) {
@@ -355,6 +369,8 @@ int timeline__add_sample_slices(struct timeline *tl, uint32_t pid, uint32_t tid,
 		}
 		tl->cpu_samples++;
 		last = ts;
+		/* what opened here lasts at least 1 ns before the next thing's gap */
+		next_ok = ts + 2 * TL_GAP_NS;
 	}
 	err = close_to(&sl, 0, last + period_ns);
 out:

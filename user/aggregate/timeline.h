@@ -133,12 +133,14 @@ struct tl_sample {
  * by its start) into nested X slices, as py-spy's chrometrace does: a frame
  * opens at the first sample that has it and stays open while the following
  * samples have the same frames from the root down to it; it closes at the
- * first sample that differs. A sample stands for period_ns of CPU, so the
- * last of a run closes period_ns after it (or where a block begins, if
- * sooner), and a gap longer than two periods (the thread was off CPU)
- * closes everything. Slices carry no arguments: speedscope tells frames
+ * first sample that differs, 1 ns before it (nothing begins where something
+ * ends on one track: see TL_GAP_NS in timeline.c). A sample stands for
+ * period_ns of CPU, so the last of a run closes period_ns after it (or 1 ns
+ * before a block begins, if sooner), and a gap longer than two periods (the
+ * thread was off CPU) closes everything. Slices carry no arguments: speedscope tells frames
  * apart by name and arguments. tl->cpu_samples counts the samples. A block is one TL_OFFCPU_SLICE slice (category "off_cpu") holding its
- * stack; a sample that claims to be inside a block counts from its end. A
+ * stack; a sample that claims to be inside a block counts from 1 ns after
+ * its end, one that shares the time of the sample before from 2 ns after it. A
  * sample with no frames is one "[unknown]" slice. Returns 0 or -errno.
  */
 int timeline__add_sample_slices(struct timeline *tl, uint32_t pid, uint32_t tid,
