@@ -1631,6 +1631,10 @@ static int write_profile(struct recorder *r, size_t *nprocs, struct build_stats 
 	}
 	if (r->tl) { /* -f chrome: the timeline, not the aggregate */
 		*nprocs = count_processes(r->stacks);
+		/* file by file, as below: the timeline's stacks are the aggregate's */
+		close_rss(r, "stacks aggregated");
+		objtab__name_frames(r->objs, bo.lines != BUILD_LINES_NONE);
+		close_rss(r, "frames named");
 		err = tl_log__write(r->tl, r->objs, r->ks, &bo, r->out.f, bs, &r->st.written);
 		if (err) {
 			pr_err("cannot write the trace: %s", strerror(-err));
