@@ -148,6 +148,44 @@ __noinline int py_read(__u64 addr, __u64 *v)
 
 #define PY_WORDS (MAX_KSTACK + MAX_USTACK + 2 * MAX_PYSTACK)
 
+/* Thread states looked at per sample by py_find_tstate: a new process has one or two. */
+#define PY_TS_WALK_MAX 8
+
+/*
+ * The current thread's PyThreadState, found in the first interpreter's
+ * thread list while user space has not read that list yet (pp->ts_walk):
+ * a thread state's thread_id is its thread's pthread_t, which with glibc
+ * and musl on x86-64 is the thread's fs base. Without this, a process's
+ * samples between its interpreter's start and user space's reaction (a
+ * drain, a read of the list; tens of ms on a loaded host: a short script's
+ * whole run) had no Python frames. Returns 0 and the state in *out, or -1.
+ */
+__noinline int py_find_tstate(const struct bpf_pyproc *pp, __u64 *out)
+{
+#if defined(__TARGET_ARCH_x86)
+	__u64 interp = 0, ts = 0, id = 0, back = 0, fsbase;
+
+	if (!pp || !out || !pp->runtime)
+		return -1;
+	fsbase = bpf_get_current_task_btf()->thread.fsbase;
+	if (!fsbase || py_read(pp->runtime + pp->rt_interp_head, &interp) || !interp ||
+	    py_read(interp + pp->is_threads_head, &ts))
+		return -1;
+	for (int i = 0; i < PY_TS_WALK_MAX && ts; i++) {
+		if (py_read(ts + pp->ts_thread_id, &id) || py_read(ts + pp->ts_interp, &back) ||
+		    back != interp)
+			return -1;
+		if (id == fsbase) {
+			*out = ts;
+			return 0;
+		}
+		if (py_read(ts + pp->ts_next, &ts))
+			return -1;
+	}
+#endif
+	return -1;
+}
+
 /*
  * Make the frame's first span bytes present in the window; returns the
  * frame's offset in it, or -1 when they cannot be read. A global function:
@@ -438,7 +476,7 @@ __noinline int py_snapshot(__u32 tgid, __u32 tid, __u64 tagged)
 __noinline int python_frames(struct prof_sample *s, __u32 base)
 {
 	struct pystate st = { .base = base };
-	__u64 *tstate, p = 0;
+	__u64 *known, tstate = 0, p = 0;
 	__u32 tgid, tid;
 
 	if (!s || !want_python || base > MAX_KSTACK + MAX_USTACK)
@@ -449,8 +487,15 @@ __noinline int python_frames(struct prof_sample *s, __u32 base)
 	st.pp = bpf_map_lookup_elem(&py_procs, &tgid);
 	if (!st.pp)
 		return 0;
-	tstate = bpf_map_lookup_elem(&py_threads, &tid);
-	if (!tstate) {
+	known = bpf_map_lookup_elem(&py_threads, &tid);
+	if (known) {
+		tstate = *known;
+	} else if (st.pp->ts_walk && (__u32)bpf_get_current_pid_tgid() == tid &&
+		   !py_find_tstate(st.pp, &tstate)) {
+		/* user space rescans when it reads this flag: then py_threads has it */
+		s->hdr.flags |= SAMPLE_F_PY_TS_WALK;
+		count(CNT_PY_TS_WALK);
+	} else {
 		s->hdr.flags |= SAMPLE_F_PY_NO_THREAD;
 		count(CNT_PY_NO_THREAD);
 		return 0;
@@ -466,10 +511,10 @@ __noinline int python_frames(struct prof_sample *s, __u32 base)
 		else
 			err = py_read(st.pp->gil_holder, &gil[0]) ||
 			      py_read(st.pp->gil_locked, &gil[1]);
-		if (!err && gil[0] == *tstate && (__u32)gil[1])
+		if (!err && gil[0] == tstate && (__u32)gil[1])
 			s->hdr.flags |= SAMPLE_F_PY_GIL;
 	}
-	if (py_read(*tstate + st.pp->tstate_frame, &p))
+	if (py_read(tstate + st.pp->tstate_frame, &p))
 		goto fail;
 	if (st.pp->model == PY_MODEL_CFRAME && p && py_read(p + st.pp->cframe_current, &p))
 		goto fail;

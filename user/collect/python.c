@@ -77,10 +77,12 @@ static void python_summary(struct recorder *r, void *priv, FILE *f)
 	if (!ps->interpreters)
 		return;
 
-	pr_info("python: %llu interpreters, %llu samples with Python frames; %llu before the "
-		"thread's state was known, %llu frame chains unreadable part way, %llu "
-		"truncated at %d, %llu frames dropped (unreadable code objects)",
+	pr_info("python: %llu interpreters, %llu samples with Python frames (%llu whose thread "
+		"BPF found in the interpreter's list); %llu before the thread's state was known, "
+		"%llu frame chains unreadable part way, %llu truncated at %d, %llu frames dropped "
+		"(unreadable code objects)",
 		(unsigned long long)ps->interpreters, (unsigned long long)d->py_samples,
+		(unsigned long long)rec__counter(r, CNT_PY_TS_WALK),
 		(unsigned long long)d->py_no_thread, (unsigned long long)d->py_err,
 		(unsigned long long)d->py_trunc, MAX_PYSTACK,
 		(unsigned long long)(d->py_frames_dropped + ps->frames_unread));

@@ -116,10 +116,19 @@ struct lmemo {
 	uint32_t off, line;
 };
 
+/* What an interpreter file says (pyproc__file), read once per file, not per process. */
+struct pyfile_ent {
+	int err; /* 0: defines _PyRuntime; -ENOENT: not Python; -errno: unreadable */
+	struct pyfile f;
+};
+
 struct pytrack {
 	int procs_fd, threads_fd;
 	struct objtab *objs;
-	struct htab *procs;	  /* pid -> struct pyp * */
+	struct htab *procs; /* pid -> struct pyp * */
+	struct htab *files; /* objfile id -> struct pyfile_ent * */
+	/* BPFPROF_TEST_NO_THREAD_LIST: py_threads stays empty (tests of BPF's ts_walk) */
+	bool no_thread_list;
 	struct htab *codes;	  /* code_key -> code id */
 	struct htab *snaps;	  /* code_key -> struct snap * (keys borrowed from it) */
 	int seen_fd;		  /* BPF pycode_seen, -1: none */
@@ -245,9 +254,11 @@ int pytrack__new(struct pytrack **out, int procs_fd, int threads_fd, struct objt
 	t->threads_fd = threads_fd;
 	t->objs = objs;
 	t->procs = htab__new(64, HTAB_COPY_KEYS);
+	t->files = htab__new(16, HTAB_COPY_KEYS);
 	t->codes = htab__new(1024, HTAB_COPY_KEYS);
 	t->snaps = htab__new(256, 0);
 	t->seen_fd = -1;
+	t->no_thread_list = getenv("BPFPROF_TEST_NO_THREAD_LIST") != NULL;
 	t->scratch = calloc(MAX_THREADS, sizeof(*t->scratch));
 	t->mb = (struct membudget_cache){ .name = "python line tables",
 					  .evict = lines_evict,
@@ -255,7 +266,7 @@ int pytrack__new(struct pytrack **out, int procs_fd, int threads_fd, struct objt
 	membudget__add(&t->mb);
 	t->mb_codes = (struct membudget_cache){ .name = "python code objects" };
 	membudget__add(&t->mb_codes);
-	if (!t->procs || !t->codes || !t->snaps || !t->scratch) {
+	if (!t->procs || !t->files || !t->codes || !t->snaps || !t->scratch) {
 		pytrack__free(t);
 		return -ENOMEM;
 	}
@@ -304,6 +315,12 @@ void pytrack__free(struct pytrack *t)
 			free(pp);
 		}
 		htab__free(t->procs);
+	}
+	if (t->files) {
+		it = 0;
+		while ((e = htab__next(t->files, &it)))
+			free((struct pyfile_ent *)(uintptr_t)e->val);
+		htab__free(t->files);
 	}
 	for (size_t i = 0; i < t->nents; i++) {
 		if (!t->ents[i])
@@ -369,6 +386,8 @@ static void scan_threads(struct pytrack *t, struct pyp *pp)
 		bpf_map_update_elem(t->procs_fd, &pp->pid, &pp->info.bpf, BPF_ANY);
 
 	pp->last_scan_ns = mono_ns();
+	if (t->no_thread_list)
+		return;
 	t->st.thread_scans++;
 	n = pyproc__threads(pp->pid, &pp->info, t->scratch, MAX_THREADS);
 	if (n < 0) {
@@ -389,6 +408,11 @@ static void scan_threads(struct pytrack *t, struct pyp *pp)
 		pp->tids[pp->ntids++] = t->scratch[i].tid;
 	}
 	t->st.threads += pp->ntids;
+	if (pp->ntids && pp->info.bpf.ts_walk) {
+		/* py_threads has its threads now; later ones wake us (SAMPLE_F_PY_NO_THREAD) */
+		pp->info.bpf.ts_walk = 0;
+		bpf_map_update_elem(t->procs_fd, &pp->pid, &pp->info.bpf, BPF_ANY);
+	}
 }
 
 /* BPF copies this much of each frame: every field it reads, 8 bytes each. */
@@ -409,6 +433,33 @@ static bool python_name(const char *name)
 	return strstr(name, "python") != NULL;
 }
 
+/*
+ * The file's facts, read on its first process (symbols: ~1-15 ms for a
+ * libpython on this VM) and kept: the next process of the same interpreter
+ * costs its memory reads only. NULL: cannot be read now (tried again).
+ */
+static const struct pyfile_ent *python_file(struct pytrack *t, struct objfile *o)
+{
+	struct htab_entry *e;
+	struct pyfile_ent *fe;
+	int ret, fd;
+
+	ret = htab__upsert(t->files, &o->id, sizeof(o->id), htab__hash(&o->id, sizeof(o->id)), &e);
+	if (ret < 0)
+		return NULL;
+	if (ret == 0 && e->val)
+		return (const struct pyfile_ent *)(uintptr_t)e->val;
+	fd = objfile__fd(o);
+	fe = fd >= 0 ? malloc(sizeof(*fe)) : NULL;
+	if (!fe) {
+		htab__delete(t->files, &o->id, sizeof(o->id), e->hash);
+		return NULL;
+	}
+	fe->err = pyproc__file(fd, &fe->f);
+	e->val = (uintptr_t)fe;
+	return fe;
+}
+
 void pytrack__sync(struct pytrack *t, const struct proc *p)
 {
 	struct pyp *pp = pyp_of(t, p->pid, true);
@@ -426,18 +477,19 @@ void pytrack__sync(struct pytrack *t, const struct proc *p)
 	for (uint32_t i = 0; i < p->nmaps; i++) {
 		const struct mapping *m = &p->maps[i];
 		struct objfile *o = objtab__by_id(t->objs, m->obj);
-		const char *name;
+		const struct pyfile_ent *fe;
 		uint64_t vaddr;
 		int err;
 
-		if (!o || !python_name(o->name) || objfile__fd(o) < 0)
+		if (!o || !python_name(o->name))
+			continue;
+		fe = python_file(t, o);
+		if (!fe || fe->err)
 			continue;
 		/* runtime = ELF vaddr + bias, from where this mapping's offset lands */
-		if (objfile__symbolize(o, m->pgoff, &name, &vaddr) && !o->syms)
+		if (pyproc__vaddr(&fe->f, m->pgoff, &vaddr))
 			continue;
-		if (objfile__fd(o) < 0) /* symbolizing may have opened others: the cap */
-			continue;
-		err = pyproc__probe(p->pid, o->fd, o->path, m->start - vaddr, &pp->info);
+		err = pyproc__probe_file(p->pid, &fe->f, o->path, m->start - vaddr, &pp->info);
 		if (err == -ENOENT)
 			continue;
 		pp->probed = true;
@@ -452,6 +504,8 @@ void pytrack__sync(struct pytrack *t, const struct proc *p)
 		pp->info.bpf.snap_gen = (uint16_t)pp->gen; /* a new image's snapshots */
 		if (t->seen_fd < 0)
 			pp->info.bpf.code_read = 0;
+		/* BPF finds the first threads' states itself until we have read them */
+		pp->info.bpf.ts_walk = 1;
 		if (bpf_map_update_elem(t->procs_fd, &p->pid, &pp->info.bpf, BPF_ANY)) {
 			pr_debug("pid %u: cannot write its Python layout: %s", p->pid,
 				 strerror(errno));
