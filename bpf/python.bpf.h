@@ -41,6 +41,23 @@ struct {
 	__type(value, __u64); /* PyThreadState * */
 } py_threads SEC(".maps");
 
+/* Interpreter files probed once, by inode: written by user space only (pytrack.c). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 256);
+	__type(key, struct file_unwind_key);
+	__type(value, struct bpf_pyfile);
+} py_files SEC(".maps");
+
+/* The py_procs entry py_early_proc makes (too big for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bpf_pyproc);
+} py_early_buf SEC(".maps");
+
 /*
  * Frames are copied through a window. From 3.11 on, _PyInterpreterFrames
  * live in the thread's data stack, a caller below its callee: one copy of
@@ -150,6 +167,68 @@ __noinline int py_read(__u64 addr, __u64 *v)
 
 /* Thread states looked at per sample by py_find_tstate: a new process has one or two. */
 #define PY_TS_WALK_MAX 8
+
+struct py_early_ctx {
+	const struct early_maps *e;
+	const struct bpf_pyfile *f;
+	__u64 bias;
+};
+
+static long py_early_one(__u32 i, void *data)
+{
+	struct py_early_ctx *c = data;
+	const struct early_map *m = &c->e->m[i & (EARLY_MAPS - 1)];
+	struct file_unwind_key k = { .dev = m->dev, .ino = m->ino };
+	const struct bpf_pyfile *f = bpf_map_lookup_elem(&py_files, &k);
+	__u64 off;
+
+	if (!f)
+		return 0;
+	/* the executable's text comes from mm->start_code: its segment's p_vaddr */
+	off = m->off == EARLY_EXE ? f->off : m->off;
+	if (off < f->off || off >= f->end)
+		return 0;
+	c->f = f;
+	c->bias = m->start - off - f->delta;
+	return 1;
+}
+
+/*
+ * A process user space has not probed yet, whose early mappings (the
+ * unwinder's, from its samples) hold the text of an interpreter file
+ * probed before: its py_procs entry, made here from the file's (py_files),
+ * so that a short command's samples have Python frames from its
+ * interpreter's start, however late user space is. User space deletes the
+ * entry when the process exits or execs, and overwrites it when it probes
+ * the process. 0, or -1.
+ */
+__noinline int py_early_proc(__u32 tgid)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct py_early_ctx c = {};
+	struct bpf_pyproc *pp;
+	__u32 zero = 0, n;
+
+	if ((__u32)(bpf_get_current_pid_tgid() >> 32) != tgid)
+		return -1;
+	c.e = bpf_map_lookup_elem(&early_maps, &tgid);
+	if (!c.e || c.e->mm != (__u64)task->mm)
+		return -1;
+	n = c.e->n;
+	if (n > EARLY_MAPS)
+		n = EARLY_MAPS;
+	bpf_loop(n, py_early_one, &c, 0);
+	pp = bpf_map_lookup_elem(&py_early_buf, &zero);
+	if (!c.f || !pp)
+		return -1;
+	*pp = c.f->pp;
+	pp->runtime += c.bias;
+	pp->ts_walk = 1;
+	if (bpf_map_update_elem(&py_procs, &tgid, pp, BPF_NOEXIST))
+		return -1;
+	count(CNT_PY_EARLY_PROC);
+	return 0;
+}
 
 /*
  * The current thread's PyThreadState, found in the first interpreter's
@@ -485,6 +564,8 @@ __noinline int python_frames(struct prof_sample *s, __u32 base)
 	tgid = s->hdr.pid;
 	tid = s->hdr.tid;
 	st.pp = bpf_map_lookup_elem(&py_procs, &tgid);
+	if (!st.pp && !py_early_proc(tgid))
+		st.pp = bpf_map_lookup_elem(&py_procs, &tgid);
 	if (!st.pp)
 		return 0;
 	known = bpf_map_lookup_elem(&py_threads, &tid);

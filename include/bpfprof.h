@@ -284,7 +284,9 @@ enum cuda_counter {
 	  "a thread's first sample (or its cpu_last entry evicted, its task storage not made): "  \
 	  "weighs one period")                                                                    \
 	X(CNT_PY_TS_WALK, "python: thread found by BPF", 0,                                       \
-	  "a thread not in py_threads yet found in the interpreter's thread list (ts_walk)")
+	  "a thread not in py_threads yet found in the interpreter's thread list (ts_walk)")      \
+	X(CNT_PY_EARLY_PROC, "python: interpreter found by BPF", 0,                               \
+	  "a process's py_procs entry made by BPF from py_files and early_maps")
 
 /*
  * CPU time of a sample (bpf/cpu.bpf.c): the thread's CPU time by the kernel's
@@ -498,6 +500,21 @@ struct bpf_pyproc {
 	__u32 pad4;
 };
 _Static_assert(sizeof(struct bpf_pyproc) == 128, "bpf_pyproc layout");
+
+/*
+ * py_files: an interpreter file user space has probed once (libpython3.X.so,
+ * or an executable with it linked in), by device and inode as in
+ * file_unwind_key. A process of it that user space has not probed yet gets
+ * its py_procs entry from BPF, made from this and where early_maps says
+ * the file's text is mapped: its samples have Python frames before user
+ * space has even read its mappings (docs/python.md "Finding interpreters").
+ */
+struct bpf_pyfile {
+	struct bpf_pyproc pp; /* pp.runtime: _PyRuntime's ELF vaddr; no GIL addresses */
+	__u64 off, end;	      /* the executable PT_LOAD's file bytes [off, end) */
+	__u64 delta;	      /* its p_vaddr - p_offset */
+};
+_Static_assert(sizeof(struct bpf_pyfile) == 152, "bpf_pyfile layout");
 
 /*
  * SAMPLE_PYCODE: what symbolizing a code object needs, read by BPF the first

@@ -80,6 +80,8 @@ static void python_frames(const struct decode_ops *ops, struct decode_stats *st,
 	}
 	if (!h->pystack_len)
 		return;
+	if (ops->py_probe)
+		ops->py_probe(ops->ctx, h->pid, h->time_ns);
 	st->py_samples++;
 	if (h->flags & SAMPLE_F_PY_GIL) {
 		k->flags |= STACK_F_GIL_HELD;

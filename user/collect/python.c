@@ -35,6 +35,7 @@ static int python_setup(struct recorder *r, void **priv)
 		return err;
 	}
 	pytrack__set_seen_map(r->py, bpf_map__fd(r->skel->maps.pycode_seen));
+	pytrack__set_files_map(r->py, bpf_map__fd(r->skel->maps.py_files));
 	return 0;
 }
 
@@ -43,6 +44,7 @@ static void python_on_record(struct recorder *r, void *priv, const struct prof_s
 			     const void *data, size_t size)
 {
 	(void)priv;
+	rec__py_probe(r, h->pid, h->time_ns); /* a process BPF found before we did */
 	pytrack__snapshot(r->py, h->pid, (const char *)data + sizeof(*h), size - sizeof(*h));
 }
 

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <elf.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,13 @@ struct lmemo {
 struct pyfile_ent {
 	int err; /* 0: defines _PyRuntime; -ENOENT: not Python; -errno: unreadable */
 	struct pyfile f;
+	/*
+	 * The layout of its first process that probed well, _PyRuntime as an
+	 * ELF vaddr: in py_files for BPF (bpf_pyfile), and what a process that
+	 * exited before we probed it is decoded with (its snapshots).
+	 */
+	bool have_info;
+	struct pyinfo info;
 };
 
 struct pytrack {
@@ -129,6 +137,14 @@ struct pytrack {
 	struct htab *files; /* objfile id -> struct pyfile_ent * */
 	/* BPFPROF_TEST_NO_THREAD_LIST: py_threads stays empty (tests of BPF's ts_walk) */
 	bool no_thread_list;
+	/*
+	 * BPFPROF_TEST_PY_LATE: a process of an interpreter file probed before
+	 * is probed only once its samples show BPF found it (pytrack__probe):
+	 * an agent behind by as long as the process lives, for tests.
+	 */
+	bool test_late;
+	int files_fd;		  /* BPF py_files, -1: none */
+	size_t files_written;	  /* BPF may have made py_procs entries: deleted at exit, exec */
 	struct htab *codes;	  /* code_key -> code id */
 	struct htab *snaps;	  /* code_key -> struct snap * (keys borrowed from it) */
 	int seen_fd;		  /* BPF pycode_seen, -1: none */
@@ -258,7 +274,9 @@ int pytrack__new(struct pytrack **out, int procs_fd, int threads_fd, struct objt
 	t->codes = htab__new(1024, HTAB_COPY_KEYS);
 	t->snaps = htab__new(256, 0);
 	t->seen_fd = -1;
+	t->files_fd = -1;
 	t->no_thread_list = getenv("BPFPROF_TEST_NO_THREAD_LIST") != NULL;
+	t->test_late = getenv("BPFPROF_TEST_PY_LATE") != NULL;
 	t->scratch = calloc(MAX_THREADS, sizeof(*t->scratch));
 	t->mb = (struct membudget_cache){ .name = "python line tables",
 					  .evict = lines_evict,
@@ -438,7 +456,7 @@ static bool python_name(const char *name)
  * libpython on this VM) and kept: the next process of the same interpreter
  * costs its memory reads only. NULL: cannot be read now (tried again).
  */
-static const struct pyfile_ent *python_file(struct pytrack *t, struct objfile *o)
+static struct pyfile_ent *python_file(struct pytrack *t, struct objfile *o)
 {
 	struct htab_entry *e;
 	struct pyfile_ent *fe;
@@ -448,9 +466,9 @@ static const struct pyfile_ent *python_file(struct pytrack *t, struct objfile *o
 	if (ret < 0)
 		return NULL;
 	if (ret == 0 && e->val)
-		return (const struct pyfile_ent *)(uintptr_t)e->val;
+		return (struct pyfile_ent *)(uintptr_t)e->val;
 	fd = objfile__fd(o);
-	fe = fd >= 0 ? malloc(sizeof(*fe)) : NULL;
+	fe = fd >= 0 ? calloc(1, sizeof(*fe)) : NULL;
 	if (!fe) {
 		htab__delete(t->files, &o->id, sizeof(o->id), e->hash);
 		return NULL;
@@ -460,13 +478,71 @@ static const struct pyfile_ent *python_file(struct pytrack *t, struct objfile *o
 	return fe;
 }
 
+/*
+ * The first process of fe's file that probed well: its layout, made
+ * independent of the process (_PyRuntime as a vaddr, no GIL addresses), to
+ * py_files, where BPF finds it for the file's next processes.
+ */
+static void file_learn(struct pytrack *t, struct pyfile_ent *fe, const struct objfile *o,
+		       const struct pyinfo *info, uint64_t bias)
+{
+	struct file_unwind_key k = { ((uint64_t)o->dev_major << 20) | o->dev_minor, o->ino };
+	struct bpf_pyfile v = { 0 };
+	uint32_t i;
+
+	if (fe->have_info)
+		return;
+	fe->info = *info;
+	fe->info.runtime -= bias;
+	fe->info.bpf.runtime -= bias;
+	fe->info.bpf.gil_holder = fe->info.bpf.gil_locked = 0;
+	fe->info.bpf.snap_gen = fe->info.bpf.snap_epoch = 0;
+	fe->have_info = true;
+	if (t->files_fd < 0 || !fe->info.bpf.frame_span)
+		return;
+	for (i = 0; i < fe->f.nloads; i++) {
+		if (!(fe->f.loads[i].flags & PF_X))
+			continue;
+		v.pp = fe->info.bpf;
+		v.pp.ts_walk = 1;
+		v.off = fe->f.loads[i].off;
+		v.end = fe->f.loads[i].off + fe->f.loads[i].filesz;
+		v.delta = fe->f.loads[i].vaddr - fe->f.loads[i].off;
+		if (!bpf_map_update_elem(t->files_fd, &k, &v, BPF_ANY))
+			t->files_written++;
+		return;
+	}
+}
+
+/* Whether p maps an interpreter file whose layout is known (BPFPROF_TEST_PY_LATE). */
+static bool maps_known_file(struct pytrack *t, const struct proc *p)
+{
+	for (uint32_t i = 0; i < p->nmaps; i++) {
+		uint32_t id = p->maps[i].obj;
+		struct htab_entry *e =
+			htab__find(t->files, &id, sizeof(id), htab__hash(&id, sizeof(id)));
+
+		if (e && e->val && ((const struct pyfile_ent *)(uintptr_t)e->val)->have_info)
+			return true;
+	}
+	return false;
+}
+
 void pytrack__sync(struct pytrack *t, const struct proc *p)
+{
+	if (t->test_late && !pytrack__is_python(t, p->pid) && maps_known_file(t, p))
+		return;
+	pytrack__probe(t, p);
+}
+
+void pytrack__probe(struct pytrack *t, const struct proc *p)
 {
 	struct pyp *pp = pyp_of(t, p->pid, true);
 
 	if (!pp)
 		return;
-	if (pp->gone)
+	/* one that exited before we probed it may still be probed: from its file's layout */
+	if (pp->gone && (pp->python || pp->probed))
 		return;
 	if (pp->probed && pp->python) {
 		/* a thread may have started: cheap enough to look again */
@@ -477,7 +553,7 @@ void pytrack__sync(struct pytrack *t, const struct proc *p)
 	for (uint32_t i = 0; i < p->nmaps; i++) {
 		const struct mapping *m = &p->maps[i];
 		struct objfile *o = objtab__by_id(t->objs, m->obj);
-		const struct pyfile_ent *fe;
+		struct pyfile_ent *fe;
 		uint64_t vaddr;
 		int err;
 
@@ -493,6 +569,19 @@ void pytrack__sync(struct pytrack *t, const struct proc *p)
 		if (err == -ENOENT)
 			continue;
 		pp->probed = true;
+		if (err == -ESRCH && fe->have_info) {
+			/*
+			 * Gone before we got to it (BPF made its py_procs entry
+			 * from py_files): its file's layout names its frames,
+			 * from the snapshots BPF sent.
+			 */
+			pp->info = fe->info;
+			pp->info.runtime += m->start - vaddr;
+			pp->python = true;
+			pp->gone = true;
+			t->st.interpreters++;
+			return;
+		}
 		if (err) {
 			if (err == -ENOTSUP)
 				t->st.unsupported++;
@@ -501,6 +590,7 @@ void pytrack__sync(struct pytrack *t, const struct proc *p)
 			return;
 		}
 		set_span(&pp->info.bpf);
+		file_learn(t, fe, o, &pp->info, m->start - vaddr);
 		pp->info.bpf.snap_gen = (uint16_t)pp->gen; /* a new image's snapshots */
 		if (t->seen_fd < 0)
 			pp->info.bpf.code_read = 0;
@@ -532,10 +622,10 @@ void pytrack__forget(struct pytrack *t, uint32_t pid, bool exited)
 {
 	struct pyp *pp = pyp_of(t, pid, false);
 
+	if ((pp && pp->python) || t->files_written)
+		bpf_map_delete_elem(t->procs_fd, &pid); /* ours, or BPF's (py_early_proc) */
 	if (!pp)
 		return;
-	if (pp->python)
-		bpf_map_delete_elem(t->procs_fd, &pid);
 	clear_threads(t, pp);
 	if (exited) {
 		/*
@@ -711,6 +801,11 @@ static uint64_t decode(struct pytrack *t, struct pyp *pp, uint64_t addr)
 void pytrack__set_seen_map(struct pytrack *t, int seen_fd)
 {
 	t->seen_fd = seen_fd;
+}
+
+void pytrack__set_files_map(struct pytrack *t, int files_fd)
+{
+	t->files_fd = files_fd;
 }
 
 void pytrack__snapshot(struct pytrack *t, uint32_t pid, const void *snap, size_t len)

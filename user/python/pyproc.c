@@ -86,6 +86,7 @@ static void read_loads(Elf *elf, struct pyfile *s)
 		s->loads[s->nloads].off = ph.p_offset;
 		s->loads[s->nloads].filesz = ph.p_filesz;
 		s->loads[s->nloads].vaddr = ph.p_vaddr;
+		s->loads[s->nloads].flags = ph.p_flags;
 		s->nloads++;
 	}
 }

@@ -71,7 +71,8 @@ struct pyfile {
 	uint32_t nloads;
 	struct {
 		uint64_t off, filesz, vaddr;
-	} loads[PYFILE_LOADS]; /* PT_LOAD segments */
+		uint32_t flags; /* p_flags: PF_X */
+	} loads[PYFILE_LOADS];	/* PT_LOAD segments */
 };
 
 /* Reads fd's symbols and segments. Returns 0, -ENOENT (no _PyRuntime), -errno. */
