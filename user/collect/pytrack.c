@@ -25,6 +25,14 @@
 #define REVALIDATE_NS (100 * 1000000ULL)
 #define RESCAN_NS     (20 * 1000000ULL)
 /*
+ * BPF looks for a thread missing from py_threads in the thread list itself
+ * (bpf_pyproc.ts_walk) for a process's first second: its threads started
+ * meanwhile have Python frames from their first sample. After that a new
+ * thread waits for a rescan (a few samples), and a thread with no state (a
+ * C library's) costs no walk per sample.
+ */
+#define TS_WALK_NS (1000 * 1000000ULL)
+/*
  * Thread names: read again at most this often per process (renames, threads
  * that come and go), and at most every RESCAN_NS when a thread is new.
  */
@@ -65,6 +73,7 @@ struct pyp {
 	uint32_t ntids;
 	uint64_t last_scan_ns;
 	uint32_t gen;	    /* bumped at exec: a new image's code objects */
+	uint64_t start_ns;  /* its exec (CLOCK_MONOTONIC), 0: before us */
 	bool gone;	    /* exited: still decodes what its samples named */
 	struct htab *names; /* sampled tid -> struct tname * (--per-thread) */
 	uint64_t names_read_ns;
@@ -426,8 +435,9 @@ static void scan_threads(struct pytrack *t, struct pyp *pp)
 		pp->tids[pp->ntids++] = t->scratch[i].tid;
 	}
 	t->st.threads += pp->ntids;
-	if (pp->ntids && pp->info.bpf.ts_walk) {
-		/* py_threads has its threads now; later ones wake us (SAMPLE_F_PY_NO_THREAD) */
+	if (pp->ntids && pp->info.bpf.ts_walk &&
+	    (!pp->start_ns || mono_ns() - pp->start_ns > TS_WALK_NS)) {
+		/* py_threads has its threads; later ones wake us (SAMPLE_F_PY_NO_THREAD) */
 		pp->info.bpf.ts_walk = 0;
 		bpf_map_update_elem(t->procs_fd, &pp->pid, &pp->info.bpf, BPF_ANY);
 	}
@@ -594,8 +604,9 @@ void pytrack__probe(struct pytrack *t, const struct proc *p)
 		pp->info.bpf.snap_gen = (uint16_t)pp->gen; /* a new image's snapshots */
 		if (t->seen_fd < 0)
 			pp->info.bpf.code_read = 0;
-		/* BPF finds the first threads' states itself until we have read them */
+		/* BPF finds its threads' states itself while it is young (TS_WALK_NS) */
 		pp->info.bpf.ts_walk = 1;
+		pp->start_ns = p->start_ns;
 		if (bpf_map_update_elem(t->procs_fd, &p->pid, &pp->info.bpf, BPF_ANY)) {
 			pr_debug("pid %u: cannot write its Python layout: %s", p->pid,
 				 strerror(errno));
