@@ -41,6 +41,23 @@ struct {
 	__type(value, __u64); /* PyThreadState * */
 } py_threads SEC(".maps");
 
+/* Interpreter files probed once, by inode: written by user space only (pytrack.c). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 256);
+	__type(key, struct file_unwind_key);
+	__type(value, struct bpf_pyfile);
+} py_files SEC(".maps");
+
+/* The py_procs entry py_early_proc makes (too big for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bpf_pyproc);
+} py_early_buf SEC(".maps");
+
 /*
  * Frames are copied through a window. From 3.11 on, _PyInterpreterFrames
  * live in the thread's data stack, a caller below its callee: one copy of
@@ -147,6 +164,106 @@ __noinline int py_read(__u64 addr, __u64 *v)
 }
 
 #define PY_WORDS (MAX_KSTACK + MAX_USTACK + 2 * MAX_PYSTACK)
+
+/* Thread states looked at per sample by py_find_tstate: a new process has one or two. */
+#define PY_TS_WALK_MAX 8
+
+struct py_early_ctx {
+	const struct early_maps *e;
+	const struct bpf_pyfile *f;
+	__u64 bias;
+};
+
+static long py_early_one(__u32 i, void *data)
+{
+	struct py_early_ctx *c = data;
+	const struct early_map *m = &c->e->m[i & (EARLY_MAPS - 1)];
+	struct file_unwind_key k = { .dev = m->dev, .ino = m->ino };
+	const struct bpf_pyfile *f = bpf_map_lookup_elem(&py_files, &k);
+	__u64 off;
+
+	if (!f)
+		return 0;
+	/* the executable's text comes from mm->start_code: its segment's p_vaddr */
+	off = m->off == EARLY_EXE ? f->off : m->off;
+	if (off < f->off || off >= f->end)
+		return 0;
+	c->f = f;
+	c->bias = m->start - off - f->delta;
+	return 1;
+}
+
+/*
+ * A process user space has not probed yet, whose early mappings (the
+ * unwinder's, from its samples) hold the text of an interpreter file
+ * probed before: its py_procs entry, made here from the file's (py_files),
+ * so that a short command's samples have Python frames from its
+ * interpreter's start, however late user space is. User space deletes the
+ * entry when the process exits or execs, and overwrites it when it probes
+ * the process. 0, or -1.
+ */
+__noinline int py_early_proc(__u32 tgid)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct py_early_ctx c = {};
+	struct bpf_pyproc *pp;
+	__u32 zero = 0, n;
+
+	if ((__u32)(bpf_get_current_pid_tgid() >> 32) != tgid)
+		return -1;
+	c.e = bpf_map_lookup_elem(&early_maps, &tgid);
+	if (!c.e || c.e->mm != (__u64)task->mm)
+		return -1;
+	n = c.e->n;
+	if (n > EARLY_MAPS)
+		n = EARLY_MAPS;
+	bpf_loop(n, py_early_one, &c, 0);
+	pp = bpf_map_lookup_elem(&py_early_buf, &zero);
+	if (!c.f || !pp)
+		return -1;
+	*pp = c.f->pp;
+	pp->runtime += c.bias;
+	pp->ts_walk = 1;
+	if (bpf_map_update_elem(&py_procs, &tgid, pp, BPF_NOEXIST))
+		return -1;
+	count(CNT_PY_EARLY_PROC);
+	return 0;
+}
+
+/*
+ * The current thread's PyThreadState, found in the first interpreter's
+ * thread list while user space has not read that list yet (pp->ts_walk):
+ * a thread state's thread_id is its thread's pthread_t, which with glibc
+ * and musl on x86-64 is the thread's fs base. Without this, a process's
+ * samples between its interpreter's start and user space's reaction (a
+ * drain, a read of the list; tens of ms on a loaded host: a short script's
+ * whole run) had no Python frames. Returns 0 and the state in *out, or -1.
+ */
+__noinline int py_find_tstate(const struct bpf_pyproc *pp, __u64 *out)
+{
+#if defined(__TARGET_ARCH_x86)
+	__u64 interp = 0, ts = 0, id = 0, back = 0, fsbase;
+
+	if (!pp || !out || !pp->runtime)
+		return -1;
+	fsbase = bpf_get_current_task_btf()->thread.fsbase;
+	if (!fsbase || py_read(pp->runtime + pp->rt_interp_head, &interp) || !interp ||
+	    py_read(interp + pp->is_threads_head, &ts))
+		return -1;
+	for (int i = 0; i < PY_TS_WALK_MAX && ts; i++) {
+		if (py_read(ts + pp->ts_thread_id, &id) || py_read(ts + pp->ts_interp, &back) ||
+		    back != interp)
+			return -1;
+		if (id == fsbase) {
+			*out = ts;
+			return 0;
+		}
+		if (py_read(ts + pp->ts_next, &ts))
+			return -1;
+	}
+#endif
+	return -1;
+}
 
 /*
  * Make the frame's first span bytes present in the window; returns the
@@ -438,7 +555,7 @@ __noinline int py_snapshot(__u32 tgid, __u32 tid, __u64 tagged)
 __noinline int python_frames(struct prof_sample *s, __u32 base)
 {
 	struct pystate st = { .base = base };
-	__u64 *tstate, p = 0;
+	__u64 *known, tstate = 0, p = 0;
 	__u32 tgid, tid;
 
 	if (!s || !want_python || base > MAX_KSTACK + MAX_USTACK)
@@ -447,10 +564,19 @@ __noinline int python_frames(struct prof_sample *s, __u32 base)
 	tgid = s->hdr.pid;
 	tid = s->hdr.tid;
 	st.pp = bpf_map_lookup_elem(&py_procs, &tgid);
+	if (!st.pp && !py_early_proc(tgid))
+		st.pp = bpf_map_lookup_elem(&py_procs, &tgid);
 	if (!st.pp)
 		return 0;
-	tstate = bpf_map_lookup_elem(&py_threads, &tid);
-	if (!tstate) {
+	known = bpf_map_lookup_elem(&py_threads, &tid);
+	if (known) {
+		tstate = *known;
+	} else if (st.pp->ts_walk && (__u32)bpf_get_current_pid_tgid() == tid &&
+		   !py_find_tstate(st.pp, &tstate)) {
+		/* user space rescans when it reads this flag: then py_threads has it */
+		s->hdr.flags |= SAMPLE_F_PY_TS_WALK;
+		count(CNT_PY_TS_WALK);
+	} else {
 		s->hdr.flags |= SAMPLE_F_PY_NO_THREAD;
 		count(CNT_PY_NO_THREAD);
 		return 0;
@@ -466,10 +592,10 @@ __noinline int python_frames(struct prof_sample *s, __u32 base)
 		else
 			err = py_read(st.pp->gil_holder, &gil[0]) ||
 			      py_read(st.pp->gil_locked, &gil[1]);
-		if (!err && gil[0] == *tstate && (__u32)gil[1])
+		if (!err && gil[0] == tstate && (__u32)gil[1])
 			s->hdr.flags |= SAMPLE_F_PY_GIL;
 	}
-	if (py_read(*tstate + st.pp->tstate_frame, &p))
+	if (py_read(tstate + st.pp->tstate_frame, &p))
 		goto fail;
 	if (st.pp->model == PY_MODEL_CFRAME && p && py_read(p + st.pp->cframe_current, &p))
 		goto fail;

@@ -102,6 +102,8 @@ enum sample_flags {
 	SAMPLE_F_PY_GIL = 1 << 12,   /* the thread held the GIL */
 	/* a frame was reached by a frame-pointer step where the tables had no row */
 	SAMPLE_F_UNWIND_HEURISTIC = 1 << 13,
+	/* the thread's state was found by BPF in the thread list (bpf_pyproc.ts_walk) */
+	SAMPLE_F_PY_TS_WALK = 1 << 14,
 };
 
 /*
@@ -280,7 +282,11 @@ enum cuda_counter {
 	  "BPF time spent on recorded samples (timed with -v only)")                              \
 	X(CNT_CPU_FIRST, "cpu time: first samples", 0,                                            \
 	  "a thread's first sample (or its cpu_last entry evicted, its task storage not made): "  \
-	  "weighs one period")
+	  "weighs one period")                                                                    \
+	X(CNT_PY_TS_WALK, "python: thread found by BPF", 0,                                       \
+	  "a thread not in py_threads yet found in the interpreter's thread list (ts_walk)")      \
+	X(CNT_PY_EARLY_PROC, "python: interpreter found by BPF", 0,                               \
+	  "a process's py_procs entry made by BPF from py_files and early_maps")
 
 /*
  * CPU time of a sample (bpf/cpu.bpf.c): the thread's CPU time by the kernel's
@@ -476,9 +482,39 @@ struct bpf_pyproc {
 	__u8 pad2;
 	__u16 snap_gen;	  /* part of pycode_seen's key: bumped at exec */
 	__u16 snap_epoch; /* bumped when user space drops a pycode_seen key */
-	__u32 pad3;
+	/*
+	 * Non-zero while user space has not yet found a thread of the process:
+	 * a sampled thread missing from py_threads is looked for by BPF in the
+	 * interpreter's thread list (its thread_id is the thread's pthread_t,
+	 * the fs base on x86-64), with the offsets below. A process's first
+	 * samples then have Python frames as soon as its thread state exists,
+	 * not after user space has read the list (docs/python.md).
+	 */
+	__u32 ts_walk;
+	__u64 runtime;	      /* address of _PyRuntime */
+	__s32 rt_interp_head; /* _PyRuntime.interpreters.head */
+	__s32 is_threads_head;
+	__s32 ts_next;
+	__s32 ts_thread_id; /* PyThreadState.thread_id (pthread_t) */
+	__s32 ts_interp;
+	__u32 pad4;
 };
-_Static_assert(sizeof(struct bpf_pyproc) == 96, "bpf_pyproc layout");
+_Static_assert(sizeof(struct bpf_pyproc) == 128, "bpf_pyproc layout");
+
+/*
+ * py_files: an interpreter file user space has probed once (libpython3.X.so,
+ * or an executable with it linked in), by device and inode as in
+ * file_unwind_key. A process of it that user space has not probed yet gets
+ * its py_procs entry from BPF, made from this and where early_maps says
+ * the file's text is mapped: its samples have Python frames before user
+ * space has even read its mappings (docs/python.md "Finding interpreters").
+ */
+struct bpf_pyfile {
+	struct bpf_pyproc pp; /* pp.runtime: _PyRuntime's ELF vaddr; no GIL addresses */
+	__u64 off, end;	      /* the executable PT_LOAD's file bytes [off, end) */
+	__u64 delta;	      /* its p_vaddr - p_offset */
+};
+_Static_assert(sizeof(struct bpf_pyfile) == 152, "bpf_pyfile layout");
 
 /*
  * SAMPLE_PYCODE: what symbolizing a code object needs, read by BPF the first

@@ -370,3 +370,52 @@ def test_python_file_names_by_import_path(tmp_path):
     assert f"hot (localpkg/__init__.py:{hot})" in frames, sorted(frames)
     assert f"main (run.py:{call})" in frames, sorted(frames)
     assert not any("(__init__.py:" in f for f in frames), sorted(frames)
+
+
+# An agent later than a short command: BPFPROF_TEST_PY_LATE=1 probes a process
+# of an interpreter file it probed before only once BPF has found it itself,
+# and BPFPROF_TEST_UNDESCRIBED=1 never describes a process to the unwinder, so
+# that its samples are walked through its early mappings, as on a loaded host
+# where the agent has not caught up with the process (docs/python.md).
+LATE = dict(os.environ, BPFPROF_TEST_PY_LATE="1", BPFPROF_TEST_UNDESCRIBED="1")
+WARM = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.05: pass\n"
+
+
+def python_missed(frames):
+    """No Python frame, yet the interpreter was running Python code: its eval
+    loop is on the native stack where the merge would have replaced it."""
+    return not any(pyframe(x) for x in frames) and "_PyEval_EvalFrameDefault" in frames
+
+
+@pytest.mark.parametrize("python", [p for p in interpreters()
+                                    if p.id in ("pyenv-3.8", "pyenv-3.10", "pyenv-3.12",
+                                                "pyenv-3.13", "debian-3.11")])
+def test_short_command_named_though_agent_late(tmp_path, python):
+    """A short command's samples have Python frames from its interpreter's
+    first thread state on, though the agent probes it only after BPF found it:
+    BPF makes its py_procs entry from its file's layout (learned from the
+    first process, which runs first) and finds its threads' states itself.
+    Without that, none of the second process's samples had Python frames."""
+    out = tmp_path / "late.folded"
+    short = os.path.join(PYDIR, "short.py")
+    r = run(["--per-pid", "-F", "999", "-o", str(out), "--", "sh", "-c",
+             '"$0" -c "$1" && "$0" "$2" 0.1', python, WARM, short], env=LATE)
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"start_cpu=([\d.]+) spin_cpu=([\d.]+)", r.stdout)
+    assert m, r.stdout
+    start_cpu, spin_cpu = float(m.group(1)), float(m.group(2))
+    stacks = parse_folded(out.read_text())
+    roots = {f[0] for f, _ in stacks if any("(short.py:" in x for x in f)}
+    assert len(roots) == 1, roots
+    mine = [(f, c) for f, c in stacks if f[0] in roots]
+    n = total(mine)
+    spin = sum(c for f, c in mine if frames_named(f, "spin"))
+    # samples follow the CPU the threads got, however loaded the host
+    assert spin >= 0.8 * 999 * spin_cpu and spin >= 100, (spin, spin_cpu, r.stderr)
+    # the eval loop running without Python frames: none but a sample or two
+    missed = sum(c for f, c in mine if python_missed(f))
+    assert missed <= 2 + 0.01 * n, (missed, n, r.stderr)
+    # no Python frames at all: the start-up before the first thread state
+    # (within the CPU the script's first line found spent) and the exit
+    nopy = sum(c for f, c in mine if not any(pyframe(x) for x in f))
+    assert nopy <= 999 * start_cpu + 0.05 * n + 10, (nopy, start_cpu, n)

@@ -500,6 +500,15 @@ static void live_probe(struct live *lv, const char *exe)
 		assert_true(fd >= 0);
 		assert_int_equal(elf_bias(fd, m.start, &bias), 0);
 		err = pyproc__probe(lv->pid, fd, m.path, bias, &info);
+		if (!err) {
+			struct pyfile pf;
+			uint64_t vaddr;
+
+			/* the per-file facts pytrack caches give the same load bias */
+			assert_int_equal(pyproc__file(fd, &pf), 0);
+			assert_int_equal(pyproc__vaddr(&pf, m.pgoff, &vaddr), 0);
+			assert_true(m.start - vaddr == bias);
+		}
 		close(fd);
 		if (err) {
 			/* pyenv's executable only refers to libpython's _PyRuntime. */
@@ -521,6 +530,29 @@ static int rd64(pid_t pid, uint64_t addr, uint64_t *v)
 	return pymem__read_u64(pid, addr, v);
 }
 
+/*
+ * The thread state whose thread_id is ident, found as py_find_tstate
+ * (bpf/python.bpf.h) finds it, from struct bpf_pyproc alone: the first
+ * interpreter's list, at most 8 states, each pointing back at it. 0: none.
+ */
+static uint64_t bpf_list_find(pid_t pid, const struct bpf_pyproc *b, uint64_t ident)
+{
+	uint64_t interp = 0, ts = 0, id = 0, back = 0;
+
+	if (!b->runtime || rd64(pid, b->runtime + b->rt_interp_head, &interp) || !interp ||
+	    rd64(pid, interp + b->is_threads_head, &ts))
+		return 0;
+	for (int i = 0; i < 8 && ts; i++) {
+		if (rd64(pid, ts + b->ts_thread_id, &id) || rd64(pid, ts + b->ts_interp, &back) ||
+		    back != interp)
+			return 0;
+		if (id == ident)
+			return ts;
+		if (rd64(pid, ts + b->ts_next, &ts))
+			return 0;
+	}
+	return 0;
+}
 /*
  * The frame chain of one thread as the BPF walker reads it, from struct
  * bpf_pyproc alone: (code, raw position), leaf first, shim frames skipped.
@@ -646,6 +678,9 @@ static void test_live(void **state)
 			worker_ts = th[i].tstate;
 	}
 	assert_true(main_ts && worker_ts && main_ts != worker_ts);
+	/* what BPF's py_find_tstate walks, from struct bpf_pyproc alone: each by its ident */
+	for (i = 0; i < n; i++)
+		assert_true(bpf_list_find(pid, &lv->info.bpf, th[i].ident) == th[i].tstate);
 	assert_int_equal(pyproc__threads(pid, &lv->info, th, 1), 1);
 
 	/* code objects: names of every string kind, nested qualname, second file */

@@ -65,6 +65,9 @@ static void python_frames(const struct decode_ops *ops, struct decode_stats *st,
 		st->py_no_thread++;
 		if (ops->py_rescan)
 			ops->py_rescan(ops->ctx, h->pid);
+	} else if ((h->flags & SAMPLE_F_PY_TS_WALK) && ops->py_rescan) {
+		/* BPF found the thread in the list: put it in py_threads, end the walks */
+		ops->py_rescan(ops->ctx, h->pid);
 	}
 	/* not looked at yet (--unwind fp, or no tables needed) */
 	if (!h->pystack_len && ops->py_seen && !ops->py_seen(ops->ctx, h->pid) && ops->want_sync)
@@ -77,6 +80,8 @@ static void python_frames(const struct decode_ops *ops, struct decode_stats *st,
 	}
 	if (!h->pystack_len)
 		return;
+	if (ops->py_probe)
+		ops->py_probe(ops->ctx, h->pid, h->time_ns);
 	st->py_samples++;
 	if (h->flags & SAMPLE_F_PY_GIL) {
 		k->flags |= STACK_F_GIL_HELD;

@@ -53,6 +53,8 @@ struct decode_ops {
 	bool (*py_seen)(void *ctx, uint32_t pid);
 	void (*py_rescan)(void *ctx, uint32_t pid);
 	void (*py_thread)(void *ctx, uint32_t pid, uint32_t tid);
+	/* Python frames of a process not probed yet (BPF found its interpreter): probe it now */
+	void (*py_probe)(void *ctx, uint32_t pid, uint64_t time_ns);
 	/* a cgroup id a key names (to be named while it still exists); may be NULL */
 	void (*cgroup_seen)(void *ctx, uint64_t cgroup_id);
 };

@@ -35,6 +35,7 @@ static int python_setup(struct recorder *r, void **priv)
 		return err;
 	}
 	pytrack__set_seen_map(r->py, bpf_map__fd(r->skel->maps.pycode_seen));
+	pytrack__set_files_map(r->py, bpf_map__fd(r->skel->maps.py_files));
 	return 0;
 }
 
@@ -43,6 +44,7 @@ static void python_on_record(struct recorder *r, void *priv, const struct prof_s
 			     const void *data, size_t size)
 {
 	(void)priv;
+	rec__py_probe(r, h->pid, h->time_ns); /* a process BPF found before we did */
 	pytrack__snapshot(r->py, h->pid, (const char *)data + sizeof(*h), size - sizeof(*h));
 }
 
@@ -77,10 +79,12 @@ static void python_summary(struct recorder *r, void *priv, FILE *f)
 	if (!ps->interpreters)
 		return;
 
-	pr_info("python: %llu interpreters, %llu samples with Python frames; %llu before the "
-		"thread's state was known, %llu frame chains unreadable part way, %llu "
-		"truncated at %d, %llu frames dropped (unreadable code objects)",
+	pr_info("python: %llu interpreters, %llu samples with Python frames (%llu whose thread "
+		"BPF found in the interpreter's list); %llu before the thread's state was known, "
+		"%llu frame chains unreadable part way, %llu truncated at %d, %llu frames dropped "
+		"(unreadable code objects)",
 		(unsigned long long)ps->interpreters, (unsigned long long)d->py_samples,
+		(unsigned long long)rec__counter(r, CNT_PY_TS_WALK),
 		(unsigned long long)d->py_no_thread, (unsigned long long)d->py_err,
 		(unsigned long long)d->py_trunc, MAX_PYSTACK,
 		(unsigned long long)(d->py_frames_dropped + ps->frames_unread));

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <elf.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,14 @@
  */
 #define REVALIDATE_NS (100 * 1000000ULL)
 #define RESCAN_NS     (20 * 1000000ULL)
+/*
+ * BPF looks for a thread missing from py_threads in the thread list itself
+ * (bpf_pyproc.ts_walk) for a process's first second: its threads started
+ * meanwhile have Python frames from their first sample. After that a new
+ * thread waits for a rescan (a few samples), and a thread with no state (a
+ * C library's) costs no walk per sample.
+ */
+#define TS_WALK_NS (1000 * 1000000ULL)
 /*
  * Thread names: read again at most this often per process (renames, threads
  * that come and go), and at most every RESCAN_NS when a thread is new.
@@ -64,6 +73,7 @@ struct pyp {
 	uint32_t ntids;
 	uint64_t last_scan_ns;
 	uint32_t gen;	    /* bumped at exec: a new image's code objects */
+	uint64_t start_ns;  /* its exec (CLOCK_MONOTONIC), 0: before us */
 	bool gone;	    /* exited: still decodes what its samples named */
 	struct htab *names; /* sampled tid -> struct tname * (--per-thread) */
 	uint64_t names_read_ns;
@@ -116,10 +126,34 @@ struct lmemo {
 	uint32_t off, line;
 };
 
+/* What an interpreter file says (pyproc__file), read once per file, not per process. */
+struct pyfile_ent {
+	int err; /* 0: defines _PyRuntime; -ENOENT: not Python; -errno: unreadable */
+	struct pyfile f;
+	/*
+	 * The layout of its first process that probed well, _PyRuntime as an
+	 * ELF vaddr: in py_files for BPF (bpf_pyfile), and what a process that
+	 * exited before we probed it is decoded with (its snapshots).
+	 */
+	bool have_info;
+	struct pyinfo info;
+};
+
 struct pytrack {
 	int procs_fd, threads_fd;
 	struct objtab *objs;
-	struct htab *procs;	  /* pid -> struct pyp * */
+	struct htab *procs; /* pid -> struct pyp * */
+	struct htab *files; /* objfile id -> struct pyfile_ent * */
+	/* BPFPROF_TEST_NO_THREAD_LIST: py_threads stays empty (tests of BPF's ts_walk) */
+	bool no_thread_list;
+	/*
+	 * BPFPROF_TEST_PY_LATE: a process of an interpreter file probed before
+	 * is probed only once its samples show BPF found it (pytrack__probe):
+	 * an agent behind by as long as the process lives, for tests.
+	 */
+	bool test_late;
+	int files_fd;		  /* BPF py_files, -1: none */
+	size_t files_written;	  /* BPF may have made py_procs entries: deleted at exit, exec */
 	struct htab *codes;	  /* code_key -> code id */
 	struct htab *snaps;	  /* code_key -> struct snap * (keys borrowed from it) */
 	int seen_fd;		  /* BPF pycode_seen, -1: none */
@@ -245,9 +279,13 @@ int pytrack__new(struct pytrack **out, int procs_fd, int threads_fd, struct objt
 	t->threads_fd = threads_fd;
 	t->objs = objs;
 	t->procs = htab__new(64, HTAB_COPY_KEYS);
+	t->files = htab__new(16, HTAB_COPY_KEYS);
 	t->codes = htab__new(1024, HTAB_COPY_KEYS);
 	t->snaps = htab__new(256, 0);
 	t->seen_fd = -1;
+	t->files_fd = -1;
+	t->no_thread_list = getenv("BPFPROF_TEST_NO_THREAD_LIST") != NULL;
+	t->test_late = getenv("BPFPROF_TEST_PY_LATE") != NULL;
 	t->scratch = calloc(MAX_THREADS, sizeof(*t->scratch));
 	t->mb = (struct membudget_cache){ .name = "python line tables",
 					  .evict = lines_evict,
@@ -255,7 +293,7 @@ int pytrack__new(struct pytrack **out, int procs_fd, int threads_fd, struct objt
 	membudget__add(&t->mb);
 	t->mb_codes = (struct membudget_cache){ .name = "python code objects" };
 	membudget__add(&t->mb_codes);
-	if (!t->procs || !t->codes || !t->snaps || !t->scratch) {
+	if (!t->procs || !t->files || !t->codes || !t->snaps || !t->scratch) {
 		pytrack__free(t);
 		return -ENOMEM;
 	}
@@ -304,6 +342,12 @@ void pytrack__free(struct pytrack *t)
 			free(pp);
 		}
 		htab__free(t->procs);
+	}
+	if (t->files) {
+		it = 0;
+		while ((e = htab__next(t->files, &it)))
+			free((struct pyfile_ent *)(uintptr_t)e->val);
+		htab__free(t->files);
 	}
 	for (size_t i = 0; i < t->nents; i++) {
 		if (!t->ents[i])
@@ -369,6 +413,8 @@ static void scan_threads(struct pytrack *t, struct pyp *pp)
 		bpf_map_update_elem(t->procs_fd, &pp->pid, &pp->info.bpf, BPF_ANY);
 
 	pp->last_scan_ns = mono_ns();
+	if (t->no_thread_list)
+		return;
 	t->st.thread_scans++;
 	n = pyproc__threads(pp->pid, &pp->info, t->scratch, MAX_THREADS);
 	if (n < 0) {
@@ -389,6 +435,12 @@ static void scan_threads(struct pytrack *t, struct pyp *pp)
 		pp->tids[pp->ntids++] = t->scratch[i].tid;
 	}
 	t->st.threads += pp->ntids;
+	if (pp->ntids && pp->info.bpf.ts_walk &&
+	    (!pp->start_ns || mono_ns() - pp->start_ns > TS_WALK_NS)) {
+		/* py_threads has its threads; later ones wake us (SAMPLE_F_PY_NO_THREAD) */
+		pp->info.bpf.ts_walk = 0;
+		bpf_map_update_elem(t->procs_fd, &pp->pid, &pp->info.bpf, BPF_ANY);
+	}
 }
 
 /* BPF copies this much of each frame: every field it reads, 8 bytes each. */
@@ -409,13 +461,98 @@ static bool python_name(const char *name)
 	return strstr(name, "python") != NULL;
 }
 
+/*
+ * The file's facts, read on its first process (symbols: ~1-15 ms for a
+ * libpython on this VM) and kept: the next process of the same interpreter
+ * costs its memory reads only. NULL: cannot be read now (tried again).
+ */
+static struct pyfile_ent *python_file(struct pytrack *t, struct objfile *o)
+{
+	struct htab_entry *e;
+	struct pyfile_ent *fe;
+	int ret, fd;
+
+	ret = htab__upsert(t->files, &o->id, sizeof(o->id), htab__hash(&o->id, sizeof(o->id)), &e);
+	if (ret < 0)
+		return NULL;
+	if (ret == 0 && e->val)
+		return (struct pyfile_ent *)(uintptr_t)e->val;
+	fd = objfile__fd(o);
+	fe = fd >= 0 ? calloc(1, sizeof(*fe)) : NULL;
+	if (!fe) {
+		htab__delete(t->files, &o->id, sizeof(o->id), e->hash);
+		return NULL;
+	}
+	fe->err = pyproc__file(fd, &fe->f);
+	e->val = (uintptr_t)fe;
+	return fe;
+}
+
+/*
+ * The first process of fe's file that probed well: its layout, made
+ * independent of the process (_PyRuntime as a vaddr, no GIL addresses), to
+ * py_files, where BPF finds it for the file's next processes.
+ */
+static void file_learn(struct pytrack *t, struct pyfile_ent *fe, const struct objfile *o,
+		       const struct pyinfo *info, uint64_t bias)
+{
+	struct file_unwind_key k = { ((uint64_t)o->dev_major << 20) | o->dev_minor, o->ino };
+	struct bpf_pyfile v = { 0 };
+	uint32_t i;
+
+	if (fe->have_info)
+		return;
+	fe->info = *info;
+	fe->info.runtime -= bias;
+	fe->info.bpf.runtime -= bias;
+	fe->info.bpf.gil_holder = fe->info.bpf.gil_locked = 0;
+	fe->info.bpf.snap_gen = fe->info.bpf.snap_epoch = 0;
+	fe->have_info = true;
+	if (t->files_fd < 0 || !fe->info.bpf.frame_span)
+		return;
+	for (i = 0; i < fe->f.nloads; i++) {
+		if (!(fe->f.loads[i].flags & PF_X))
+			continue;
+		v.pp = fe->info.bpf;
+		v.pp.ts_walk = 1;
+		v.off = fe->f.loads[i].off;
+		v.end = fe->f.loads[i].off + fe->f.loads[i].filesz;
+		v.delta = fe->f.loads[i].vaddr - fe->f.loads[i].off;
+		if (!bpf_map_update_elem(t->files_fd, &k, &v, BPF_ANY))
+			t->files_written++;
+		return;
+	}
+}
+
+/* Whether p maps an interpreter file whose layout is known (BPFPROF_TEST_PY_LATE). */
+static bool maps_known_file(struct pytrack *t, const struct proc *p)
+{
+	for (uint32_t i = 0; i < p->nmaps; i++) {
+		uint32_t id = p->maps[i].obj;
+		struct htab_entry *e =
+			htab__find(t->files, &id, sizeof(id), htab__hash(&id, sizeof(id)));
+
+		if (e && e->val && ((const struct pyfile_ent *)(uintptr_t)e->val)->have_info)
+			return true;
+	}
+	return false;
+}
+
 void pytrack__sync(struct pytrack *t, const struct proc *p)
+{
+	if (t->test_late && !pytrack__is_python(t, p->pid) && maps_known_file(t, p))
+		return;
+	pytrack__probe(t, p);
+}
+
+void pytrack__probe(struct pytrack *t, const struct proc *p)
 {
 	struct pyp *pp = pyp_of(t, p->pid, true);
 
 	if (!pp)
 		return;
-	if (pp->gone)
+	/* one that exited before we probed it may still be probed: from its file's layout */
+	if (pp->gone && (pp->python || pp->probed))
 		return;
 	if (pp->probed && pp->python) {
 		/* a thread may have started: cheap enough to look again */
@@ -426,21 +563,35 @@ void pytrack__sync(struct pytrack *t, const struct proc *p)
 	for (uint32_t i = 0; i < p->nmaps; i++) {
 		const struct mapping *m = &p->maps[i];
 		struct objfile *o = objtab__by_id(t->objs, m->obj);
-		const char *name;
+		struct pyfile_ent *fe;
 		uint64_t vaddr;
 		int err;
 
-		if (!o || !python_name(o->name) || objfile__fd(o) < 0)
+		if (!o || !python_name(o->name))
+			continue;
+		fe = python_file(t, o);
+		if (!fe || fe->err)
 			continue;
 		/* runtime = ELF vaddr + bias, from where this mapping's offset lands */
-		if (objfile__symbolize(o, m->pgoff, &name, &vaddr) && !o->syms)
+		if (pyproc__vaddr(&fe->f, m->pgoff, &vaddr))
 			continue;
-		if (objfile__fd(o) < 0) /* symbolizing may have opened others: the cap */
-			continue;
-		err = pyproc__probe(p->pid, o->fd, o->path, m->start - vaddr, &pp->info);
+		err = pyproc__probe_file(p->pid, &fe->f, o->path, m->start - vaddr, &pp->info);
 		if (err == -ENOENT)
 			continue;
 		pp->probed = true;
+		if (err == -ESRCH && fe->have_info) {
+			/*
+			 * Gone before we got to it (BPF made its py_procs entry
+			 * from py_files): its file's layout names its frames,
+			 * from the snapshots BPF sent.
+			 */
+			pp->info = fe->info;
+			pp->info.runtime += m->start - vaddr;
+			pp->python = true;
+			pp->gone = true;
+			t->st.interpreters++;
+			return;
+		}
 		if (err) {
 			if (err == -ENOTSUP)
 				t->st.unsupported++;
@@ -449,9 +600,13 @@ void pytrack__sync(struct pytrack *t, const struct proc *p)
 			return;
 		}
 		set_span(&pp->info.bpf);
+		file_learn(t, fe, o, &pp->info, m->start - vaddr);
 		pp->info.bpf.snap_gen = (uint16_t)pp->gen; /* a new image's snapshots */
 		if (t->seen_fd < 0)
 			pp->info.bpf.code_read = 0;
+		/* BPF finds its threads' states itself while it is young (TS_WALK_NS) */
+		pp->info.bpf.ts_walk = 1;
+		pp->start_ns = p->start_ns;
 		if (bpf_map_update_elem(t->procs_fd, &p->pid, &pp->info.bpf, BPF_ANY)) {
 			pr_debug("pid %u: cannot write its Python layout: %s", p->pid,
 				 strerror(errno));
@@ -478,10 +633,10 @@ void pytrack__forget(struct pytrack *t, uint32_t pid, bool exited)
 {
 	struct pyp *pp = pyp_of(t, pid, false);
 
+	if ((pp && pp->python) || t->files_written)
+		bpf_map_delete_elem(t->procs_fd, &pid); /* ours, or BPF's (py_early_proc) */
 	if (!pp)
 		return;
-	if (pp->python)
-		bpf_map_delete_elem(t->procs_fd, &pid);
 	clear_threads(t, pp);
 	if (exited) {
 		/*
@@ -657,6 +812,11 @@ static uint64_t decode(struct pytrack *t, struct pyp *pp, uint64_t addr)
 void pytrack__set_seen_map(struct pytrack *t, int seen_fd)
 {
 	t->seen_fd = seen_fd;
+}
+
+void pytrack__set_files_map(struct pytrack *t, int files_fd)
+{
+	t->files_fd = files_fd;
 }
 
 void pytrack__snapshot(struct pytrack *t, uint32_t pid, const void *snap, size_t len)

@@ -52,6 +52,8 @@ void pytrack__free(struct pytrack *t);
 
 /* Probe p once (after exec or new mappings: again); write its layout and threads. */
 void pytrack__sync(struct pytrack *t, const struct proc *p);
+/* pytrack__sync now, whatever a test delay says (BPF found the interpreter first). */
+void pytrack__probe(struct pytrack *t, const struct proc *p);
 /* A thread of pid had no thread state in BPF: rescan the interpreter's threads. */
 void pytrack__rescan(struct pytrack *t, uint32_t pid);
 /* pid exited or exec'd: drop its BPF entries; after an exec, forget its interpreter. */
@@ -66,6 +68,8 @@ bool pytrack__seen(const struct pytrack *t, uint32_t pid);
  * object, so that BPF sends the new one's snapshot.
  */
 void pytrack__set_seen_map(struct pytrack *t, int seen_fd);
+/* BPF's py_files: each interpreter file's layout, written once it is known. */
+void pytrack__set_files_map(struct pytrack *t, int files_fd);
 /*
  * A SAMPLE_PYCODE record's payload (struct pycode_snap, len bytes) for pid:
  * validated and kept until a frame of that code object cannot be read live

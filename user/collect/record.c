@@ -290,6 +290,24 @@ static void dec_py_thread(void *ctx, uint32_t pid, uint32_t tid)
 	pytrack__thread_seen(((struct recorder *)ctx)->py, pid, tid);
 }
 
+void rec__py_probe(struct recorder *r, uint32_t pid, uint64_t time_ns)
+{
+	struct proc *p;
+
+	if (!r->py || pytrack__is_python(r->py, pid))
+		return;
+	if (time_ns > sideband__consumed_until(r->sb))
+		sideband__consume(r->sb);
+	p = proctab__lookup(r->procs, pid, time_ns);
+	if (p)
+		pytrack__probe(r->py, p);
+}
+
+static void dec_py_probe(void *ctx, uint32_t pid, uint64_t time_ns)
+{
+	rec__py_probe(ctx, pid, time_ns);
+}
+
 static void dec_cgroup_seen(void *ctx, uint64_t id)
 {
 	cgroups__get(((struct recorder *)ctx)->cg, id);
@@ -316,6 +334,7 @@ static void decode_init(struct recorder *r)
 		.py_seen = r->py ? dec_py_seen : NULL,
 		.py_rescan = r->py ? dec_py_rescan : NULL,
 		.py_thread = r->py ? dec_py_thread : NULL,
+		.py_probe = r->py ? dec_py_probe : NULL,
 		.cgroup_seen = r->cg ? dec_cgroup_seen : NULL,
 	};
 }
@@ -776,6 +795,7 @@ static int cpu_open_load(struct recorder *r, int attempt)
 		bpf_map__set_max_entries(r->skel->maps.py_procs, 1);
 		bpf_map__set_max_entries(r->skel->maps.py_threads, 1);
 		bpf_map__set_max_entries(r->skel->maps.pycode_seen, 1);
+		bpf_map__set_max_entries(r->skel->maps.py_files, 1);
 	}
 	ev = r->skel->maps.events;
 	bpf_map__set_max_entries(ev, env.ringbuf_bytes);

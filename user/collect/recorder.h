@@ -229,6 +229,14 @@ bool rec__open_retry(struct recorder *r, int attempt, int err);
 bool rec__is_target(struct recorder *r, uint32_t pid);
 
 /*
+ * A record at time_ns carries Python frames of pid (or a code object's
+ * snapshot): if Python tracking has not probed pid yet (BPF made its
+ * py_procs entry from py_files), probe it now, from the mappings the side
+ * band gave, before its frames are decoded.
+ */
+void rec__py_probe(struct recorder *r, uint32_t pid, uint64_t time_ns);
+
+/*
  * A per-CPU array of a counter family's u64 counters (util/counters.h): the
  * summary prints its non-zero losses, -v all of it. Returns 0 or -ENOSPC.
  */

@@ -41,25 +41,11 @@
 /* Threads whose struct pthread is read to prove the tid offset. */
 #define PTHREAD_SCAN_THREADS 32
 
-enum {
-	SYM_RUNTIME, /* _PyRuntime */
-	SYM_VERSION, /* Py_Version, 3.11+ */
-	SYM_API_310, /* Py_IsNone */
-	SYM_API_39,  /* PyFrame_GetCode */
-	SYM_API_38,  /* PyVectorcall_Call */
-	SYM__MAX
-};
-
-static const char *const sym_names[SYM__MAX] = {
+static const char *const sym_names[PYSYM__MAX] = {
 	"_PyRuntime", "Py_Version", "Py_IsNone", "PyFrame_GetCode", "PyVectorcall_Call",
 };
 
-struct syms {
-	uint64_t addr[SYM__MAX];
-	bool found[SYM__MAX];
-};
-
-static void scan_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct syms *s)
+static void scan_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct pyfile *s)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t i, n, k;
@@ -76,22 +62,43 @@ static void scan_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct syms *s)
 		name = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (!name || (name[0] != '_' && name[0] != 'P'))
 			continue;
-		for (k = 0; k < SYM__MAX; k++) {
-			if (!s->found[k] && !strcmp(name, sym_names[k])) {
-				s->found[k] = true;
+		for (k = 0; k < PYSYM__MAX; k++) {
+			if (!(s->found & (1u << k)) && !strcmp(name, sym_names[k])) {
+				s->found |= 1u << k;
 				s->addr[k] = sym.st_value;
 			}
 		}
 	}
 }
 
+/* Where each PT_LOAD segment's file bytes land (pyproc__vaddr). */
+static void read_loads(Elf *elf, struct pyfile *s)
+{
+	size_t i, n;
+
+	if (elf_getphdrnum(elf, &n))
+		return;
+	for (i = 0; i < n && s->nloads < PYFILE_LOADS; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		s->loads[s->nloads].off = ph.p_offset;
+		s->loads[s->nloads].filesz = ph.p_filesz;
+		s->loads[s->nloads].vaddr = ph.p_vaddr;
+		s->loads[s->nloads].flags = ph.p_flags;
+		s->nloads++;
+	}
+}
+
 /* .dynsym first (always there for the exported API), then .symtab. */
-static int find_syms(int fd, struct syms *s)
+int pyproc__file(int fd, struct pyfile *s)
 {
 	static const Elf64_Word types[] = { SHT_DYNSYM, SHT_SYMTAB };
 	Elf *elf;
 	size_t t;
 
+	memset(s, 0, sizeof(*s));
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
 	elf = elf_begin(fd, ELF_C_READ, NULL);
@@ -111,8 +118,26 @@ static int find_syms(int fd, struct syms *s)
 				scan_symtab(elf, scn, &sh, s);
 		}
 	}
+	read_loads(elf, s);
 	elf_end(elf);
-	return 0;
+	return s->found & (1u << PYSYM_RUNTIME) ? 0 : -ENOENT;
+}
+
+int pyproc__vaddr(const struct pyfile *f, uint64_t pgoff, uint64_t *vaddr)
+{
+	const uint64_t page = 4096;
+	uint32_t i;
+
+	for (i = 0; i < f->nloads; i++) {
+		uint64_t lo = f->loads[i].off & ~(page - 1),
+			 hi = f->loads[i].off + f->loads[i].filesz;
+
+		if (pgoff >= lo && pgoff < hi) {
+			*vaddr = f->loads[i].vaddr - f->loads[i].off + pgoff;
+			return 0;
+		}
+	}
+	return -ENOENT;
 }
 
 /* "libpython3.9.so.1.0", "python3.10", "libpython3.8d.so": the minor, or -1. */
@@ -136,19 +161,19 @@ static int minor_from_name(const char *path)
 	return minor;
 }
 
-static int minor_from_api(const struct syms *s)
+static int minor_from_api(const struct pyfile *s)
 {
-	if (s->found[SYM_API_310])
+	if (s->found & (1u << PYSYM_API_310))
 		return 10;
-	if (s->found[SYM_API_39])
+	if (s->found & (1u << PYSYM_API_39))
 		return 9;
-	if (s->found[SYM_API_38])
+	if (s->found & (1u << PYSYM_API_38))
 		return 8;
 	return -1;
 }
 
 /* 3.8-3.10: no version in memory; name and exported API must agree. */
-static int version_without_runtime_info(const char *path, const struct syms *s, uint32_t *version)
+static int version_without_runtime_info(const char *path, const struct pyfile *s, uint32_t *version)
 {
 	int by_name = minor_from_name(path), by_api = minor_from_api(s), minor;
 
@@ -197,21 +222,30 @@ static int check_live(pid_t pid, const struct pyinfo *info)
 	return 0;
 }
 
-int pyproc__probe(pid_t pid, int fd, const char *path, uint64_t bias, struct pyinfo *info)
+/* What BPF needs to find a thread's state in the thread list itself (bpf_pyproc.ts_walk). */
+static void walk_offsets(struct pyinfo *info)
+{
+	const struct pylayout *l = pyinfo__layout(info);
+
+	info->bpf.runtime = info->runtime;
+	info->bpf.rt_interp_head = l->rt_interp_head;
+	info->bpf.is_threads_head = l->is_threads_head;
+	info->bpf.ts_next = l->ts_next;
+	info->bpf.ts_thread_id = l->ts_thread_id;
+	info->bpf.ts_interp = l->ts_interp;
+}
+
+int pyproc__probe_file(pid_t pid, const struct pyfile *s, const char *path, uint64_t bias,
+		       struct pyinfo *info)
 {
 	uint8_t dbg[PY_DEBUG_OFFSETS_MAX];
-	struct syms s;
 	uint32_t version;
 	int err;
 
 	memset(info, 0, sizeof(*info));
-	memset(&s, 0, sizeof(s));
-	err = find_syms(fd, &s);
-	if (err)
-		return err;
-	if (!s.found[SYM_RUNTIME])
+	if (!(s->found & (1u << PYSYM_RUNTIME)))
 		return -ENOENT;
-	info->runtime = s.addr[SYM_RUNTIME] + bias;
+	info->runtime = s->addr[PYSYM_RUNTIME] + bias;
 
 	err = pymem__read(pid, info->runtime, dbg, 8);
 	if (err)
@@ -221,8 +255,8 @@ int pyproc__probe(pid_t pid, int fd, const char *path, uint64_t bias, struct pyi
 		if (err)
 			return err;
 		err = pyoffsets__from_debug(dbg, sizeof(dbg), info);
-	} else if (s.found[SYM_VERSION]) {
-		err = pymem__read(pid, s.addr[SYM_VERSION] + bias, &version, sizeof(version));
+	} else if (s->found & (1u << PYSYM_VERSION)) {
+		err = pymem__read(pid, s->addr[PYSYM_VERSION] + bias, &version, sizeof(version));
 		if (err)
 			return err;
 		/* 3.13+ always carry the debug offsets: without them this is not 3.13+. */
@@ -230,7 +264,7 @@ int pyproc__probe(pid_t pid, int fd, const char *path, uint64_t bias, struct pyi
 			return -EINVAL;
 		err = pyoffsets__from_table(version, info);
 	} else {
-		err = version_without_runtime_info(path, &s, &version);
+		err = version_without_runtime_info(path, s, &version);
 		if (!err)
 			err = pyoffsets__from_table(version, info);
 	}
@@ -241,8 +275,22 @@ int pyproc__probe(pid_t pid, int fd, const char *path, uint64_t bias, struct pyi
 
 		memset(info, 0, sizeof(*info));
 		info->runtime = runtime;
+		return err;
 	}
-	return err;
+	walk_offsets(info);
+	return 0;
+}
+
+int pyproc__probe(pid_t pid, int fd, const char *path, uint64_t bias, struct pyinfo *info)
+{
+	struct pyfile s;
+	int err;
+
+	memset(info, 0, sizeof(*info));
+	err = pyproc__file(fd, &s);
+	if (err)
+		return err;
+	return pyproc__probe_file(pid, &s, path, bias, info);
 }
 
 /* The process's tasks: tid here, tid in the process's own pid namespace. */

@@ -49,6 +49,43 @@ struct pyinfo {
 int pyproc__probe(pid_t pid, int fd, const char *path, uint64_t bias, struct pyinfo *info);
 
 /*
+ * What an ELF file says of itself, once per file (pyproc__file): the symbols
+ * pyproc__probe looks for, and where its segments' file bytes land, so that
+ * a second process of the same interpreter is probed without reading the
+ * file again.
+ */
+enum {
+	PYSYM_RUNTIME, /* _PyRuntime */
+	PYSYM_VERSION, /* Py_Version, 3.11+ */
+	PYSYM_API_310, /* Py_IsNone */
+	PYSYM_API_39,  /* PyFrame_GetCode */
+	PYSYM_API_38,  /* PyVectorcall_Call */
+	PYSYM__MAX
+};
+
+#define PYFILE_LOADS 8
+
+struct pyfile {
+	uint64_t addr[PYSYM__MAX]; /* ELF virtual addresses */
+	uint32_t found;		   /* 1 << PYSYM_x: addr[x] is set */
+	uint32_t nloads;
+	struct {
+		uint64_t off, filesz, vaddr;
+		uint32_t flags; /* p_flags: PF_X */
+	} loads[PYFILE_LOADS];	/* PT_LOAD segments */
+};
+
+/* Reads fd's symbols and segments. Returns 0, -ENOENT (no _PyRuntime), -errno. */
+int pyproc__file(int fd, struct pyfile *f);
+
+/* The ELF virtual address that file offset pgoff of a mapping lands at; 0 or -ENOENT. */
+int pyproc__vaddr(const struct pyfile *f, uint64_t pgoff, uint64_t *vaddr);
+
+/* pyproc__probe with the file's facts read already (pyproc__file). */
+int pyproc__probe_file(pid_t pid, const struct pyfile *f, const char *path, uint64_t bias,
+		       struct pyinfo *info);
+
+/*
  * Where the GIL records its holder: fills info->bpf.gil_holder/gil_locked
  * (absolute addresses in the target) for 3.8-3.13. 3.12+ keep the GIL in the
  * interpreter, so this needs an initialized interpreter. Returns 0, -EAGAIN
