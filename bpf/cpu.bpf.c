@@ -73,12 +73,36 @@ struct {
  */
 const volatile bool cpu_last_task_on = false;
 
+/*
+ * A thread's task storage: the runtime at its previous sample, and what its
+ * samples learnt of its process's interpreter. not_py is py_gen + 1 when
+ * py_procs had no entry for the process at the generation py_gen names
+ * (0: not looked up yet). user space bumps py_gen after each interpreter
+ * it adds (pytrack.c), so a thread of a process that turns out to be
+ * Python looks again at its next sample; until then a sample of a thread
+ * that is not Python skips the python_frames() call and its py_procs
+ * lookup (a hash of the tgid, on lines the sample finds cold).
+ */
+struct cpu_task {
+	__u64 runtime_ns;
+	__u32 not_py;
+	__u32 pad;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct cpu_last);
+	__type(value, struct cpu_task);
 } cpu_last_task SEC(".maps");
+
+/* Written by user space only (pytrack.c): one more for each interpreter added to py_procs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} py_gen SEC(".maps");
 
 /*
  * The running task's CPU time now, as task_sched_runtime() (schedstat's first
@@ -113,26 +137,32 @@ static __always_inline __u64 task_runtime(struct bpf_perf_event_data *ctx, struc
 	return rt;
 }
 
-/* Nanoseconds of CPU the sample stands for (see cpu_last above). */
-static __always_inline __u64 sample_cpu_ns(struct bpf_perf_event_data *ctx, __u32 tid)
+/*
+ * Nanoseconds of CPU the sample stands for (see cpu_last above). *ts: the
+ * thread's task storage, or NULL (none made, or not used on this kernel).
+ */
+static __always_inline __u64 sample_cpu_ns(struct bpf_perf_event_data *ctx, __u32 tid,
+					   struct cpu_task **ts)
 {
 	/* a BTF pointer: plain loads, half the time of BPF_CORE_READ's probe reads */
 	struct task_struct *t = bpf_get_current_task_btf();
 	struct cpu_last *last, fresh;
+	struct cpu_task *tl;
 	__u64 rt = task_runtime(ctx, t), w;
 
+	*ts = NULL;
 	if (cpu_last_task_on) {
-		last = bpf_task_storage_get(&cpu_last_task, t, NULL,
-					    BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (last && last->runtime_ns) {
-			if (rt <= last->runtime_ns)
+		tl = bpf_task_storage_get(&cpu_last_task, t, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		*ts = tl;
+		if (tl && tl->runtime_ns) {
+			if (rt <= tl->runtime_ns)
 				return 0;
-			w = rt - last->runtime_ns;
-			last->runtime_ns = rt;
+			w = rt - tl->runtime_ns;
+			tl->runtime_ns = rt;
 			return w;
 		}
-		if (last)
-			last->runtime_ns = rt;
+		if (tl)
+			tl->runtime_ns = rt;
 		count(CNT_CPU_FIRST);
 		return period_ns;
 	}
@@ -183,8 +213,10 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct task_struct *task;
 	struct prof_sample *s;
-	__u32 zero = 0;
+	struct cpu_task *ts;
+	__u32 zero = 0, *gen, pygen = 0;
 	__u64 klen = 0, ulen = 0, pylen, size, t0 = 0;
+	bool none;
 
 	if (time_samples)
 		t0 = bpf_ktime_get_ns();
@@ -202,7 +234,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 
 	task = (struct task_struct *)bpf_get_current_task();
-	sample_init(s, SAMPLE_CPU, sample_cpu_ns(ctx, tid), tgid, tid);
+	sample_init(s, SAMPLE_CPU, sample_cpu_ns(ctx, tid, &ts), tgid, tid);
 
 	/*
 	 * Interrupted in user mode, the kernel stack is empty (perf's
@@ -222,8 +254,17 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	s->hdr.kstack_len = klen;
 	s->hdr.ustack_len = ulen;
 	pylen = 0;
-	if (!(s->hdr.flags & SAMPLE_F_KTHREAD))
-		pylen = python_stack(s, klen + ulen);
+	if (ts) {
+		/* read before py_procs: an interpreter added after it moves it on */
+		gen = bpf_map_lookup_elem(&py_gen, &zero);
+		if (gen)
+			pygen = *gen + 1;
+	}
+	if (!(s->hdr.flags & SAMPLE_F_KTHREAD) && !(ts && pygen && ts->not_py == pygen)) {
+		pylen = python_stack_none(s, klen + ulen, &none);
+		if (none && ts)
+			ts->not_py = pygen;
+	}
 
 	size = sizeof(s->hdr) + (klen + ulen + 2 * pylen) * sizeof(__u64);
 	if (size > sizeof(*s))

@@ -432,8 +432,9 @@ __noinline int py_snapshot(__u32 tgid, __u32 tid, __u64 tagged)
 
 /*
  * Walk the sampled thread's Python stack into s->frames[base...] and return
- * the number of frames (0 when the process is not Python). A global function:
- * verified once, not once per state the caller reaches it in.
+ * the number of frames, or -1 when py_procs has no interpreter for the
+ * process (0 with want_python off). A global function: verified once, not
+ * once per state the caller reaches it in.
  */
 __noinline int python_frames(struct prof_sample *s, __u32 base)
 {
@@ -448,7 +449,7 @@ __noinline int python_frames(struct prof_sample *s, __u32 base)
 	tid = s->hdr.tid;
 	st.pp = bpf_map_lookup_elem(&py_procs, &tgid);
 	if (!st.pp)
-		return 0;
+		return -1;
 	tstate = bpf_map_lookup_elem(&py_threads, &tid);
 	if (!tstate) {
 		s->hdr.flags |= SAMPLE_F_PY_NO_THREAD;
@@ -526,17 +527,28 @@ fail:
 
 /*
  * The Python frames after the first base entries of s->frames, bounded where
- * the verifier can see it; sets pystack_len. Returns the frame count.
+ * the verifier can see it; sets pystack_len. Returns the frame count; *none
+ * says whether py_procs had no interpreter for the process.
  */
-static __always_inline __u64 python_stack(struct prof_sample *s, __u32 base)
+static __always_inline __u64 python_stack_none(struct prof_sample *s, __u32 base, bool *none)
 {
-	__u64 pylen = python_frames(s, base);
+	int n = python_frames(s, base);
+	__u64 pylen;
 
+	*none = n < 0;
+	pylen = n < 0 ? 0 : n;
 	asm volatile("" : "+r"(pylen)); /* the verifier's bound, not clang's */
 	if (pylen > MAX_PYSTACK)
 		pylen = MAX_PYSTACK;
 	s->hdr.pystack_len = pylen;
 	return pylen;
+}
+
+static __always_inline __u64 python_stack(struct prof_sample *s, __u32 base)
+{
+	bool none;
+
+	return python_stack_none(s, base, &none);
 }
 
 #endif

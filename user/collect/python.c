@@ -35,6 +35,7 @@ static int python_setup(struct recorder *r, void **priv)
 		return err;
 	}
 	pytrack__set_seen_map(r->py, bpf_map__fd(r->skel->maps.pycode_seen));
+	pytrack__set_gen_map(r->py, bpf_map__fd(r->skel->maps.py_gen));
 	return 0;
 }
 

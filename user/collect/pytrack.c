@@ -123,6 +123,8 @@ struct pytrack {
 	struct htab *codes;	  /* code_key -> code id */
 	struct htab *snaps;	  /* code_key -> struct snap * (keys borrowed from it) */
 	int seen_fd;		  /* BPF pycode_seen, -1: none */
+	int gen_fd;		  /* BPF py_gen, -1: none */
+	uint32_t gen;		  /* what py_gen holds */
 	struct code_entry **ents; /* by code id - 1; NULL: freed by pytrack__gc */
 	size_t nents, capents;
 	uint64_t *free_ids; /* ids pytrack__gc freed, reused first */
@@ -248,6 +250,7 @@ int pytrack__new(struct pytrack **out, int procs_fd, int threads_fd, struct objt
 	t->codes = htab__new(1024, HTAB_COPY_KEYS);
 	t->snaps = htab__new(256, 0);
 	t->seen_fd = -1;
+	t->gen_fd = -1;
 	t->scratch = calloc(MAX_THREADS, sizeof(*t->scratch));
 	t->mb = (struct membudget_cache){ .name = "python line tables",
 					  .evict = lines_evict,
@@ -457,6 +460,16 @@ void pytrack__sync(struct pytrack *t, const struct proc *p)
 				 strerror(errno));
 			return;
 		}
+		/*
+		 * After the entry is in, not before: a sample between the two
+		 * that found no entry would note the new generation.
+		 */
+		if (t->gen_fd >= 0) {
+			uint32_t zero = 0;
+
+			t->gen++;
+			bpf_map_update_elem(t->gen_fd, &zero, &t->gen, BPF_ANY);
+		}
 		pp->python = true;
 		t->st.interpreters++;
 		pr_debug("pid %u: CPython %x in %s", p->pid, pp->info.version, o->path);
@@ -657,6 +670,11 @@ static uint64_t decode(struct pytrack *t, struct pyp *pp, uint64_t addr)
 void pytrack__set_seen_map(struct pytrack *t, int seen_fd)
 {
 	t->seen_fd = seen_fd;
+}
+
+void pytrack__set_gen_map(struct pytrack *t, int gen_fd)
+{
+	t->gen_fd = gen_fd;
 }
 
 void pytrack__snapshot(struct pytrack *t, uint32_t pid, const void *snap, size_t len)
