@@ -77,16 +77,20 @@ const volatile bool cpu_last_task_on = false;
  * A thread's task storage: the runtime at its previous sample, and what its
  * samples learnt of its process's interpreter. not_py is py_gen + 1 when
  * py_procs had no entry for the process at the generation py_gen names
- * (0: not looked up yet). user space bumps py_gen after each interpreter
- * it adds (pytrack.c), so a thread of a process that turns out to be
- * Python looks again at its next sample; until then a sample of a thread
- * that is not Python skips the python_frames() call and its py_procs
- * lookup (a hash of the tgid, on lines the sample finds cold).
+ * (0: not looked up yet); py, its thread state as py_threads gave it at a
+ * generation. User space bumps py_gen after each interpreter it adds and
+ * each change to py_threads (pytrack.c), so a thread of a process that
+ * turns out to be Python looks again at its next sample, and a thread
+ * state rescanned is looked up again. Until then a sample of a thread that
+ * is not Python skips the python_frames() call and its py_procs lookup,
+ * and a Python thread's sample the py_threads lookup (hashes of the tgid
+ * and tid, on lines the sample finds cold).
  */
 struct cpu_task {
 	__u64 runtime_ns;
 	__u32 not_py;
 	__u32 pad;
+	struct py_tcache py; /* a Python thread's PyThreadState (python_frames) */
 };
 
 struct {
@@ -96,7 +100,10 @@ struct {
 	__type(value, struct cpu_task);
 } cpu_last_task SEC(".maps");
 
-/* Written by user space only (pytrack.c): one more for each interpreter added to py_procs. */
+/*
+ * Written by user space only (pytrack.c): one more after each interpreter
+ * added to py_procs and each change to py_threads.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -261,7 +268,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 			pygen = *gen + 1;
 	}
 	if (!(s->hdr.flags & SAMPLE_F_KTHREAD) && !(ts && pygen && ts->not_py == pygen)) {
-		pylen = python_stack_none(s, klen + ulen, &none);
+		pylen = python_stack_none(s, klen + ulen, ts ? &ts->py : NULL, pygen, &none);
 		if (none && ts)
 			ts->not_py = pygen;
 	}

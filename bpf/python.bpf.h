@@ -431,15 +431,28 @@ __noinline int py_snapshot(__u32 tgid, __u32 tid, __u64 tagged)
 }
 
 /*
+ * A thread's PyThreadState as py_threads gave it, kept by the caller per
+ * thread (cpu.bpf.c: in its task storage): valid while py_gen, which user
+ * space bumps after each change to py_threads, is still at gen - 1.
+ */
+struct py_tcache {
+	__u64 tstate;
+	__u32 gen; /* py_gen + 1 when tstate was looked up; 0: empty */
+	__u32 pad;
+};
+
+/*
  * Walk the sampled thread's Python stack into s->frames[base...] and return
  * the number of frames, or -1 when py_procs has no interpreter for the
- * process (0 with want_python off). A global function: verified once, not
- * once per state the caller reaches it in.
+ * process (0 with want_python off). tc (or NULL): the thread's cached
+ * thread state, valid at pygen (py_gen + 1 as read before any lookup; 0:
+ * none), used in place of py_threads and filled from it. A global
+ * function: verified once, not once per state the caller reaches it in.
  */
-__noinline int python_frames(struct prof_sample *s, __u32 base)
+__noinline int python_frames(struct prof_sample *s, __u32 base, struct py_tcache *tc, __u32 pygen)
 {
 	struct pystate st = { .base = base };
-	__u64 *tstate, p = 0;
+	__u64 *tsp, tstate, p = 0;
 	__u32 tgid, tid;
 
 	if (!s || !want_python || base > MAX_KSTACK + MAX_USTACK)
@@ -450,11 +463,20 @@ __noinline int python_frames(struct prof_sample *s, __u32 base)
 	st.pp = bpf_map_lookup_elem(&py_procs, &tgid);
 	if (!st.pp)
 		return -1;
-	tstate = bpf_map_lookup_elem(&py_threads, &tid);
-	if (!tstate) {
-		s->hdr.flags |= SAMPLE_F_PY_NO_THREAD;
-		count(CNT_PY_NO_THREAD);
-		return 0;
+	if (tc && pygen && tc->gen == pygen) {
+		tstate = tc->tstate;
+	} else {
+		tsp = bpf_map_lookup_elem(&py_threads, &tid);
+		if (!tsp) {
+			s->hdr.flags |= SAMPLE_F_PY_NO_THREAD;
+			count(CNT_PY_NO_THREAD);
+			return 0;
+		}
+		tstate = *tsp;
+		if (tc) {
+			tc->tstate = tstate;
+			tc->gen = pygen;
+		}
 	}
 	if (st.pp->gil_holder) {
 		__u64 gil[2] = {}; /* holder, locked */
@@ -467,10 +489,10 @@ __noinline int python_frames(struct prof_sample *s, __u32 base)
 		else
 			err = py_read(st.pp->gil_holder, &gil[0]) ||
 			      py_read(st.pp->gil_locked, &gil[1]);
-		if (!err && gil[0] == *tstate && (__u32)gil[1])
+		if (!err && gil[0] == tstate && (__u32)gil[1])
 			s->hdr.flags |= SAMPLE_F_PY_GIL;
 	}
-	if (py_read(*tstate + st.pp->tstate_frame, &p))
+	if (py_read(tstate + st.pp->tstate_frame, &p))
 		goto fail;
 	if (st.pp->model == PY_MODEL_CFRAME && p && py_read(p + st.pp->cframe_current, &p))
 		goto fail;
@@ -530,9 +552,10 @@ fail:
  * the verifier can see it; sets pystack_len. Returns the frame count; *none
  * says whether py_procs had no interpreter for the process.
  */
-static __always_inline __u64 python_stack_none(struct prof_sample *s, __u32 base, bool *none)
+static __always_inline __u64 python_stack_none(struct prof_sample *s, __u32 base,
+					       struct py_tcache *tc, __u32 pygen, bool *none)
 {
-	int n = python_frames(s, base);
+	int n = python_frames(s, base, tc, pygen);
 	__u64 pylen;
 
 	*none = n < 0;
@@ -548,7 +571,7 @@ static __always_inline __u64 python_stack(struct prof_sample *s, __u32 base)
 {
 	bool none;
 
-	return python_stack_none(s, base, &none);
+	return python_stack_none(s, base, NULL, 0, &none);
 }
 
 #endif

@@ -354,10 +354,28 @@ static struct pyp *pyp_of(struct pytrack *t, uint32_t pid, bool create)
 	return (struct pyp *)(uintptr_t)e->val;
 }
 
+/*
+ * BPF's py_gen one more: the threads whose samples noted "no interpreter"
+ * or kept a thread state look up py_procs and py_threads again. After the
+ * change, not before: a sample in between that read the old entries would
+ * keep what it found under the new generation.
+ */
+static void gen_bump(struct pytrack *t)
+{
+	uint32_t zero = 0;
+
+	if (t->gen_fd < 0)
+		return;
+	t->gen++;
+	bpf_map_update_elem(t->gen_fd, &zero, &t->gen, BPF_ANY);
+}
+
 static void clear_threads(struct pytrack *t, struct pyp *pp)
 {
 	for (uint32_t i = 0; i < pp->ntids; i++)
 		bpf_map_delete_elem(t->threads_fd, &pp->tids[i]);
+	if (pp->ntids)
+		gen_bump(t);
 	free(pp->tids);
 	pp->tids = NULL;
 	pp->ntids = 0;
@@ -391,6 +409,8 @@ static void scan_threads(struct pytrack *t, struct pyp *pp)
 			continue;
 		pp->tids[pp->ntids++] = t->scratch[i].tid;
 	}
+	if (pp->ntids)
+		gen_bump(t);
 	t->st.threads += pp->ntids;
 }
 
@@ -460,16 +480,7 @@ void pytrack__sync(struct pytrack *t, const struct proc *p)
 				 strerror(errno));
 			return;
 		}
-		/*
-		 * After the entry is in, not before: a sample between the two
-		 * that found no entry would note the new generation.
-		 */
-		if (t->gen_fd >= 0) {
-			uint32_t zero = 0;
-
-			t->gen++;
-			bpf_map_update_elem(t->gen_fd, &zero, &t->gen, BPF_ANY);
-		}
+		gen_bump(t);
 		pp->python = true;
 		t->st.interpreters++;
 		pr_debug("pid %u: CPython %x in %s", p->pid, pp->info.version, o->path);

@@ -68,7 +68,8 @@ bool pytrack__seen(const struct pytrack *t, uint32_t pid);
 void pytrack__set_seen_map(struct pytrack *t, int seen_fd);
 /*
  * BPF's py_gen (an array of one u32): bumped after each interpreter written
- * to py_procs, so that threads BPF noted as not Python look again.
+ * to py_procs and each change to py_threads, so that threads BPF noted as
+ * not Python, or whose thread state it kept, look again.
  */
 void pytrack__set_gen_map(struct pytrack *t, int gen_fd);
 /*
