@@ -89,7 +89,7 @@ const volatile bool cpu_last_task_on = false;
 struct cpu_task {
 	__u64 runtime_ns;
 	__u32 not_py;
-	__u32 pad;
+	__u32 target;	     /* targets_gen + 1 when targets had the process (cpu_target) */
 	struct py_tcache py; /* a Python thread's PyThreadState (python_frames) */
 };
 
@@ -110,6 +110,55 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } py_gen SEC(".maps");
+
+/*
+ * One more after each entry on_exit deletes from targets (the only place
+ * one goes): a thread noted as a target at the previous generation looks
+ * its process up again.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} targets_gen SEC(".maps");
+
+/*
+ * is_target() for a sample. With a pid filter (-p, -- CMD), a thread's
+ * task storage notes that its process was found in targets, at
+ * targets_gen's generation: the thread's later samples skip the hash
+ * lookup, and the storage found (*ts) is the one the CPU weight uses. A
+ * thread not found is noted nowhere (no storage is made for it).
+ */
+static __always_inline bool cpu_target(__u32 tgid, struct cpu_task **ts)
+{
+	struct task_struct *t;
+	struct cpu_task *tl;
+	__u32 zero = 0, *g, gen = 0;
+
+	if (!cpu_last_task_on || !filter_pids)
+		return is_target(tgid);
+	if (filter_cgroup && bpf_current_task_under_cgroup(&target_cgroup, 0) != 1)
+		return false;
+	/* read before targets: a deletion after it moves it on */
+	g = bpf_map_lookup_elem(&targets_gen, &zero);
+	if (g)
+		gen = *g + 1;
+	t = bpf_get_current_task_btf();
+	tl = bpf_task_storage_get(&cpu_last_task, t, NULL, 0);
+	if (tl && gen && tl->target == gen) {
+		*ts = tl;
+		return true;
+	}
+	if (!bpf_map_lookup_elem(&targets, &tgid))
+		return false;
+	if (!tl)
+		tl = bpf_task_storage_get(&cpu_last_task, t, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (tl)
+		tl->target = gen;
+	*ts = tl;
+	return true;
+}
 
 /*
  * The running task's CPU time now, as task_sched_runtime() (schedstat's first
@@ -146,7 +195,8 @@ static __always_inline __u64 task_runtime(struct bpf_perf_event_data *ctx, struc
 
 /*
  * Nanoseconds of CPU the sample stands for (see cpu_last above). *ts: the
- * thread's task storage, or NULL (none made, or not used on this kernel).
+ * thread's task storage (cpu_target's, else found or made here), or NULL
+ * (none made, or not used on this kernel).
  */
 static __always_inline __u64 sample_cpu_ns(struct bpf_perf_event_data *ctx, __u32 tid,
 					   struct cpu_task **ts)
@@ -157,9 +207,11 @@ static __always_inline __u64 sample_cpu_ns(struct bpf_perf_event_data *ctx, __u3
 	struct cpu_task *tl;
 	__u64 rt = task_runtime(ctx, t), w;
 
-	*ts = NULL;
 	if (cpu_last_task_on) {
-		tl = bpf_task_storage_get(&cpu_last_task, t, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		tl = *ts;
+		if (!tl)
+			tl = bpf_task_storage_get(&cpu_last_task, t, NULL,
+						  BPF_LOCAL_STORAGE_GET_F_CREATE);
 		*ts = tl;
 		if (tl && tl->runtime_ns) {
 			if (rt <= tl->runtime_ns)
@@ -220,7 +272,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct task_struct *task;
 	struct prof_sample *s;
-	struct cpu_task *ts;
+	struct cpu_task *ts = NULL;
 	__u32 zero = 0, *gen, pygen = 0;
 	__u64 klen = 0, ulen = 0, pylen, size, t0 = 0;
 	bool none;
@@ -232,7 +284,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		count(CNT_IDLE);
 		return 0;
 	}
-	if (!is_target(tgid)) {
+	if (!cpu_target(tgid, &ts)) {
 		count(CNT_FILTERED);
 		return 0;
 	}
@@ -320,7 +372,14 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	if (!follow_children)
 		return 0;
 	reason = bpf_map_lookup_elem(&targets, &tgid);
-	if (reason && *reason == TARGET_CHILD)
+	if (reason && *reason == TARGET_CHILD) {
+		__u32 zero = 0, *g;
+
 		bpf_map_delete_elem(&targets, &tgid);
+		/* after the deletion: see cpu_target */
+		g = bpf_map_lookup_elem(&targets_gen, &zero);
+		if (g)
+			__sync_fetch_and_add(g, 1);
+	}
 	return 0;
 }
