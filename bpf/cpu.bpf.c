@@ -73,12 +73,93 @@ struct {
  */
 const volatile bool cpu_last_task_on = false;
 
+/*
+ * A thread's task storage: the runtime at its previous sample, and what its
+ * samples learnt of its process's interpreter. not_py is py_gen + 1 when
+ * py_procs had no entry for the process at the generation py_gen names,
+ * and none could be made in BPF (py_early_proc: a young process may map
+ * its interpreter later, so its samples note nothing) (0: not looked up); py, its thread state as py_threads gave it at a
+ * generation. User space bumps py_gen after each interpreter it adds and
+ * each change to py_threads (pytrack.c), so a thread of a process that
+ * turns out to be Python looks again at its next sample, and a thread
+ * state rescanned is looked up again. Until then a sample of a thread that
+ * is not Python skips the python_frames() call and its py_procs lookup,
+ * and a Python thread's sample the py_threads lookup (hashes of the tgid
+ * and tid, on lines the sample finds cold).
+ */
+struct cpu_task {
+	__u64 runtime_ns;
+	__u32 not_py;
+	__u32 target;	     /* targets_gen + 1 when targets had the process (cpu_target) */
+	struct py_tcache py; /* a Python thread's PyThreadState (python_frames) */
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct cpu_last);
+	__type(value, struct cpu_task);
 } cpu_last_task SEC(".maps");
+
+/*
+ * Written by user space only (pytrack.c): one more after each interpreter
+ * added to py_procs and each change to py_threads.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} py_gen SEC(".maps");
+
+/*
+ * One more after each entry on_exit deletes from targets (the only place
+ * one goes): a thread noted as a target at the previous generation looks
+ * its process up again.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} targets_gen SEC(".maps");
+
+/*
+ * is_target() for a sample. With a pid filter (-p, -- CMD), a thread's
+ * task storage notes that its process was found in targets, at
+ * targets_gen's generation: the thread's later samples skip the hash
+ * lookup, and the storage found (*ts) is the one the CPU weight uses. A
+ * thread not found is noted nowhere (no storage is made for it).
+ */
+static __always_inline bool cpu_target(__u32 tgid, struct cpu_task **ts)
+{
+	struct task_struct *t;
+	struct cpu_task *tl;
+	__u32 zero = 0, *g, gen = 0;
+
+	if (!cpu_last_task_on || !filter_pids)
+		return is_target(tgid);
+	if (filter_cgroup && bpf_current_task_under_cgroup(&target_cgroup, 0) != 1)
+		return false;
+	/* read before targets: a deletion after it moves it on */
+	g = bpf_map_lookup_elem(&targets_gen, &zero);
+	if (g)
+		gen = *g + 1;
+	t = bpf_get_current_task_btf();
+	tl = bpf_task_storage_get(&cpu_last_task, t, NULL, 0);
+	if (tl && gen && tl->target == gen) {
+		*ts = tl;
+		return true;
+	}
+	if (!bpf_map_lookup_elem(&targets, &tgid))
+		return false;
+	if (!tl)
+		tl = bpf_task_storage_get(&cpu_last_task, t, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (tl)
+		tl->target = gen;
+	*ts = tl;
+	return true;
+}
 
 /*
  * The running task's CPU time now, as task_sched_runtime() (schedstat's first
@@ -113,26 +194,35 @@ static __always_inline __u64 task_runtime(struct bpf_perf_event_data *ctx, struc
 	return rt;
 }
 
-/* Nanoseconds of CPU the sample stands for (see cpu_last above). */
-static __always_inline __u64 sample_cpu_ns(struct bpf_perf_event_data *ctx, __u32 tid)
+/*
+ * Nanoseconds of CPU the sample stands for (see cpu_last above). *ts: the
+ * thread's task storage (cpu_target's, else found or made here), or NULL
+ * (none made, or not used on this kernel).
+ */
+static __always_inline __u64 sample_cpu_ns(struct bpf_perf_event_data *ctx, __u32 tid,
+					   struct cpu_task **ts)
 {
 	/* a BTF pointer: plain loads, half the time of BPF_CORE_READ's probe reads */
 	struct task_struct *t = bpf_get_current_task_btf();
 	struct cpu_last *last, fresh;
+	struct cpu_task *tl;
 	__u64 rt = task_runtime(ctx, t), w;
 
 	if (cpu_last_task_on) {
-		last = bpf_task_storage_get(&cpu_last_task, t, NULL,
-					    BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (last && last->runtime_ns) {
-			if (rt <= last->runtime_ns)
+		tl = *ts;
+		if (!tl)
+			tl = bpf_task_storage_get(&cpu_last_task, t, NULL,
+						  BPF_LOCAL_STORAGE_GET_F_CREATE);
+		*ts = tl;
+		if (tl && tl->runtime_ns) {
+			if (rt <= tl->runtime_ns)
 				return 0;
-			w = rt - last->runtime_ns;
-			last->runtime_ns = rt;
+			w = rt - tl->runtime_ns;
+			tl->runtime_ns = rt;
 			return w;
 		}
-		if (last)
-			last->runtime_ns = rt;
+		if (tl)
+			tl->runtime_ns = rt;
 		count(CNT_CPU_FIRST);
 		return period_ns;
 	}
@@ -183,8 +273,10 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct task_struct *task;
 	struct prof_sample *s;
-	__u32 zero = 0;
+	struct cpu_task *ts = NULL;
+	__u32 zero = 0, *gen, pygen = 0;
 	__u64 klen = 0, ulen = 0, pylen, size, t0 = 0;
+	bool none;
 
 	if (time_samples)
 		t0 = bpf_ktime_get_ns();
@@ -193,7 +285,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		count(CNT_IDLE);
 		return 0;
 	}
-	if (!is_target(tgid)) {
+	if (!cpu_target(tgid, &ts)) {
 		count(CNT_FILTERED);
 		return 0;
 	}
@@ -202,7 +294,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 
 	task = (struct task_struct *)bpf_get_current_task();
-	sample_init(s, SAMPLE_CPU, sample_cpu_ns(ctx, tid), tgid, tid);
+	sample_init(s, SAMPLE_CPU, sample_cpu_ns(ctx, tid, &ts), tgid, tid);
 
 	/*
 	 * Interrupted in user mode, the kernel stack is empty (perf's
@@ -222,8 +314,17 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	s->hdr.kstack_len = klen;
 	s->hdr.ustack_len = ulen;
 	pylen = 0;
-	if (!(s->hdr.flags & SAMPLE_F_KTHREAD))
-		pylen = python_stack(s, klen + ulen);
+	if (ts) {
+		/* read before py_procs: an interpreter added after it moves it on */
+		gen = bpf_map_lookup_elem(&py_gen, &zero);
+		if (gen)
+			pygen = *gen + 1;
+	}
+	if (!(s->hdr.flags & SAMPLE_F_KTHREAD) && !(ts && pygen && ts->not_py == pygen)) {
+		pylen = python_stack_none(s, klen + ulen, ts ? &ts->py : NULL, pygen, &none);
+		if (none && ts)
+			ts->not_py = pygen;
+	}
 
 	size = sizeof(s->hdr) + (klen + ulen + 2 * pylen) * sizeof(__u64);
 	if (size > sizeof(*s))
@@ -272,7 +373,14 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	if (!follow_children)
 		return 0;
 	reason = bpf_map_lookup_elem(&targets, &tgid);
-	if (reason && *reason == TARGET_CHILD)
+	if (reason && *reason == TARGET_CHILD) {
+		__u32 zero = 0, *g;
+
 		bpf_map_delete_elem(&targets, &tgid);
+		/* after the deletion: see cpu_target */
+		g = bpf_map_lookup_elem(&targets_gen, &zero);
+		if (g)
+			__sync_fetch_and_add(g, 1);
+	}
 	return 0;
 }

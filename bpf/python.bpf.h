@@ -200,7 +200,10 @@ static long py_early_one(__u32 i, void *data)
  * so that a short command's samples have Python frames from its
  * interpreter's start, however late user space is. User space deletes the
  * entry when the process exits or execs, and overwrites it when it probes
- * the process. 0, or -1.
+ * the process. 0: made (or there already); 1: a young process (early
+ * mappings kept) with no interpreter file mapped yet, which it may map
+ * later; -1: none to be made here (user space describes the process, and
+ * bumps py_gen when it finds an interpreter in it).
  */
 __noinline int py_early_proc(__u32 tgid)
 {
@@ -219,13 +222,16 @@ __noinline int py_early_proc(__u32 tgid)
 		n = EARLY_MAPS;
 	bpf_loop(n, py_early_one, &c, 0);
 	pp = bpf_map_lookup_elem(&py_early_buf, &zero);
-	if (!c.f || !pp)
+	if (!c.f)
+		return 1;
+	if (!pp)
 		return -1;
 	*pp = c.f->pp;
 	pp->runtime += c.bias;
 	pp->ts_walk = 1;
+	/* another CPU's sample of the process may have made it first */
 	if (bpf_map_update_elem(&py_procs, &tgid, pp, BPF_NOEXIST))
-		return -1;
+		return 0;
 	count(CNT_PY_EARLY_PROC);
 	return 0;
 }
@@ -548,14 +554,29 @@ __noinline int py_snapshot(__u32 tgid, __u32 tid, __u64 tagged)
 }
 
 /*
- * Walk the sampled thread's Python stack into s->frames[base...] and return
- * the number of frames (0 when the process is not Python). A global function:
- * verified once, not once per state the caller reaches it in.
+ * A thread's PyThreadState as py_threads gave it, kept by the caller per
+ * thread (cpu.bpf.c: in its task storage): valid while py_gen, which user
+ * space bumps after each change to py_threads, is still at gen - 1.
  */
-__noinline int python_frames(struct prof_sample *s, __u32 base)
+struct py_tcache {
+	__u64 tstate;
+	__u32 gen; /* py_gen + 1 when tstate was looked up; 0: empty */
+	__u32 pad;
+};
+
+/*
+ * Walk the sampled thread's Python stack into s->frames[base...] and return
+ * the number of frames, or -1 when py_procs has no interpreter for the
+ * process (0 with want_python off). tc (or NULL): the thread's cached
+ * thread state, valid at pygen (py_gen + 1 as read before any lookup; 0:
+ * none), used in place of py_threads and filled from it. A global
+ * function: verified once, not once per state the caller reaches it in.
+ */
+__noinline int python_frames(struct prof_sample *s, __u32 base, struct py_tcache *tc, __u32 pygen)
 {
 	struct pystate st = { .base = base };
-	__u64 *known, tstate = 0, p = 0;
+	__u64 *tsp, tstate = 0, p = 0;
+	int early;
 	__u32 tgid, tid;
 
 	if (!s || !want_python || base > MAX_KSTACK + MAX_USTACK)
@@ -564,13 +585,27 @@ __noinline int python_frames(struct prof_sample *s, __u32 base)
 	tgid = s->hdr.pid;
 	tid = s->hdr.tid;
 	st.pp = bpf_map_lookup_elem(&py_procs, &tgid);
-	if (!st.pp && !py_early_proc(tgid))
+	if (!st.pp) {
+		early = py_early_proc(tgid);
+		/*
+		 * -1 (not Python at this py_gen: the caller notes it) only where
+		 * user space, not py_early_proc, would make the entry: a young
+		 * process may map its interpreter on its next sample
+		 */
+		if (early)
+			return early > 0 ? 0 : -1;
 		st.pp = bpf_map_lookup_elem(&py_procs, &tgid);
+	}
 	if (!st.pp)
-		return 0;
-	known = bpf_map_lookup_elem(&py_threads, &tid);
-	if (known) {
-		tstate = *known;
+		return -1;
+	if (tc && pygen && tc->gen == pygen) {
+		tstate = tc->tstate;
+	} else if ((tsp = bpf_map_lookup_elem(&py_threads, &tid))) {
+		tstate = *tsp;
+		if (tc) {
+			tc->tstate = tstate;
+			tc->gen = pygen;
+		}
 	} else if (st.pp->ts_walk && (__u32)bpf_get_current_pid_tgid() == tid &&
 		   !py_find_tstate(st.pp, &tstate)) {
 		/* user space rescans when it reads this flag: then py_threads has it */
@@ -652,17 +687,29 @@ fail:
 
 /*
  * The Python frames after the first base entries of s->frames, bounded where
- * the verifier can see it; sets pystack_len. Returns the frame count.
+ * the verifier can see it; sets pystack_len. Returns the frame count; *none
+ * says whether py_procs had no interpreter for the process.
  */
-static __always_inline __u64 python_stack(struct prof_sample *s, __u32 base)
+static __always_inline __u64 python_stack_none(struct prof_sample *s, __u32 base,
+					       struct py_tcache *tc, __u32 pygen, bool *none)
 {
-	__u64 pylen = python_frames(s, base);
+	int n = python_frames(s, base, tc, pygen);
+	__u64 pylen;
 
+	*none = n < 0;
+	pylen = n < 0 ? 0 : n;
 	asm volatile("" : "+r"(pylen)); /* the verifier's bound, not clang's */
 	if (pylen > MAX_PYSTACK)
 		pylen = MAX_PYSTACK;
 	s->hdr.pystack_len = pylen;
 	return pylen;
+}
+
+static __always_inline __u64 python_stack(struct prof_sample *s, __u32 base)
+{
+	bool none;
+
+	return python_stack_none(s, base, NULL, 0, &none);
 }
 
 #endif

@@ -642,7 +642,8 @@ __noinline int fp_try_regs(struct bpf_proc_unwind *info, struct fpregs *r, int l
 
 	if (!info || !r || !r->bp || r->bp < r->sp || r->bp - r->sp > (1 << 20))
 		return -1;
-	if (read_stack(r->bp + 8, &ra) || read_stack(r->bp, &bp))
+	/* the lower word first: a refill copies upwards from it (see unwind_frame) */
+	if (read_stack(r->bp, &bp) || read_stack(r->bp + 8, &ra))
 		return -1;
 	if (!find_umap(info, ra, lazy))
 		return -1;
@@ -777,14 +778,19 @@ static __always_inline long unwind_frame(struct ustate *st)
 		reason = CNT_UNW_UNSUPPORTED;
 		goto fallback;
 	}
-	if (read_word(st->win, cfa - 8, &ra))
-		return unwind_fail(st, CNT_UNW_READ_FAILED);
+	/*
+	 * The saved RBP first: it lies below the return address, and a window
+	 * that misses is refilled from the word read upwards. Read second, it
+	 * missed the copy made for the return address and paid a second copy.
+	 */
 	if (rbp_rule == UROW_RBP_CFA) {
 		if (read_word(st->win, cfa + (__s64)r->rbp_off8 * 8, &st->bp))
 			return unwind_fail(st, CNT_UNW_READ_FAILED);
 	} else if (rbp_rule != UROW_RBP_SAME) {
 		st->bp = 0; /* unknown from here on; only a FP rule would need it */
 	}
+	if (read_word(st->win, cfa - 8, &ra))
+		return unwind_fail(st, CNT_UNW_READ_FAILED);
 	st->sp = cfa;
 	st->ip = ra;
 	st->exact_ip = false;

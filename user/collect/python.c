@@ -36,6 +36,7 @@ static int python_setup(struct recorder *r, void **priv)
 	}
 	pytrack__set_seen_map(r->py, bpf_map__fd(r->skel->maps.pycode_seen));
 	pytrack__set_files_map(r->py, bpf_map__fd(r->skel->maps.py_files));
+	pytrack__set_gen_map(r->py, bpf_map__fd(r->skel->maps.py_gen));
 	return 0;
 }
 

@@ -157,6 +157,8 @@ struct pytrack {
 	struct htab *codes;	  /* code_key -> code id */
 	struct htab *snaps;	  /* code_key -> struct snap * (keys borrowed from it) */
 	int seen_fd;		  /* BPF pycode_seen, -1: none */
+	int gen_fd;		  /* BPF py_gen, -1: none */
+	uint32_t gen;		  /* what py_gen holds */
 	struct code_entry **ents; /* by code id - 1; NULL: freed by pytrack__gc */
 	size_t nents, capents;
 	uint64_t *free_ids; /* ids pytrack__gc freed, reused first */
@@ -286,6 +288,7 @@ int pytrack__new(struct pytrack **out, int procs_fd, int threads_fd, struct objt
 	t->files_fd = -1;
 	t->no_thread_list = getenv("BPFPROF_TEST_NO_THREAD_LIST") != NULL;
 	t->test_late = getenv("BPFPROF_TEST_PY_LATE") != NULL;
+	t->gen_fd = -1;
 	t->scratch = calloc(MAX_THREADS, sizeof(*t->scratch));
 	t->mb = (struct membudget_cache){ .name = "python line tables",
 					  .evict = lines_evict,
@@ -395,10 +398,28 @@ static struct pyp *pyp_of(struct pytrack *t, uint32_t pid, bool create)
 	return (struct pyp *)(uintptr_t)e->val;
 }
 
+/*
+ * BPF's py_gen one more: the threads whose samples noted "no interpreter"
+ * or kept a thread state look up py_procs and py_threads again. After the
+ * change, not before: a sample in between that read the old entries would
+ * keep what it found under the new generation.
+ */
+static void gen_bump(struct pytrack *t)
+{
+	uint32_t zero = 0;
+
+	if (t->gen_fd < 0)
+		return;
+	t->gen++;
+	bpf_map_update_elem(t->gen_fd, &zero, &t->gen, BPF_ANY);
+}
+
 static void clear_threads(struct pytrack *t, struct pyp *pp)
 {
 	for (uint32_t i = 0; i < pp->ntids; i++)
 		bpf_map_delete_elem(t->threads_fd, &pp->tids[i]);
+	if (pp->ntids)
+		gen_bump(t);
 	free(pp->tids);
 	pp->tids = NULL;
 	pp->ntids = 0;
@@ -434,6 +455,8 @@ static void scan_threads(struct pytrack *t, struct pyp *pp)
 			continue;
 		pp->tids[pp->ntids++] = t->scratch[i].tid;
 	}
+	if (pp->ntids)
+		gen_bump(t);
 	t->st.threads += pp->ntids;
 	if (pp->ntids && pp->info.bpf.ts_walk &&
 	    (!pp->start_ns || mono_ns() - pp->start_ns > TS_WALK_NS)) {
@@ -612,6 +635,7 @@ void pytrack__probe(struct pytrack *t, const struct proc *p)
 				 strerror(errno));
 			return;
 		}
+		gen_bump(t);
 		pp->python = true;
 		t->st.interpreters++;
 		pr_debug("pid %u: CPython %x in %s", p->pid, pp->info.version, o->path);
@@ -817,6 +841,11 @@ void pytrack__set_seen_map(struct pytrack *t, int seen_fd)
 void pytrack__set_files_map(struct pytrack *t, int files_fd)
 {
 	t->files_fd = files_fd;
+}
+
+void pytrack__set_gen_map(struct pytrack *t, int gen_fd)
+{
+	t->gen_fd = gen_fd;
 }
 
 void pytrack__snapshot(struct pytrack *t, uint32_t pid, const void *snap, size_t len)

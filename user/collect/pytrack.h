@@ -71,6 +71,12 @@ void pytrack__set_seen_map(struct pytrack *t, int seen_fd);
 /* BPF's py_files: each interpreter file's layout, written once it is known. */
 void pytrack__set_files_map(struct pytrack *t, int files_fd);
 /*
+ * BPF's py_gen (an array of one u32): bumped after each interpreter written
+ * to py_procs and each change to py_threads, so that threads BPF noted as
+ * not Python, or whose thread state it kept, look again.
+ */
+void pytrack__set_gen_map(struct pytrack *t, int gen_fd);
+/*
  * A SAMPLE_PYCODE record's payload (struct pycode_snap, len bytes) for pid:
  * validated and kept until a frame of that code object cannot be read live
  * (the process exited, or the object was freed). Counted in the stats.
