@@ -9,38 +9,12 @@ import uuid
 
 import pytest
 
-from conftest import parse_folded, run, total, workload
+from conftest import CGROUP2, parse_folded, run, total, workload
 
 
-def cgroup2_mount():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            pre, _, post = line.partition(" - ")
-            if post.split()[0] == "cgroup2":
-                return pre.split()[4]
-    return None
-
-
-MNT = cgroup2_mount()
+MNT = CGROUP2
 pytestmark = pytest.mark.skipif(MNT is None, reason="no cgroup v2 hierarchy mounted")
 CID = "3f2a9c1b7d0e" + uuid.uuid4().hex + uuid.uuid4().hex[:20]   # 64 hex digits
-
-
-@pytest.fixture
-def slice_dir():
-    """A test slice under the v2 root; every process moved in is moved back out."""
-    d = os.path.join(MNT, f"bpfprof-test-{os.getpid()}.slice")
-    os.mkdir(d)
-    yield d
-    for root, dirs, _ in sorted(os.walk(d), key=lambda w: -w[0].count("/")):
-        with open(os.path.join(root, "cgroup.procs")) as f:
-            for pid in f.read().split():
-                try:
-                    with open(os.path.join(MNT, "cgroup.procs"), "w") as r:
-                        r.write(pid)
-                except OSError:
-                    pass
-        os.rmdir(root)
 
 
 def spin(secs):
