@@ -9,7 +9,7 @@ import time
 import pytest
 
 from conftest import (BPFPROF, count_with, have, parse_folded, pyenv_pythons, run, summary_line, total,
-                      workload)
+                      wait_recording, workload)
 
 SPLIT = {"work_a": 0.50, "work_b": 0.30, "work_c": 0.20}
 
@@ -72,21 +72,25 @@ def test_dlopen_after_start(tmp_path):
     w = subprocess.Popen([workload("dlopen_split"), "--wait-stdin", "5"], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, text=True)
     pid = int(w.stdout.readline().split()[1])
-    p = subprocess.Popen([BPFPROF, "-p", str(pid), "-F", "999", "-d", "6.5", "-o", str(out)],
+    # the run ends when the process exits; the floor follows the CPU time the work
+    # got (5 s of wall time next to two busy loops and a suite: 944 of a fixed 1000)
+    p = subprocess.Popen([BPFPROF, "-p", str(pid), "-F", "999", "-o", str(out)],
                          stderr=subprocess.PIPE, text=True)
-    time.sleep(1)
+    err = wait_recording(p)
     assert "libsplit.so" not in open(f"/proc/{pid}/maps").read()
     w.stdin.write("go\n")
     w.stdin.flush()
-    _, err = p.communicate(timeout=60)
-    w.wait(timeout=30)
+    err += p.communicate(timeout=300)[1]
+    stdout = w.communicate(timeout=30)[0]
     assert p.returncode == 0, err
-    check_split(parse_folded(out.read_text()), "dlopen_split")
+    check_split(parse_folded(out.read_text()), "dlopen_split", stdout=stdout)
 
 
 def test_signal_handler_frame(tmp_path):
     out = tmp_path / "sig.folded"
-    r = run(["-F", "999", "-o", str(out), "--", workload("signal_spin"), "3"])
+    # 3 s of its CPU time, ~0.23 of it in the handler: ~690 samples (3 s of wall
+    # time left 147 of the 200 next to two busy loops and a suite)
+    r = run(["-F", "999", "-o", str(out), "--", workload("signal_spin"), "3"], timeout=600)
     assert r.returncode == 0, r.stderr
     stacks = parse_folded(out.read_text())
     h = [(f, c) for f, c in stacks if "handler_work" in f]
@@ -216,7 +220,10 @@ def test_unresolved_callers_at_return_address_minus_one(tmp_path):
     finds the calling line); the leaf's is the exact PC, an instruction's
     first byte. Checked against the disassembly of the unstripped twin."""
     out = tmp_path / "st.folded"
-    r = run(["-F", "999", "-o", str(out), "--", workload("cpu_split_stripped"), "2"])
+    # 2 s of its CPU time, ~2000 samples (2 s of wall time left 448 leaves of the
+    # 500 next to two busy loops and a suite)
+    r = run(["-F", "999", "-o", str(out), "--", workload("cpu_split_stripped"), "--cpu", "2"],
+            timeout=600)
     assert r.returncode == 0, r.stderr
     insns = instructions(workload("cpu_split"))
     starts = sorted(insns)
