@@ -142,7 +142,11 @@ def test_pid_cpu_time_is_the_kernels_account(tmp_path, store):
         srv.stdin.close()
         srv.wait(timeout=30)
     kernel = (after - before) / 1e9
-    assert kernel > 1.0, kernel  # the workers ran
+    # the workers ran: 4 s of wall time gave them 0.72 s of CPU next to two busy
+    # loops and a suite (> 1.0 failed). 0.3 s is ~300 samples at 999 Hz, and the
+    # ratio's error, each thread's stretch after its last sample (< 1/999 s, 3
+    # threads), is 1% of it: inside the 5%
+    assert kernel > 0.3, kernel
     m = re.search(r"^bpfprof: cpu time: ([\d.]+) s", err, re.M)
     assert m, err
     assert abs(float(m.group(1)) / kernel - 1) <= 0.05, (m.group(0), kernel)
