@@ -85,6 +85,51 @@ def wait_cpu(proc):
     return ru.ru_utime + ru.ru_stime
 
 
+def cgroup2_mount():
+    """Where the cgroup v2 hierarchy is mounted, or None."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            pre, _, post = line.partition(" - ")
+            if post.split()[0] == "cgroup2":
+                return pre.split()[4]
+    return None
+
+
+CGROUP2 = cgroup2_mount()
+
+
+@pytest.fixture
+def slice_dir():
+    """A test slice under the v2 root (None where there is no v2 hierarchy); every
+    process moved in is moved back out."""
+    if CGROUP2 is None:
+        yield None
+        return
+    d = os.path.join(CGROUP2, f"bpfprof-test-{os.getpid()}.slice")
+    os.mkdir(d)
+    yield d
+    for root, dirs, _ in sorted(os.walk(d), key=lambda w: -w[0].count("/")):
+        with open(os.path.join(root, "cgroup.procs")) as f:
+            for pid in f.read().split():
+                try:
+                    with open(os.path.join(CGROUP2, "cgroup.procs"), "w") as r:
+                        r.write(pid)
+                except OSError:
+                    pass
+        os.rmdir(root)
+
+
+def in_cgroup_as(cg, uid, argv):
+    """argv run in cgroup cg (None: where it is) as uid (and that gid, no
+    supplementary groups): a root shell moves itself into cg, then setpriv
+    drops to uid and execs argv, one pid throughout, so nothing of argv runs
+    outside cg."""
+    drop = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+    if cg is None:
+        return drop + list(argv)
+    return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', cg] + drop + list(argv)
+
+
 def parse_folded(text):
     """folded text -> list of (frames, count); asserts every line is well formed."""
     stacks = []

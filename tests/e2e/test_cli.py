@@ -109,14 +109,27 @@ def test_pid_run_ends_when_the_process_exits(tmp_path):
     """-p: as perf record -p, the run ends when every process named has exited,
     also while it is a zombie its parent (here, this test) has not reaped."""
     out = tmp_path / "p.folded"
-    t = subprocess.Popen([workload("cpu_split"), "1"], stdout=subprocess.DEVNULL)
+    # it works once the agent records (1 s of wall time from its start ended
+    # before a loaded host's agent was up: an empty profile) and for 0.5 s of
+    # its CPU time
+    t = subprocess.Popen([workload("cpu_split"), "--wait-stdin", "--cpu", "0.5"],
+                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    p = None
     try:
-        r = run(["-p", str(t.pid), "-d", "60", "-F", "499", "-o", str(out)], timeout=50)
+        p = subprocess.Popen([BPFPROF, "-p", str(t.pid), "-d", "60", "-F", "499", "-o", str(out)],
+                             stderr=subprocess.PIPE, text=True)
+        err = wait_recording(p)
+        t.stdin.write("go\n")
+        t.stdin.close()
+        err += p.communicate(timeout=50)[1]
     finally:
+        if p and p.poll() is None:
+            p.kill()
+            p.wait()
         t.wait()
-    assert r.returncode == 0, r.stderr
-    secs = float(re.search(r"unresolved, ([\d.]+) s", summary_line(r.stderr)).group(1))
-    assert secs < 30, r.stderr  # ended with the process, not at -d 60
+    assert p.returncode == 0, err
+    secs = float(re.search(r"unresolved, ([\d.]+) s", summary_line(err)).group(1))
+    assert secs < 30, err  # ended with the process, not at -d 60
     assert "work_a" in out.read_text()
 
 

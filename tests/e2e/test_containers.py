@@ -9,41 +9,19 @@ import uuid
 
 import pytest
 
-from conftest import parse_folded, run, total, workload
+from conftest import CGROUP2, parse_folded, run, total, workload
 
 
-def cgroup2_mount():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            pre, _, post = line.partition(" - ")
-            if post.split()[0] == "cgroup2":
-                return pre.split()[4]
-    return None
-
-
-MNT = cgroup2_mount()
+MNT = CGROUP2
 pytestmark = pytest.mark.skipif(MNT is None, reason="no cgroup v2 hierarchy mounted")
 CID = "3f2a9c1b7d0e" + uuid.uuid4().hex + uuid.uuid4().hex[:20]   # 64 hex digits
 
 
-@pytest.fixture
-def slice_dir():
-    """A test slice under the v2 root; every process moved in is moved back out."""
-    d = os.path.join(MNT, f"bpfprof-test-{os.getpid()}.slice")
-    os.mkdir(d)
-    yield d
-    for root, dirs, _ in sorted(os.walk(d), key=lambda w: -w[0].count("/")):
-        with open(os.path.join(root, "cgroup.procs")) as f:
-            for pid in f.read().split():
-                try:
-                    with open(os.path.join(MNT, "cgroup.procs"), "w") as r:
-                        r.write(pid)
-                except OSError:
-                    pass
-        os.rmdir(root)
-
-
-def spin(secs):
+def spin(secs=600):
+    """A cpu_split of secs of wall time. The tests kill theirs at the end, so by
+    default it outlives every bpfprof run of a test however slow the host: 10 s
+    ran out before the fourth run of test_container_id_prefix_frame_and_labels
+    next to two busy loops and a suite (an empty profile)."""
     return subprocess.Popen([workload("cpu_split"), str(secs)], stdout=subprocess.DEVNULL)
 
 
@@ -63,7 +41,7 @@ def pids_in(stacks):
 def test_cgroup_only_its_tasks_and_new_children(slice_dir, tmp_path):
     inside = os.path.join(slice_dir, "app")
     os.mkdir(inside)
-    a, b = spin(12), spin(12)
+    a, b = spin(), spin()
     late = None
     try:
         move(b.pid, inside)
@@ -75,7 +53,7 @@ def test_cgroup_only_its_tasks_and_new_children(slice_dir, tmp_path):
         # a grandchild cgroup created after bpfprof started, and a third process in it
         grand = os.path.join(inside, "late")
         os.mkdir(grand)
-        late = spin(10)
+        late = spin()
         move(late.pid, grand)
         _, err = p.communicate(timeout=60)
         assert p.returncode == 0, err
@@ -103,7 +81,7 @@ def test_container_id_prefix_frame_and_labels(slice_dir, tmp_path):
     os.mkdir(scope)
     other = os.path.join(slice_dir, f"docker-{'0' * 64}.scope")   # a neighbour container
     os.mkdir(other)
-    a, b = spin(10), spin(10)
+    a, b = spin(), spin()
     try:
         move(b.pid, scope)
         move(a.pid, other)
@@ -142,7 +120,7 @@ def test_kubepods_pod_label(slice_dir, tmp_path):
                        f"kubepods-burstable-pod{uid.replace('-', '_')}.slice")
     ctr = os.path.join(pod, f"cri-containerd-{CID}.scope")
     os.makedirs(ctr)
-    b = spin(8)
+    b = spin()
     try:
         move(b.pid, ctr)
         pb = tmp_path / "k.pb.gz"

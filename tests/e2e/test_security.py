@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from conftest import drain, parse_folded, run, summary_line, total, wait_recording
+from conftest import (drain, in_cgroup_as, parse_folded, run, summary_line, total,
+                      wait_recording)
 
 NOBODY = 65534
 IN_OPEN, IN_ACCESS = 0x20, 0x01
@@ -208,6 +209,18 @@ while time.monotonic() < end:
 """
 
 
+def agent_target(cg):
+    """What an agent of these tests follows: the test's own cgroup, where there is
+    a v2 hierarchy. With -a on a busy host (other suites, builds) the machine's
+    other processes took the budget the test sizes for its target: their stacks
+    filled the table (4022 samples lost, 'table full', next to two busy loops
+    and a whole suite), and their symbols and samples the agent's time while
+    the target's libraries, closed by the fd cap (64 at 2 MiB), waited to be
+    named: once it exited they could not be opened again (25 frames unnamed,
+    1 run in 2). With --cgroup: 0 lost, 0 unnamed in 4 runs at load 7-10."""
+    return ["--cgroup", cg] if cg else ["-a"]
+
+
 def agent_fds(pid, under):
     """The agent's fds, and those on deleted files under the directory `under`
     (other processes on a shared host keep their own files legitimately open)."""
@@ -221,6 +234,35 @@ def agent_fds(pid, under):
         if link.startswith(str(under) + "/") and link.endswith(" (deleted)"):
             ours += 1
     return len(fds), ours
+
+
+def fd_links(pid):
+    """{fd: what it names} of process pid."""
+    links = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            links[fd] = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            pass
+    return links
+
+
+def mapped_now():
+    """The paths of the files live processes map now, as /proc/PID/maps writes
+    them (' (deleted)' included), which is how /proc/PID/fd names them too."""
+    paths = set()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/maps") as f:
+                for line in f:
+                    fields = line.rstrip("\n").split(None, 5)
+                    if len(fields) == 6 and fields[5].startswith("/"):
+                        paths.add(fields[5])
+        except OSError:
+            pass
+    return paths
 
 
 def lib_copies(pub_path, source, stem, n, *cflags):
@@ -239,29 +281,33 @@ def lib_copies(pub_path, source, stem, n, *cflags):
     return libs
 
 
-def test_fds_of_exited_process_closed(pub_path):
-    """300 distinct libraries loaded and unlinked, then the process exits: the
-    agent's fds go back to where they were, and no deleted file stays open."""
+def test_fds_of_exited_process_closed(pub_path, slice_dir):
+    """300 distinct libraries loaded and unlinked, then the process exits: no
+    deleted file stays open, nor any other file no live process maps."""
     libs = lib_copies(pub_path, LIB, "lib", 300)
     script = pub_path / "dlopener.py"
     script.write_text(DLOPENER)
     out = pub_path / "out.folded"
     import sys
-    agent = subprocess.Popen([os.environ.get("BPFPROF", "build/bpfprof"), "-a", "-d", "14",
-                              "-o", str(out)], stderr=subprocess.PIPE, text=True)
+    agent = subprocess.Popen([os.environ.get("BPFPROF", "build/bpfprof"), *agent_target(slice_dir),
+                              "-d", "14", "-o", str(out)], stderr=subprocess.PIPE, text=True)
     try:
         # not a fixed 3 s: start-up takes longer on a loaded host
         stderr = drain(agent, wait_recording(agent))
         base, _ = agent_fds(agent.pid, libs)
-        target = subprocess.Popen([sys.executable, str(script), str(libs), "3", "lib_func"],
-                                  stdout=subprocess.PIPE, text=True, user=NOBODY,
-                                  group=NOBODY, extra_groups=[])
+        base_links = fd_links(agent.pid)
+        target = subprocess.Popen(in_cgroup_as(slice_dir, NOBODY, [sys.executable, str(script),
+                                                                   str(libs), "3", "lib_func"]),
+                                  stdout=subprocess.PIPE, text=True)
         assert target.stdout.readline().startswith("loaded 300")
         time.sleep(1.5)
         during, deleted_during = agent_fds(agent.pid, libs)
         target.wait()
         time.sleep(3)  # files are closed within a second or two of the exit
         after, deleted_after = agent_fds(agent.pid, libs)
+        new = {fd: v for fd, v in fd_links(agent.pid).items() if base_links.get(fd) != v}
+        live = mapped_now()
+        unmapped = sorted(v for v in new.values() if v not in live)
         err = stderr(60)
     finally:
         if agent.poll() is None:
@@ -271,8 +317,14 @@ def test_fds_of_exited_process_closed(pub_path):
     # the libraries were opened while the process lived (the test sees something)
     assert deleted_during >= 290, (base, during, deleted_during)
     assert deleted_after == 0, (base, after, deleted_after)
-    # the total too, give or take what other processes on the host start and end
-    assert after < base + 100, (base, during, after)
+    # Nothing else opened since the start stays open unless a live process maps it
+    # (files of exited processes are closed within a second or two). Not the
+    # total: even with --cgroup the agent follows every process's mappings, so
+    # on a busy host the files of whatever runs now count (+110 next to a whole
+    # suite and two busy loops). What may remain: files only processes that
+    # exited in the last second or two mapped (a compiler's, on a host
+    # building), a few dozen; a leak per library of the target is 300.
+    assert len(unmapped) < 100, (base, during, after, unmapped)
 
 
 CODELOOP = r"""
@@ -360,22 +412,22 @@ print("done", flush=True)
 """
 
 
-def run_spinner(pub_path, libs, agent_args):
-    """`bpfprof -a AGENT_ARGS` around SPINNER run as nobody over libs, stopped
-    2.5 s after it exits (files of exited processes are closed within a
-    second or two). -> (exit status, stderr)."""
+def run_spinner(pub_path, libs, agent_args, cg):
+    """`bpfprof AGENT_ARGS` on cgroup cg (agent_target) around SPINNER run as
+    nobody in it over libs, stopped 2.5 s after it exits (files of exited
+    processes are closed within a second or two). -> (exit status, stderr)."""
     import sys
     script = pub_path / "spinner.py"
     script.write_text(SPINNER)
-    agent = subprocess.Popen([os.environ.get("BPFPROF", "build/bpfprof"), "-a", *agent_args],
-                             stderr=subprocess.PIPE, text=True)
+    agent = subprocess.Popen([os.environ.get("BPFPROF", "build/bpfprof"), *agent_target(cg),
+                              *agent_args], stderr=subprocess.PIPE, text=True)
     try:
         # not a fixed 3 s: start-up takes longer on a loaded host; -vv's output read
         # as it comes (unread, a full pipe stalled the agent: lib_spin unnamed)
         stderr = drain(agent, wait_recording(agent))
-        target = subprocess.Popen([sys.executable, str(script), str(libs)],
-                                  stdout=subprocess.PIPE, text=True, user=NOBODY,
-                                  group=NOBODY, extra_groups=[])
+        target = subprocess.Popen(in_cgroup_as(cg, NOBODY, [sys.executable, str(script),
+                                                            str(libs)]),
+                                  stdout=subprocess.PIPE, text=True)
         assert target.stdout.readline().startswith("done")
         target.wait()
         time.sleep(2.5)
@@ -388,14 +440,15 @@ def run_spinner(pub_path, libs, agent_args):
     return agent.returncode, err
 
 
-def test_evicted_symbols_of_deleted_libraries_still_named(pub_path):
+def test_evicted_symbols_of_deleted_libraries_still_named(pub_path, slice_dir):
     """60 distinct libraries of 2000 functions each, loaded, run, unlinked, and
     their process gone before the profile is written: under a 2 MiB budget
     their symbol tables are evicted, yet every sample in them is named, from
     the names kept for the stacks' frames before the eviction."""
     libs = lib_copies(pub_path, BIGLIB, "big", 60)
     out = pub_path / "out.folded"
-    rc, err = run_spinner(pub_path, libs, ["-F", "199", "--mem-budget", "2m", "-v", "-o", str(out)])
+    rc, err = run_spinner(pub_path, libs, ["-F", "199", "--mem-budget", "2m", "-v", "-o", str(out)],
+                          slice_dir)
     assert rc == 0, err
     m = re.search(r"memory: budget 2 MiB for caches, [\d.]+ MiB held at the end; (\d+) evicted "
                   r"\(least recently used: [^;]*elf symbols (\d+)[^;]*; elf symbols read again "
@@ -419,7 +472,7 @@ __attribute__((noinline)) int lib_spin(int x) {
 """
 
 
-def test_fds_of_live_process_capped(pub_path):
+def test_fds_of_live_process_capped(pub_path, slice_dir):
     """A process that keeps 300 deleted libraries mapped and runs in all of
     them: the agent holds at most its fd cap (one fd per 64 KiB of
     --mem-budget: 128 for 8 MiB) of them, closing the least recently used and
@@ -430,17 +483,17 @@ def test_fds_of_live_process_capped(pub_path):
     script = pub_path / "holder.py"
     script.write_text(DLOPENER)
     out = pub_path / "out.folded"
-    agent = subprocess.Popen([os.environ.get("BPFPROF", "build/bpfprof"), "-a", "-F", "199",
-                              "--mem-budget", "8m", "-vv", "-o", str(out)],
+    agent = subprocess.Popen([os.environ.get("BPFPROF", "build/bpfprof"), *agent_target(slice_dir),
+                              "-F", "199", "--mem-budget", "8m", "-vv", "-o", str(out)],
                              stderr=subprocess.PIPE, text=True)
     target = None
     try:
         # not a fixed 3 s: start-up takes longer on a loaded host; -vv's output read
         # as it comes (unread, a full pipe stalled the agent: no file held)
         stderr = drain(agent, wait_recording(agent))
-        target = subprocess.Popen([sys.executable, str(script), str(libs), "30", "lib_spin"],
-                                  stdout=subprocess.PIPE, text=True, user=NOBODY,
-                                  group=NOBODY, extra_groups=[])
+        target = subprocess.Popen(in_cgroup_as(slice_dir, NOBODY, [sys.executable, str(script),
+                                                                   str(libs), "30", "lib_spin"]),
+                                  stdout=subprocess.PIPE, text=True)
         assert target.stdout.readline().startswith("loaded 300")
         most = 0
         for _ in range(8):
@@ -472,7 +525,7 @@ def test_fds_of_live_process_capped(pub_path):
     assert anon <= 0.02 * named, (named, anon)
 
 
-def test_end_of_run_within_budget(pub_path):
+def test_end_of_run_within_budget(pub_path, slice_dir):
     """80 distinct libraries of 2000 functions (with DWARF) run and unlinked by
     a process that exits, then the pprof profile is written: the end of the
     run names frames file by file (one file's symbols and DWARF at a time),
@@ -484,7 +537,7 @@ def test_end_of_run_within_budget(pub_path):
     libs = lib_copies(pub_path, BIGLIB, "big", 80, "-g")
     out = pub_path / "out.pb.gz"
     rc, err = run_spinner(pub_path, libs,
-                          ["-F", "199", "--mem-budget", "16m", "-vv", "-o", str(out)])
+                          ["-F", "199", "--mem-budget", "16m", "-vv", "-o", str(out)], slice_dir)
     assert rc == 0, err
     steps = dict((m.group(1), (int(m.group(2)), int(m.group(3)))) for m in re.finditer(
         r"end of run: ([a-z ]+): RSS (\d+) KiB, peak since the end began (\d+) KiB", err))

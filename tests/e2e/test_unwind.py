@@ -9,7 +9,7 @@ import time
 import pytest
 
 from conftest import (BPFPROF, count_with, have, parse_folded, pyenv_pythons, run, summary_line, total,
-                      workload)
+                      wait_recording, workload)
 
 SPLIT = {"work_a": 0.50, "work_b": 0.30, "work_c": 0.20}
 
@@ -21,10 +21,12 @@ def check_split(stacks, comm, early=0, stdout=None):
     if stdout is None:
         assert n > 1000, n
     else:
-        # the split workloads run for wall time and print the CPU time their
-        # work got: most of it at 999 Hz, and >= 300 samples (the 0.03 bounds
-        # below are then > 4 standard errors). A fixed 1000 of a 2 s run
-        # failed at 635 next to a busy loop and other suites.
+        # the split workloads run for wall time (cpu_split* --cpu: CPU time) and
+        # print the CPU time their work got: most of it at 999 Hz, and >= 300
+        # samples (the 0.03 bounds below are then > 4 standard errors). A fixed
+        # 1000 of a 2 s run failed at 635 next to a busy loop and other suites;
+        # 300 failed at 290 of 2 s of wall time next to two loops and a suite,
+        # so cpu_split_nofp runs CPU seconds.
         cpu = sum(map(float, re.findall(r"work_[abc]=([\d.]+)", stdout)))
         assert cpu > 0, stdout
         assert n > 300 and n >= 0.8 * 999 * cpu, (n, cpu)
@@ -47,7 +49,8 @@ def check_split(stacks, comm, early=0, stdout=None):
 @pytest.mark.parametrize("mode", ["auto", "dwarf"])
 def test_no_frame_pointers_split(tmp_path, mode):
     out = tmp_path / "nofp.folded"
-    r = run(["--unwind", mode, "-F", "999", "-o", str(out), "--", workload("cpu_split_nofp"), "5"])
+    r = run(["--unwind", mode, "-F", "999", "-o", str(out), "--", workload("cpu_split_nofp"), "--cpu",
+             "3"], timeout=600)
     assert r.returncode == 0, r.stderr
     m = re.search(r"(\d+) samples before their process's tables were ready", r.stderr)
     check_split(parse_folded(out.read_text()), "cpu_split_nofp", int(m.group(1)) if m else 0,
@@ -72,21 +75,25 @@ def test_dlopen_after_start(tmp_path):
     w = subprocess.Popen([workload("dlopen_split"), "--wait-stdin", "5"], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, text=True)
     pid = int(w.stdout.readline().split()[1])
-    p = subprocess.Popen([BPFPROF, "-p", str(pid), "-F", "999", "-d", "6.5", "-o", str(out)],
+    # the run ends when the process exits; the floor follows the CPU time the work
+    # got (5 s of wall time next to two busy loops and a suite: 944 of a fixed 1000)
+    p = subprocess.Popen([BPFPROF, "-p", str(pid), "-F", "999", "-o", str(out)],
                          stderr=subprocess.PIPE, text=True)
-    time.sleep(1)
+    err = wait_recording(p)
     assert "libsplit.so" not in open(f"/proc/{pid}/maps").read()
     w.stdin.write("go\n")
     w.stdin.flush()
-    _, err = p.communicate(timeout=60)
-    w.wait(timeout=30)
+    err += p.communicate(timeout=300)[1]
+    stdout = w.communicate(timeout=30)[0]
     assert p.returncode == 0, err
-    check_split(parse_folded(out.read_text()), "dlopen_split")
+    check_split(parse_folded(out.read_text()), "dlopen_split", stdout=stdout)
 
 
 def test_signal_handler_frame(tmp_path):
     out = tmp_path / "sig.folded"
-    r = run(["-F", "999", "-o", str(out), "--", workload("signal_spin"), "3"])
+    # 3 s of its CPU time, ~0.23 of it in the handler: ~690 samples (3 s of wall
+    # time left 147 of the 200 next to two busy loops and a suite)
+    r = run(["-F", "999", "-o", str(out), "--", workload("signal_spin"), "3"], timeout=600)
     assert r.returncode == 0, r.stderr
     stacks = parse_folded(out.read_text())
     h = [(f, c) for f, c in stacks if "handler_work" in f]
@@ -216,7 +223,10 @@ def test_unresolved_callers_at_return_address_minus_one(tmp_path):
     finds the calling line); the leaf's is the exact PC, an instruction's
     first byte. Checked against the disassembly of the unstripped twin."""
     out = tmp_path / "st.folded"
-    r = run(["-F", "999", "-o", str(out), "--", workload("cpu_split_stripped"), "2"])
+    # 2 s of its CPU time, ~2000 samples (2 s of wall time left 448 leaves of the
+    # 500 next to two busy loops and a suite)
+    r = run(["-F", "999", "-o", str(out), "--", workload("cpu_split_stripped"), "--cpu", "2"],
+            timeout=600)
     assert r.returncode == 0, r.stderr
     insns = instructions(workload("cpu_split"))
     starts = sorted(insns)
@@ -452,7 +462,7 @@ def test_table_cache_restart(tmp_path, cache_dir):
     def once(name):
         out = tmp_path / f"{name}.folded"
         r = run(["-v", "--unwind-cache", cache_dir, "--unwind", "dwarf", "-F", "999", "-o",
-                 str(out), "--", workload("cpu_split_nofp"), "2"])
+                 str(out), "--", workload("cpu_split_nofp"), "--cpu", "1"], timeout=600)
         assert r.returncode == 0, r.stderr
         m = re.search(r"(\d+) samples before their process's tables were ready", r.stderr)
         check_split(parse_folded(out.read_text()), "cpu_split_nofp", int(m.group(1)) if m else 0,

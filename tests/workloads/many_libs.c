@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * many_libs DIR FIRST COUNT MS SECONDS [DELAY]
+ * many_libs [--cpu] DIR FIRST COUNT MS SECONDS [DELAY]
  *
  * Maps DIR/libmany_FIRST.so ... libmany_{FIRST+COUNT-1}.so
  * (gen_many_libs.sh: each with a large .eh_frame), prints "pid N" and "mapped", then calls each
@@ -9,7 +9,9 @@
  * tables would, taken all at once, fill the row budget (as `import torch`
  * does), and whose samples land in a different few of its libraries every
  * moment. With DELAY it prints its pid first and maps the libraries DELAY
- * seconds later (a process that dlopen()s after a profiler attached).
+ * seconds later (a process that dlopen()s after a profiler attached). With
+ * --cpu, SECONDS are of its CPU time: a test's sample floor then holds
+ * however loaded the host.
  */
 #include <dlfcn.h>
 #include <string.h>
@@ -37,12 +39,18 @@ static double cpu_s(void)
 int main(int argc, char **argv)
 {
 	spin_fn *fns;
-	double end, ms, c0;
+	double end, ms, c0, secs;
 	long first, count, n = 1 << 20;
 	char path[4096];
+	int on_cpu = 0;
 
+	if (argc > 1 && !strcmp(argv[1], "--cpu")) {
+		on_cpu = 1;
+		argv++;
+		argc--;
+	}
 	if (argc != 6 && argc != 7) {
-		fprintf(stderr, "usage: many_libs DIR FIRST COUNT MS SECONDS [DELAY]\n");
+		fprintf(stderr, "usage: many_libs [--cpu] DIR FIRST COUNT MS SECONDS [DELAY]\n");
 		return 2;
 	}
 	if (argc == 7) {
@@ -58,7 +66,8 @@ int main(int argc, char **argv)
 	first = atol(argv[2]);
 	count = atol(argv[3]);
 	ms = atof(argv[4]);
-	end = now_s() + parse_seconds("many_libs", argv[5]);
+	secs = parse_seconds("many_libs", argv[5]);
+	end = now_s() + secs;
 	fns = calloc(count, sizeof(*fns));
 	if (count <= 0 || ms <= 0 || !fns)
 		return 2;
@@ -82,8 +91,10 @@ int main(int argc, char **argv)
 	n = (long)(n / ((cpu_s() - c0) * 1e3) * ms);
 	if (n < 1)
 		n = 1;
-	while (now_s() < end)
-		for (long i = 0; i < count && now_s() < end; i++)
+	if (on_cpu) /* from here: the dlopens and the calibration not counted */
+		end = cpu_s() + secs;
+	while ((on_cpu ? cpu_s() : now_s()) < end)
+		for (long i = 0; i < count && (on_cpu ? cpu_s() : now_s()) < end; i++)
 			fns[i](n);
 	return 0;
 }

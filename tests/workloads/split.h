@@ -62,14 +62,18 @@ NOINLINE int64_t dispatch(int which, int64_t ns)
 	return used;
 }
 
-/* Runs rounds of 5/3/2 ms owed CPU time until secs of wall time passed. */
-static inline void split_run_for(double secs)
+/*
+ * Runs rounds of 5/3/2 ms owed CPU time until secs of wall time passed, or
+ * with on_cpu until the thread had secs of CPU time: as many samples however
+ * loaded the host (a test's floor on them holds), the wall time stretching.
+ */
+static inline void split_run_until(double secs, int on_cpu)
 {
 	static const int64_t round_ns[3] = { 5000000, 3000000, 2000000 };
 	int64_t owed[3] = { 0, 0, 0 }, used[3] = { 0, 0, 0 };
-	double end = wall_now() + secs;
+	double end = (on_cpu ? thread_cpu_ns() / 1e9 : wall_now()) + secs;
 
-	while (wall_now() < end) {
+	while ((on_cpu ? thread_cpu_ns() / 1e9 : wall_now()) < end) {
 		for (int w = 0; w < 3; w++) {
 			owed[w] += round_ns[w];
 			if (owed[w] > used[w])
@@ -79,6 +83,11 @@ static inline void split_run_for(double secs)
 	printf("cpu work_a=%.3f work_b=%.3f work_c=%.3f\n", used[0] / 1e9, used[1] / 1e9,
 	       used[2] / 1e9);
 	fflush(stdout);
+}
+
+static inline void split_run_for(double secs)
+{
+	split_run_until(secs, 0);
 }
 
 #endif /* SPLIT_WORK_ONLY */
