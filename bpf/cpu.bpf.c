@@ -76,10 +76,10 @@ const volatile bool cpu_last_task_on = false;
 /*
  * A thread's task storage: the runtime at its previous sample, and what its
  * samples learnt of its process's interpreter. not_py is py_gen + 1 when
- * py_procs had no entry for the process at the generation py_gen names,
- * and none could be made in BPF (py_early_proc: a young process may map
- * its interpreter later, so its samples note nothing) (0: not looked up); py, its thread state as py_threads gave it at a
- * generation. User space bumps py_gen after each interpreter it adds and
+ * py_procs had no entry for the process at the generation py_gen names
+ * and none could be made in BPF (0: not looked up; py_early_proc: a young
+ * process may map its interpreter later, so its samples note nothing); py,
+ * its thread state as py_threads gave it at a generation. User space bumps py_gen after each interpreter it adds and
  * each change to py_threads (pytrack.c), so a thread of a process that
  * turns out to be Python looks again at its next sample, and a thread
  * state rescanned is looked up again. Until then a sample of a thread that
