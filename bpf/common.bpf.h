@@ -92,10 +92,16 @@ static __always_inline void count_add(__u32 idx, __u64 v)
 		*c += v;
 }
 
+/* The cgroup filter: the running task passes it, or it is off. */
+static __always_inline bool passes_cgroup(void)
+{
+	return !filter_cgroup || bpf_current_task_under_cgroup(&target_cgroup, 0) == 1;
+}
+
 /* The pid filter and the cgroup filter: a target passes both that are on. */
 static __always_inline bool is_target(__u32 tgid)
 {
-	if (filter_cgroup && bpf_current_task_under_cgroup(&target_cgroup, 0) != 1)
+	if (!passes_cgroup())
 		return false;
 	if (!filter_pids)
 		return true;

@@ -139,7 +139,7 @@ static __always_inline bool cpu_target(__u32 tgid, struct cpu_task **ts)
 
 	if (!cpu_last_task_on || !filter_pids)
 		return is_target(tgid);
-	if (filter_cgroup && bpf_current_task_under_cgroup(&target_cgroup, 0) != 1)
+	if (!passes_cgroup())
 		return false;
 	/* read before targets: a deletion after it moves it on */
 	g = bpf_map_lookup_elem(&targets_gen, &zero);
