@@ -48,8 +48,9 @@ want() { case "$runs" in *" $1 "*) return 0 ;; esac; return 1; }
 } > "$out/facts.txt" 2>&1
 cat "$out/facts.txt"
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
-# the child gets the image's library path, not ours
-child() { timeout ${GPU_TIMEOUT:-240} env -u LD_LIBRARY_PATH "$py" "$work" "$steps" "$evals" 2; }
+# the workload, with the image's library path, not ours
+work_cmd=(env -u LD_LIBRARY_PATH "$py" "$work" "$steps" "$evals" 2)
+child() { timeout ${GPU_TIMEOUT:-240} "${work_cmd[@]}"; }
 run1() { # name, bpfprof args...
 	local name=$1; shift
 	local t0=$(date +%s.%N)
@@ -61,9 +62,9 @@ run1() { # name, bpfprof args...
 t0=$(date +%s.%N)
 child > "$out/alone.stdout" 2> "$out/alone.err"
 echo "alone rc=$? wall=$(since $t0)s"; cat "$out/alone.stdout"
-want launch && run1 launch -v --cuda -o "$out/launch.folded" -- env -u LD_LIBRARY_PATH "$py" "$work" "$steps" "$evals" 2
-want gputime && run1 gputime -v --cuda --cuda-weight gpu-time -o "$out/gpu.folded" -- env -u LD_LIBRARY_PATH "$py" "$work" "$steps" "$evals" 2
-want trace && run1 trace -v --cpu --cuda -F 499 -o "$out/trace.json" -- env -u LD_LIBRARY_PATH "$py" "$work" "$steps" "$evals" 2
+want launch && run1 launch -v --cuda -o "$out/launch.folded" -- "${work_cmd[@]}"
+want gputime && run1 gputime -v --cuda --cuda-weight gpu-time -o "$out/gpu.folded" -- "${work_cmd[@]}"
+want trace && run1 trace -v --cpu --cuda -F 499 -o "$out/trace.json" -- "${work_cmd[@]}"
 want all || { ls -l "$out"; exit 0; }
 # -a: bpfprof first, the workload started by hand with the injection library
 # (env execs bpfprof: $! is bpfprof, not a subshell that would not pass SIGINT on)

@@ -519,7 +519,7 @@ static struct pyfile_ent *python_file(struct pytrack *t, struct objfile *o)
 static void file_learn(struct pytrack *t, struct pyfile_ent *fe, const struct objfile *o,
 		       const struct pyinfo *info, uint64_t bias)
 {
-	struct file_unwind_key k = { ((uint64_t)o->dev_major << 20) | o->dev_minor, o->ino };
+	struct file_unwind_key k = { objfile__kdev(o), o->ino };
 	struct bpf_pyfile v = { 0 };
 	uint32_t i;
 

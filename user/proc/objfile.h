@@ -153,6 +153,11 @@ uint32_t objtab__count(const struct objtab *t);
 int objfile__symbolize(struct objfile *obj, uint64_t file_off, const char **name, uint64_t *vaddr);
 /* Build id (hex) or NULL, available once symbols are loaded. */
 const char *objfile__build_id(struct objfile *obj);
+/* The file's device as the kernel numbers it (s_dev: major << 20 | minor), as BPF keys files. */
+static inline uint64_t objfile__kdev(const struct objfile *o)
+{
+	return ((uint64_t)o->dev_major << 20) | o->dev_minor;
+}
 
 /*
  * Files of exited processes: objtab__mark_unused(), then objfile__mark_used()

@@ -632,10 +632,10 @@ static int urow_put(void *ctx, const struct unwind_row *rows, size_t n)
 }
 
 /* Drop the file_unwind entries that name table id's rows (before they are freed). */
-/* A file's file_unwind key: its inode as the kernel numbers it (s_dev is major << 20 | minor). */
+/* A file's file_unwind key: its inode as the kernel numbers it. */
 static struct file_unwind_key file_key(const struct objfile *o)
 {
-	return (struct file_unwind_key){ ((uint64_t)o->dev_major << 20) | o->dev_minor, o->ino };
+	return (struct file_unwind_key){ objfile__kdev(o), o->ino };
 }
 
 static void files_forget(struct unwinder *u, uint32_t id)
