@@ -60,6 +60,7 @@
 #include "util/htab.h"
 #include "util/counters.h"
 #include "util/log.h"
+#include "util/selfpath.h"
 
 /* Same layout as struct alloc_key in bpf/alloc.bpf.c (the live table's key). */
 struct block_key {
@@ -179,24 +180,8 @@ static bool preload_on;
 const char *alloc__preload_path(void)
 {
 	static char path[PATH_MAX + 64];
-	static const char *const rel[] = { PRELOAD_LIB, "../lib/bpfprof/" PRELOAD_LIB };
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	char *slash;
 
-	if (n <= 0)
-		return NULL;
-	self[n] = '\0';
-	slash = strrchr(self, '/');
-	if (!slash)
-		return NULL;
-	*slash = '\0';
-	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", self, rel[i]);
-		if (!access(path, R_OK))
-			return path;
-	}
-	return NULL;
+	return selfpath__lib(PRELOAD_LIB, path, sizeof(path));
 }
 
 static bool defines(Elf *e, uint32_t want, const char *sym);

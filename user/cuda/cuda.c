@@ -32,6 +32,7 @@
 #include "util/htab.h"
 #include "util/counters.h"
 #include "util/log.h"
+#include "util/selfpath.h"
 
 /* A kernel (or graph) a launch leaf names: per (process, handle). */
 struct cuda_fn {
@@ -117,25 +118,8 @@ static bool is_launch(uint32_t op)
 const char *cuda__injection_path(void)
 {
 	static char path[PATH_MAX + 64];
-	static const char *const rel[] = { "libbpfprof_cupti.so",
-					   "../lib/bpfprof/libbpfprof_cupti.so" };
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	char *slash;
 
-	if (n <= 0)
-		return NULL;
-	self[n] = '\0';
-	slash = strrchr(self, '/');
-	if (!slash)
-		return NULL;
-	*slash = '\0';
-	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", self, rel[i]);
-		if (!access(path, R_OK))
-			return path;
-	}
-	return NULL;
+	return selfpath__lib("libbpfprof_cupti.so", path, sizeof(path));
 }
 
 /* ---- probes ---- */

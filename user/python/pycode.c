@@ -52,22 +52,6 @@ int pymem__read_u64(pid_t pid, uint64_t addr, uint64_t *v)
 	return pymem__read(pid, addr, v, sizeof(*v));
 }
 
-static uint64_t get_u64(const uint8_t *buf, int32_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, buf + off, sizeof(v));
-	return v;
-}
-
-static uint32_t get_u32(const uint8_t *buf, int32_t off)
-{
-	uint32_t v;
-
-	memcpy(&v, buf + off, sizeof(v));
-	return v;
-}
-
 static const char *const type_names[PY_T__MAX] = {
 	[PY_T_CODE] = "code", [PY_T_STR] = "str", [PY_T_BYTES] = "bytes",
 	[PY_T_DICT] = "dict", [PY_T_INT] = "int", [PY_T_MODULE] = "module",

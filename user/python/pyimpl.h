@@ -7,9 +7,27 @@
 #define BPFPROF_PYIMPL_H
 
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "python/python.h"
+
+/* A field of a structure copied out of the target: off bytes into buf. */
+static inline uint64_t get_u64(const uint8_t *buf, int32_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+static inline uint32_t get_u32(const uint8_t *buf, int32_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
 
 #define PYVER(maj, min) (((uint32_t)(maj) << 24) | ((uint32_t)(min) << 16))
 #define PYVER_MINOR(v)	((v)&0xffff0000u)

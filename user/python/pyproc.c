@@ -415,14 +415,6 @@ static bool seen(const uint64_t *v, size_t n, uint64_t x)
 	return false;
 }
 
-static uint64_t get_u64(const uint8_t *buf, int32_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, buf + off, sizeof(v));
-	return v;
-}
-
 static bool tstate_seen(const struct tsread *v, size_t n, uint64_t ts)
 {
 	size_t i;

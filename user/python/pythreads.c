@@ -46,22 +46,6 @@
 #define TPFLAGS_MANAGED_DICT  (1UL << 4) /* 3.11+ */
 #define TPFLAGS_HEAPTYPE      (1UL << 9)
 
-static uint64_t get_u64(const uint8_t *buf, int32_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, buf + off, sizeof(v));
-	return v;
-}
-
-static uint32_t get_u32(const uint8_t *buf, int32_t off)
-{
-	uint32_t v;
-
-	memcpy(&v, buf + off, sizeof(v));
-	return v;
-}
-
 /* ---- pure decoding ---- */
 
 int pykeys__parse(const struct pylayout *l, uint64_t addr, const uint8_t *hdr, struct pykeys *k)
