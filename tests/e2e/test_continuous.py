@@ -16,7 +16,7 @@ from email.parser import BytesParser
 
 import pytest
 
-from conftest import BPFPROF, have, wait_recording, workload
+from conftest import BPFPROF, drain, have, wait_recording, workload
 from test_pprof import go_pprof
 
 pytestmark = pytest.mark.skipif(not have("go"), reason="go (golang-go) not installed")
@@ -116,14 +116,19 @@ def test_rotation_keep_and_sigterm(tmp_path):
 
 
 def test_sighup_starts_new_interval(tmp_path):
+    """Each SIGHUP ends the interval: a file and a status line each. Signals
+    that come before the loop took the last one are one (a flag, as daemons
+    reload), so each is sent once the one before has its file: with fixed
+    0.4 s sleeps, next to a loaded host's other work, two came together and
+    made 3 files of 4."""
     p = start(["--continuous", str(tmp_path), "--interval", "60"])
     try:
-        time.sleep(1.5)
-        for _ in range(3):
+        finish = drain(p, wait_recording(p))
+        for n in range(1, 4):
             p.send_signal(signal.SIGHUP)
-            time.sleep(0.4)
+            wait_files(tmp_path, n)
         p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=30)
+        err = finish(30)
     finally:
         if p.poll() is None:
             p.kill()
