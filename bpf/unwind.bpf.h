@@ -775,6 +775,17 @@ static __always_inline long unwind_frame(struct ustate *st)
 		st->exact_ip = true;
 		return 0;
 	default:
+		/*
+		 * A partial table's gap (a huge file's function whose rows are
+		 * not in yet): stepped by frame pointers, counted apart; a stop
+		 * there stays "no row". Here, not a case of its own, so that the
+		 * rules above are tested as before.
+		 */
+		if (cfa_rule == UROW_CFA_GAP) {
+			count(CNT_UNW_PARTIAL_GAP);
+			reason = CNT_UNW_NO_ROW;
+			goto fallback;
+		}
 		reason = CNT_UNW_UNSUPPORTED;
 		goto fallback;
 	}
