@@ -288,7 +288,7 @@ enum cuda_counter {
 	X(CNT_PY_EARLY_PROC, "python: interpreter found by BPF", 0,                               \
 	  "a process's py_procs entry made by BPF from py_files and early_maps")                  \
 	X(CNT_UNW_PARTIAL_GAP, "unwind: function not in partial table yet", 0,                    \
-	  "a frame in a huge file's partial table outside the functions it holds yet: "          \
+	  "a frame in a huge file's partial table outside the functions it holds yet: "           \
 	  "a frame-pointer step")
 
 /*

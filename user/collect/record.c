@@ -260,8 +260,8 @@ static void dec_user_end(void *ctx, const struct sframe *f, uint32_t n, uint64_t
 
 	for (uint32_t i = 0; i < n; i++) {
 		/* the leaf's exact pc; a caller's call instruction */
-		gap |= unwinder__hit_pc(r->unw, f[i].obj, i && f[i].addr ? f[i].addr - 1 : f[i].addr,
-					time_ns);
+		gap |= unwinder__hit_pc(r->unw, f[i].obj,
+					i && f[i].addr ? f[i].addr - 1 : f[i].addr, time_ns);
 		if (f[i].obj == last)
 			continue;
 		last = f[i].obj;

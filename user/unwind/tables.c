@@ -89,10 +89,10 @@ struct otable {
 	struct {
 		uint64_t off, filesz, vaddr;
 		bool exec;
-	} segs[MAX_SEGS]; /* PT_LOAD */
-	uint32_t fentry;  /* table id the file's file_unwind entry names (0: none) */
-	bool probed;	  /* whether it is huge was looked at (partial_probe) */
-	struct partial *pt; /* a huge file's: rows for sampled functions only, else NULL */
+	} segs[MAX_SEGS];	     /* PT_LOAD */
+	uint32_t fentry;	     /* table id the file's file_unwind entry names (0: none) */
+	bool probed;		     /* whether it is huge was looked at (partial_probe) */
+	struct partial *pt;	     /* a huge file's: rows for sampled functions only, else NULL */
 	uint64_t hdr_off, hdr_vaddr; /* PT_GNU_EH_FRAME, when its table is the usual one */
 	bool hdr_table;
 };
@@ -124,7 +124,7 @@ struct unwinder {
 	struct bpf_store bpf; /* the store's ctx when the BPF maps are the store */
 	bool eager;
 	uint32_t partial_fdes; /* files with more FDEs get partial tables (0: none) */
-	uint32_t gen; /* unwind_gen: bumped when rows are freed (BPF's row cache) */
+	uint32_t gen;	       /* unwind_gen: bumped when rows are freed (BPF's row cache) */
 	uint32_t cap;
 	struct extent *free; /* free rows, sorted by first, never adjacent */
 	uint32_t nfree, capfree;
@@ -985,7 +985,8 @@ static void partial_probe(struct unwinder *u, uint32_t id, int fd)
 		pt->hdr[i][0] = (int32_t)le32toh((uint32_t)pt->hdr[i][0]);
 		pt->hdr[i][1] = (int32_t)le32toh((uint32_t)pt->hdr[i][1]);
 	}
-	charge(u, (long long)(sizeof(*pt) + pt->n * sizeof(*pt->hdr) + 2 * words * sizeof(uint64_t)));
+	charge(u,
+	       (long long)(sizeof(*pt) + pt->n * sizeof(*pt->hdr) + 2 * words * sizeof(uint64_t)));
 	t->pt = pt;
 	u->st.partial_files++;
 	u->st.partial_fdes_total += pt->n;
@@ -1027,8 +1028,7 @@ static uint64_t seg_vaddr(const struct otable *t, uint64_t off)
  * few hundred FDEs is cheaper than reading a whole table back, which is
  * what a partial table is there to avoid.
  */
-static int build_partial(struct unwinder *u, uint32_t id, int fd, uint64_t now_ns,
-			 bool evict_used)
+static int build_partial(struct unwinder *u, uint32_t id, int fd, uint64_t now_ns, bool evict_used)
 {
 	struct objfile *o = objtab__by_id(u->objs, id);
 	struct otable *t = &u->tables[id];
