@@ -617,6 +617,19 @@ out:
 	return err;
 }
 
+/* cfi.h's rule numbers are BPF's: rows are converted without a mapping */
+_Static_assert((int)CFA_RULE_UNSUPPORTED == (int)UROW_CFA_UNSUPPORTED &&
+		       (int)CFA_RULE_SP == (int)UROW_CFA_SP &&
+		       (int)CFA_RULE_FP == (int)UROW_CFA_FP &&
+		       (int)CFA_RULE_PLT == (int)UROW_CFA_PLT &&
+		       (int)CFA_RULE_END == (int)UROW_CFA_END &&
+		       (int)CFA_RULE_SIGNAL == (int)UROW_CFA_SIGNAL &&
+		       (int)CFA_RULE_GAP == (int)UROW_CFA_GAP,
+	       "CFA rules");
+_Static_assert((int)RBP_RULE_SAME == (int)UROW_RBP_SAME && (int)RBP_RULE_CFA == (int)UROW_RBP_CFA &&
+		       (int)RBP_RULE_UNSUPPORTED == (int)UROW_RBP_UNSUPPORTED,
+	       "RBP rules");
+
 static uint8_t rules(uint8_t cfa, uint8_t rbp)
 {
 	return cfa | rbp << 4;
