@@ -104,6 +104,12 @@ enum sample_flags {
 	SAMPLE_F_UNWIND_HEURISTIC = 1 << 13,
 	/* the thread's state was found by BPF in the thread list (bpf_pyproc.ts_walk) */
 	SAMPLE_F_PY_TS_WALK = 1 << 14,
+	/*
+	 * a frame lay in a huge file's partial table outside the functions it
+	 * holds yet: user space grows the table, woken now (urgent) so that a
+	 * stack's callers come in at the pace of samples, not of 100 ms polls
+	 */
+	SAMPLE_F_UNWIND_GAP = 1 << 15,
 };
 
 /*
