@@ -568,7 +568,8 @@ static void assert_row_as_whole(const struct bpf_urow *r, const struct unwind_ro
  */
 static void test_partial_table(void **state)
 {
-	struct fixture *f = fixture_new(1 << 20);
+	/* room for half of its whole table: partial (where it fits, whole: below) */
+	struct fixture *f = fixture_new(rows_of(names[F_STDCXX]) / 2);
 	int files[] = { F_STDCXX };
 	uint32_t id = f->id[F_STDCXX], nfdes, first, gen;
 	uint64_t a, b, c, aoff, boff, coff;
@@ -590,8 +591,8 @@ static void test_partial_table(void **state)
 
 	proc_sync(f, 1, files, 1);
 	assert_int_equal(umap(f, 1, 0)->kind, UMAP_FP);
-	/* a leaf in FDE 100, not in any rows yet */
-	assert_true(unwinder__hit_pc(f->u, id, aoff + 1, SEC));
+	/* a leaf in FDE 100, no table yet (not a partial table's gap) */
+	assert_false(unwinder__hit_pc(f->u, id, aoff + 1, SEC));
 	balance(f, SEC);
 	assert_true(unwinder__ready(f->u, id));
 	m = umap(f, 1, 0);
@@ -630,6 +631,19 @@ static void test_partial_table(void **state)
 	assert_int_equal(st->partial_grown, 1);
 	/* under the threshold a file is whole, and hit_pc does nothing */
 	assert_false(unwinder__hit_pc(f->u, f->id[F_LIBFX], 0x1000, 3 * SEC));
+	fixture_free(f);
+
+	/* a huge file whose whole table fits gets it, and then wants nothing */
+	f = fixture_new(1 << 20);
+	unwinder__set_partial(f->u, nfdes - 1);
+	proc_sync(f, 1, files, 1);
+	assert_false(unwinder__hit_pc(f->u, f->id[F_STDCXX], aoff + 1, SEC));
+	hit(f, F_STDCXX, SEC);
+	balance(f, SEC);
+	m = umap(f, 1, 0);
+	assert_int_equal(m->count, f->rows[F_STDCXX]);
+	assert_false(unwinder__hit_pc(f->u, f->id[F_STDCXX], boff, 2 * SEC));
+	assert_int_equal(unwinder__stats(f->u)->partial_rows, 0);
 	free(whole);
 	fixture_free(f);
 }

@@ -1512,8 +1512,11 @@ static int emit_table(int fd, const uint64_t *fdes, size_t nfdes, cfi_sink_fn si
 	o->ctx = ctx;
 	if (c.nruns > 1)
 		qsort(c.runs, c.nruns, sizeof(*c.runs), cmp_run);
-	/* a partial table: the code below its first chosen FDE is a gap too */
-	if (fdes && c.nruns && exec_lo(&c) < c.runs[0].start) {
+	/*
+	 * a partial table: the code below its first chosen FDE is a gap too,
+	 * and with none chosen yet the table is that one gap row
+	 */
+	if (fdes && exec_lo(&c) != UINT64_MAX && (!c.nruns || exec_lo(&c) < c.runs[0].start)) {
 		err = emit(o, exec_lo(&c), &gap_row);
 		if (err)
 			goto cleanup;

@@ -100,9 +100,10 @@ void unwinder__free(struct unwinder *u);
 void unwinder__set_eager(struct unwinder *u, bool eager);
 
 /*
- * Files with more FDEs (by .eh_frame_hdr) than fdes get partial tables:
- * rows only for the functions samples land in (unwinder__hit_pc), grown as
- * samples show more. 0 (the default): every table whole.
+ * Files with more FDEs (by .eh_frame_hdr) than fdes get partial tables
+ * where their whole one has no room (instead of being refused): rows only
+ * for the functions samples land in (unwinder__hit_pc), grown as samples
+ * show more. 0 (the default): every table whole.
  */
 void unwinder__set_partial(struct unwinder *u, uint32_t fdes);
 /*
@@ -137,9 +138,11 @@ bool unwinder__hit(struct unwinder *u, uint32_t obj, uint64_t now_ns);
  * A sample's frame in file obj at file offset off (a caller's: its return
  * address - 1). When obj is huge enough for a partial table (rows only for
  * the functions samples land in), the function holding off is wanted, and
- * the table grows in unwinder__balance. Returns true when the table's rows
- * did not hold that function (BPF walked the frame by a frame-pointer
- * step). For other files nothing happens (unwinder__hit does the rest).
+ * the table grows in unwinder__balance. Returns true when the file's rows
+ * are a partial table that did not hold that function (BPF walked the
+ * frame by a frame-pointer step in its gap). A huge file gets a partial
+ * table only when its whole one has no room; with its whole table, and
+ * for other files, nothing happens (unwinder__hit does the rest).
  */
 bool unwinder__hit_pc(struct unwinder *u, uint32_t obj, uint64_t off, uint64_t now_ns);
 /*
