@@ -3,7 +3,8 @@
 """Huge files' partial unwind tables on Debian's PyTorch (python3-torch:
 libtorch_cpu.so has 220k FDEs, 1.4M rows whole), two builds interleaved.
 
-  tools/partial_torch.py [--pairs N] [--secs S] [--modes pid,cmd] BEFORE AFTER
+  tools/partial_torch.py [--pairs N] [--secs S] [--modes pid,cmd] [--unwind-mem SIZE]
+                         BEFORE AFTER
 
 Per pair and build, two runs (root):
   pid: tools/realhost_train.py started, bpfprof -p PID -F 99 -d S -v after 5 s
@@ -25,6 +26,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, "realhost_train.py")
+EXTRA = []  # --unwind-mem SIZE, passed on
 
 
 def num(pat, text, default=0.0):
@@ -58,7 +60,7 @@ def run_pid(bpf, secs):
         time.sleep(5)  # the loop running
         out = "/tmp/partial_torch.folded"
         r = subprocess.run(["/usr/bin/time", "-v", bpf, "-p", str(w.pid), "-F", "99", "-d",
-                            str(secs), "-v", "--unwind-cache", "off", "-o", out],
+                            str(secs), "-v", "--unwind-cache", "off", "-o", out] + EXTRA,
                            capture_output=True, text=True, timeout=300)
     finally:
         w.kill()
@@ -69,7 +71,7 @@ def run_pid(bpf, secs):
 def run_cmd(bpf, secs):
     out = "/tmp/partial_torch.folded"
     r = subprocess.run(["/usr/bin/time", "-v", bpf, "-F", "99", "-v", "--unwind-cache", "off",
-                        "-o", out, "--", sys.executable, TRAIN, str(secs)],
+                        "-o", out] + EXTRA + ["--", sys.executable, TRAIN, str(secs)],
                        capture_output=True, text=True, timeout=300)
     return r.stderr, out
 
@@ -91,6 +93,8 @@ def main():
             secs = int(args[1])
         elif args[0] == "--modes":
             modes = args[1].split(",")
+        elif args[0] == "--unwind-mem":
+            EXTRA[:] = ["--unwind-mem", args[1]]
         args = args[2:]
     before, after = args
     print("mode build  samples missing%  room%  gap%  rows_in_use  peak  partial_rows "

@@ -1169,11 +1169,15 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 	 * sample per function to converge (Debian's torch under -- CMD, 5 s:
 	 * partial everywhere left 12-14% of the samples with missing frames,
 	 * against 4-6% with libtorch_cpu's whole table, which fits the default
-	 * budget there). Its size is guessed until compiled.
+	 * budget there). Its size is guessed until compiled. Not for a named
+	 * target's file no sample asked for yet (!evict_used): that waits for
+	 * a sample, which may evict cold tables for the whole one, as before;
+	 * decided there, `import torch`'s eager tables made libtorch_cpu
+	 * partial under -- CMD where a sample found room for it whole.
 	 */
 	if (t->pt && rows_available(u, now_ns, !evict_used) <
 			     (t->whole ? t->whole : (uint64_t)t->fdes * PARTIAL_GUESS_ROWS))
-		return build_partial(u, id, fd, now_ns, evict_used);
+		return evict_used ? build_partial(u, id, fd, now_ns, evict_used) : -ENOSPC;
 	/* known too big for what could be freed: do not compile it again */
 	if (t->want && rows_available(u, now_ns, !evict_used) < t->want)
 		return -ENOSPC;
@@ -1217,13 +1221,13 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 		t->whole = w;
 	if (w > u->cap || rows_available(u, now_ns, !evict_used) < w) {
 		free(out);
-		return t->pt ? build_partial(u, id, fd, now_ns, evict_used) : -ENOSPC;
+		return t->pt && evict_used ? build_partial(u, id, fd, now_ns, evict_used) : -ENOSPC;
 	}
 	first = make_room(u, w, now_ns, evict_used, id);
 	if (first < 0) {
 		free(out);
 		/* room enough, but not in one piece */
-		return t->pt ? build_partial(u, id, fd, now_ns, evict_used) : -ENOSPC;
+		return t->pt && evict_used ? build_partial(u, id, fd, now_ns, evict_used) : -ENOSPC;
 	}
 	err = u->store.write_rows(u->store.ctx, first, out, w);
 	free(out);
