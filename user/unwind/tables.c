@@ -1081,6 +1081,9 @@ static int build_partial(struct unwinder *u, uint32_t id, int fd, uint64_t now_n
 	first = make_room(u, t->want, now_ns, evict_used, id);
 	if (first < 0) {
 		free(sink.out);
+		pr_debug("%s: no room for a partial table of %u rows (%llu could be had)",
+			 o ? o->path : "?", t->want,
+			 (unsigned long long)rows_available(u, now_ns, !evict_used));
 		return -ENOSPC;
 	}
 	err = u->store.write_rows(u->store.ctx, (uint32_t)first, sink.out, t->want);
