@@ -1098,7 +1098,8 @@ static int build_partial(struct unwinder *u, uint32_t id, int fd, uint64_t now_n
 	t->state = OT_READY;
 	t->partial_now = true;
 	t->owner = 0;
-	t->fentry = 0; /* rewritten below with the new rows */
+	/* file_unwind names the new rows, or none (map full): never the old ones */
+	files_forget(u, id);
 	file_write(u, id, id);
 	if (was_ready) {
 		procs_update(u, id, false); /* its users onto the new rows */
