@@ -1177,11 +1177,19 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 	 * target's file no sample asked for yet (!evict_used): that waits for
 	 * a sample, which may evict cold tables for the whole one, as before;
 	 * decided there, `import torch`'s eager tables made libtorch_cpu
-	 * partial under -- CMD where a sample found room for it whole.
+	 * partial under -- CMD where a sample found room for it whole. Nor
+	 * whole over half the budget, room or not: at --unwind-mem 12m
+	 * libtorch_cpu's 1.4M rows evicted every cold table and then held
+	 * the budget while the hot python3, libc and libc10 were refused.
 	 */
-	if (t->pt && rows_available(u, now_ns, !evict_used) <
-			     (t->whole ? t->whole : (uint64_t)t->fdes * PARTIAL_GUESS_ROWS))
-		return evict_used ? build_partial(u, id, fd, now_ns, evict_used) : -ENOSPC;
+	if (t->pt) {
+		uint64_t whole = t->whole ? t->whole : (uint64_t)t->fdes * PARTIAL_GUESS_ROWS;
+
+		if (whole > u->cap / 2)
+			return build_partial(u, id, fd, now_ns, evict_used);
+		if (rows_available(u, now_ns, !evict_used) < whole)
+			return evict_used ? build_partial(u, id, fd, now_ns, evict_used) : -ENOSPC;
+	}
 	/* known too big for what could be freed: do not compile it again */
 	if (t->want && rows_available(u, now_ns, !evict_used) < t->want)
 		return -ENOSPC;
@@ -1225,7 +1233,13 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 		t->whole = w;
 	if (w > u->cap || rows_available(u, now_ns, !evict_used) < w) {
 		free(out);
-		return t->pt && evict_used ? build_partial(u, id, fd, now_ns, evict_used) : -ENOSPC;
+		return t->pt && (evict_used || w > u->cap / 2)
+			       ? build_partial(u, id, fd, now_ns, evict_used)
+			       : -ENOSPC;
+	}
+	if (t->pt && w > u->cap / 2) {
+		free(out);
+		return build_partial(u, id, fd, now_ns, evict_used);
 	}
 	first = make_room(u, w, now_ns, evict_used, id);
 	if (first < 0) {
