@@ -1505,7 +1505,7 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 				"%llu refused for room (%llu built later), %.1f ms compiling CFI, "
 				"%llu processes, %llu files left out of file_unwind (full), "
 				"%llu tables from the table cache; %llu partial (grown %llu times, "
-				"%llu rows)",
+				"%llu made whole once room appeared, %llu rows)",
 				(unsigned long long)us->tables,
 				(unsigned long long)us->tables_failed,
 				(unsigned long long)us->tables_shared,
@@ -1521,6 +1521,7 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 				(unsigned long long)us->tables_cached,
 				(unsigned long long)us->partial_files,
 				(unsigned long long)us->partial_grown,
+				(unsigned long long)us->partial_whole,
 				(unsigned long long)us->partial_rows);
 		}
 		if (r->tcache) {

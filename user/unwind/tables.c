@@ -92,12 +92,13 @@ struct otable {
 	struct {
 		uint64_t off, filesz, vaddr;
 		bool exec;
-	} segs[MAX_SEGS];   /* PT_LOAD */
-	uint32_t fentry;    /* table id the file's file_unwind entry names (0: none) */
-	bool probed;	    /* whether it is huge was looked at (partial_probe) */
-	bool partial_now;   /* a huge file's rows now are a partial table (not its whole one) */
-	uint32_t whole;	    /* a huge file's whole table's rows, once compiled (0: not known) */
-	struct partial *pt; /* a huge file's: rows for sampled functions only, else NULL */
+	} segs[MAX_SEGS];      /* PT_LOAD */
+	uint32_t fentry;       /* table id the file's file_unwind entry names (0: none) */
+	bool probed;	       /* whether it is huge was looked at (partial_probe) */
+	bool partial_now;      /* a huge file's rows now are a partial table (not its whole one) */
+	uint32_t whole;	       /* a huge file's whole table's rows, once compiled (0: not known) */
+	uint64_t whole_try_ns; /* when a partial table was last queued to be made whole */
+	struct partial *pt;    /* a huge file's: rows for sampled functions only, else NULL */
 	uint64_t hdr_off, hdr_vaddr; /* PT_GNU_EH_FRAME, when its table is the usual one */
 	bool hdr_table;
 };
@@ -201,6 +202,25 @@ static bool bit(const uint64_t *v, uint32_t i)
 static bool partial_stale(const struct otable *t)
 {
 	return t->pt && t->partial_now && t->pt->nchosen != t->pt->nbuilt;
+}
+
+/* A huge file's whole table's rows: known once compiled, else guessed. */
+static uint64_t whole_rows(const struct otable *t)
+{
+	return t->whole ? t->whole : (uint64_t)t->fdes * PARTIAL_GUESS_ROWS;
+}
+
+/*
+ * A partial table made while its whole one had no room, whose whole one
+ * would take at most half the budget: tried whole again every
+ * WHOLE_RETRY_NS (a sample wants it), as a refused file is.
+ */
+#define WHOLE_RETRY_NS 500000000ULL
+
+static bool whole_due(const struct unwinder *u, const struct otable *t, uint64_t now_ns)
+{
+	return t->partial_now && whole_rows(t) <= u->cap / 2 &&
+	       now_ns - t->whole_try_ns >= WHOLE_RETRY_NS;
 }
 
 /* Rows a table takes now, counted in the partial ones' total when it is partial. */
@@ -1144,7 +1164,8 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 	struct cfi_stats cs = { 0 };
 	uint64_t t0 = mono_ns(), c0;
 	struct tcache_key key;
-	bool have_key;
+	bool have_key, was_partial;
+	uint32_t old_first, old_count;
 	char bid[128];
 	size_t n = 0;
 	int64_t first;
@@ -1159,9 +1180,14 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 		goto fail;
 	}
 	partial_probe(u, id, fd);
-	if (t->partial_now) /* grown, never made whole: its callers are in by now */
+	/* grown, or made whole where that takes at most half the budget and room appeared */
+	if (t->partial_now && (!evict_used || whole_rows(t) > u->cap / 2 ||
+			       rows_available(u, now_ns, false) < whole_rows(t)))
 		return build_partial(u, id, fd, now_ns, evict_used);
-	if (share_by_build_id(u, o, fd, t, bid, sizeof(bid))) {
+	if (t->partial_now) {
+		if (elf_read_build_id(fd, bid, sizeof(bid)) <= 0)
+			bid[0] = 0;
+	} else if (share_by_build_id(u, o, fd, t, bid, sizeof(bid))) {
 		file_write(u, id, t->owner);
 		procs_update(u, t->owner, true);
 		return 0;
@@ -1253,19 +1279,38 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 	if (err) {
 		pr_verbose("%s: cannot load its unwind table: %s", o->path, strerror(-err));
 		rows_free(u, first, w);
+		if (t->partial_now)
+			return err; /* keeps its partial table */
 		goto fail;
 	}
+	was_partial = t->partial_now;
+	old_first = t->first;
+	old_count = t->count;
 	t->first = first;
 	t->count = w;
 	t->state = OT_READY;
 	t->partial_now = false;
 	t->owner = 0;
 	t->speculative = !evict_used;
+	if (was_partial)
+		files_forget(u, id);
 	file_write(u, id, id);
 	if (t->last_ns < now_ns)
 		t->last_ns = now_ns; /* a new table is not the first to go */
-	u->st.tables++;
-	u->st.tables_rebuilt += t->evicted;
+	if (was_partial) {
+		/* its users onto the whole rows, then the partial ones go */
+		procs_update(u, id, false);
+		rows_free(u, old_first, old_count);
+		u->st.rows_used -= old_count;
+		u->st.partial_rows -= old_count;
+		u->st.partial_fdes -= t->pt->nbuilt;
+		t->pt->nbuilt = 0;
+		memset(t->pt->inrows, 0, (t->pt->n + 63) / 64 * sizeof(uint64_t));
+		u->st.partial_whole++;
+	} else {
+		u->st.tables++;
+		u->st.tables_rebuilt += t->evicted;
+	}
 	if (t->refused) {
 		t->refused = false;
 		u->st.tables_retried++;
@@ -1338,8 +1383,15 @@ bool unwinder__hit(struct unwinder *u, uint32_t obj, uint64_t now_ns)
 		u->tables[id].speculative = false;
 		if (u->tables[id].last_ns < now_ns)
 			u->tables[id].last_ns = now_ns;
-		/* a partial table that lacks functions samples were in: grown in balance */
-		if (!partial_stale(&u->tables[id]) || u->tables[id].queued)
+		/*
+		 * a partial table that lacks functions samples were in: grown in
+		 * balance; or, now and then, made whole if room appeared
+		 */
+		if (u->tables[id].queued)
+			return false;
+		if (whole_due(u, &u->tables[id], now_ns))
+			u->tables[id].whole_try_ns = now_ns;
+		else if (!partial_stale(&u->tables[id]))
 			return false;
 	}
 	if (t->state == OT_NO_TABLE)
@@ -1451,7 +1503,8 @@ void unwinder__balance(struct unwinder *u, uint64_t now_ns, uint64_t budget_ns)
 		}
 		t->queued = false;
 		t->demand = 0;
-		if ((serving(u, id) && !partial_stale(t)) || t->state == OT_NO_TABLE)
+		if ((serving(u, id) && !partial_stale(t) && !t->partial_now) ||
+		    t->state == OT_NO_TABLE)
 			continue;
 		err = build(u, id, now_ns, true);
 		/* a partial table with no room to grow keeps what it has: tried again */

@@ -76,6 +76,7 @@ struct unwinder_stats {
 	 * they take now, and times one grew into a new row range.
 	 */
 	uint64_t partial_files, partial_fdes_total, partial_fdes, partial_rows, partial_grown;
+	uint64_t partial_whole; /* partial tables replaced by the whole one once room appeared */
 };
 
 /* Rows held by each byte of --unwind-mem. */
