@@ -330,8 +330,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	if (size > sizeof(*s))
 		size = sizeof(*s);
 	if (output(s, size,
-		   s->hdr.flags &
-			   (SAMPLE_F_NO_UNWIND_INFO | SAMPLE_F_STALE_MAPS | SAMPLE_F_PY_NO_THREAD)))
+		   s->hdr.flags & (SAMPLE_F_NO_UNWIND_INFO | SAMPLE_F_STALE_MAPS |
+				   SAMPLE_F_PY_NO_THREAD | SAMPLE_F_UNWIND_GAP)))
 		count(CNT_RB_FULL);
 	if (time_samples)
 		time_sample(t0);

@@ -187,6 +187,7 @@ struct ustate {
 	__u32 gen;	/* 0: the cache is not used (unwind_gen not set up) */
 	bool exact_ip;	/* ip is not a return address (leaf, after a signal) */
 	bool heuristic; /* a frame was reached by fp_fallback */
+	bool gap;	/* a frame was in a partial table's gap */
 	bool vma_tried; /* lazy_add ran in this walk (once per interrupt: see there) */
 	__u32 lazy;	/* info is lazy_desc, made from early_maps (not described yet) */
 	__u32 tgid;	/* whose early_maps lazy_add extends */
@@ -775,6 +776,18 @@ static __always_inline long unwind_frame(struct ustate *st)
 		st->exact_ip = true;
 		return 0;
 	default:
+		/*
+		 * A partial table's gap (a huge file's function whose rows are
+		 * not in yet): stepped by frame pointers, counted apart; a stop
+		 * there stays "no row". Here, not a case of its own, so that the
+		 * rules above are tested as before.
+		 */
+		if (cfa_rule == UROW_CFA_GAP) {
+			count(CNT_UNW_PARTIAL_GAP);
+			st->gap = true;
+			reason = CNT_UNW_NO_ROW;
+			goto fallback;
+		}
 		reason = CNT_UNW_UNSUPPORTED;
 		goto fallback;
 	}
@@ -988,6 +1001,7 @@ __noinline int unwind_walk(struct bpf_proc_unwind *info, struct uframes *frames,
 	st.stop = opaque_zero_var;
 	st.stale = opaque_zero_var;
 	st.heuristic = opaque_zero_var & 1;
+	st.gap = opaque_zero_var & 1;
 	/*
 	 * The leaf's mapping as unwind_user found it: the first step does not
 	 * search it again (unwind_frame checks it holds ip all the same).
@@ -1006,6 +1020,8 @@ __noinline int unwind_walk(struct bpf_proc_unwind *info, struct uframes *frames,
 		w->flags |= SAMPLE_F_STALE_MAPS;
 	if (st.heuristic)
 		w->flags |= SAMPLE_F_UNWIND_HEURISTIC;
+	if (st.gap)
+		w->flags |= SAMPLE_F_UNWIND_GAP;
 	return st.n;
 }
 

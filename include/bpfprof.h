@@ -104,6 +104,12 @@ enum sample_flags {
 	SAMPLE_F_UNWIND_HEURISTIC = 1 << 13,
 	/* the thread's state was found by BPF in the thread list (bpf_pyproc.ts_walk) */
 	SAMPLE_F_PY_TS_WALK = 1 << 14,
+	/*
+	 * a frame lay in a huge file's partial table outside the functions it
+	 * holds yet: user space grows the table, woken now (urgent) so that a
+	 * stack's callers come in at the pace of samples, not of 100 ms polls
+	 */
+	SAMPLE_F_UNWIND_GAP = 1 << 15,
 };
 
 /*
@@ -286,7 +292,10 @@ enum cuda_counter {
 	X(CNT_PY_TS_WALK, "python: thread found by BPF", 0,                                       \
 	  "a thread not in py_threads yet found in the interpreter's thread list (ts_walk)")      \
 	X(CNT_PY_EARLY_PROC, "python: interpreter found by BPF", 0,                               \
-	  "a process's py_procs entry made by BPF from py_files and early_maps")
+	  "a process's py_procs entry made by BPF from py_files and early_maps")                  \
+	X(CNT_UNW_PARTIAL_GAP, "unwind: function not in partial table yet", 0,                    \
+	  "a frame in a huge file's partial table outside the functions it holds yet: "           \
+	  "a frame-pointer step")
 
 /*
  * CPU time of a sample (bpf/cpu.bpf.c): the thread's CPU time by the kernel's
@@ -337,6 +346,7 @@ enum urow_cfa {
 	UROW_CFA_PLT = 3,    /* CFA = RSP + 8 + ((RIP & 15) >= cfa_off ? 8 : 0) */
 	UROW_CFA_END = 4,    /* outermost frame */
 	UROW_CFA_SIGNAL = 5, /* rt_sigreturn trampoline: registers in the ucontext at RSP */
+	UROW_CFA_GAP = 6,    /* partial table: this function's rows not in yet (frame pointers) */
 };
 
 enum urow_rbp {

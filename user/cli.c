@@ -841,7 +841,9 @@ static const struct cli_opt opts[] = {
 	{ "unwind-mem", 0, "SIZE", S_OPTIONS, NULL, parse_unwind_mem,
 	  "memory for unwind tables (BPF map, 8 bytes a row; k, m, g suffixes; default 32m): "
 	  "tables go to the files samples land in, least recently sampled evicted; a warning "
-	  "at the end says when it was short" },
+	  "at the end says when it was short. A file with more FDEs than 1/64 of the rows "
+	  "whose whole table has no room, or would take over half, gets rows only for the "
+	  "functions samples land in (a partial table)" },
 	{ "unwind-cache", 0, "DIR", S_OPTIONS, NULL, set_unwind_cache,
 	  "keep compiled unwind tables in DIR between runs, so that a restarted agent loads "
 	  "them instead of compiling the binaries' CFI again (default " UNWIND_CACHE_DEFAULT

@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <gelf.h>
+#include <libelf.h>
 
 #include "proc/objfile.h"
 #include "proc/proc.h"
@@ -492,6 +494,160 @@ static void test_too_big_for_budget(void **state)
 	fixture_free(f);
 }
 
+/*
+ * .eh_frame_hdr's FDE i of path: its initial location (ELF vaddr) and that
+ * address's file offset (in the executable PT_LOAD); *n: the FDE count.
+ */
+static uint64_t hdr_fde(const char *path, uint32_t i, uint64_t *off, uint32_t *n)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *elf;
+	GElf_Phdr ph, hdr = { 0 }, text = { 0 };
+	size_t np;
+	uint8_t h[12];
+	int32_t ent[2];
+	uint64_t vaddr;
+
+	assert_true(fd >= 0);
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	assert_non_null(elf);
+	assert_int_equal(elf_getphdrnum(elf, &np), 0);
+	for (size_t k = 0; k < np; k++) {
+		assert_non_null(gelf_getphdr(elf, (int)k, &ph));
+		if (ph.p_type == PT_GNU_EH_FRAME)
+			hdr = ph;
+		if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+			text = ph;
+	}
+	elf_end(elf);
+	assert_true(hdr.p_filesz > sizeof(h));
+	assert_int_equal(pread(fd, h, sizeof(h), (off_t)hdr.p_offset), sizeof(h));
+	assert_int_equal(h[3], 0x3b); /* datarel sdata4 pairs */
+	memcpy(n, h + 8, sizeof(*n));
+	assert_true(i < *n);
+	assert_int_equal(pread(fd, ent, sizeof(ent), (off_t)(hdr.p_offset + 12 + 8ULL * i)),
+			 sizeof(ent));
+	close(fd);
+	vaddr = hdr.p_vaddr + (int64_t)ent[0];
+	assert_true(vaddr >= text.p_vaddr && vaddr < text.p_vaddr + text.p_filesz);
+	*off = vaddr - text.p_vaddr + text.p_offset;
+	return vaddr;
+}
+
+/* The row BPF finds for ELF vaddr in the table m describes (NULL: none). */
+static const struct bpf_urow *bpf_row(struct fixture *f, const struct bpf_umap *m, uint64_t vaddr)
+{
+	/* mapped from offset 0, and the first PT_LOAD has vaddr == offset 0 */
+	uint64_t pc = (m->start + vaddr) - m->bias;
+	const struct bpf_urow *r = NULL;
+
+	for (uint32_t i = m->first; i < m->first + m->count && f->m.rows[i].pc <= pc; i++)
+		r = &f->m.rows[i];
+	return r;
+}
+
+/* The whole table's rule at vaddr, as cfi__build compiles it. */
+static void assert_row_as_whole(const struct bpf_urow *r, const struct unwind_row *whole, size_t n,
+				uint64_t vaddr)
+{
+	const struct unwind_row *w = cfi__find(whole, n, vaddr);
+
+	assert_non_null(r);
+	assert_non_null(w);
+	assert_int_equal(r->rules & 15, w->cfa_rule);
+	assert_int_equal(r->cfa_off, w->cfa_off);
+}
+
+/*
+ * A huge file (more FDEs than unwinder__set_partial's threshold) gets rows
+ * only for the functions samples land in: the rest is a gap (UROW_CFA_GAP);
+ * a frame in a new function grows the table into a new range, the process
+ * rewritten to it, the old rows freed (a new generation), and both
+ * functions' rows are the whole table's.
+ */
+static void test_partial_table(void **state)
+{
+	/* room for half of its whole table: partial (where it fits, whole: below) */
+	struct fixture *f = fixture_new(rows_of(names[F_STDCXX]) / 2);
+	int files[] = { F_STDCXX };
+	uint32_t id = f->id[F_STDCXX], nfdes, first, gen;
+	uint64_t a, b, c, aoff, boff, coff;
+	struct unwind_row *whole = NULL;
+	struct cfi_stats cs;
+	size_t nwhole = 0;
+	const struct unwinder_stats *st = unwinder__stats(f->u);
+	const struct bpf_umap *m;
+	int fd;
+
+	(void)state;
+	a = hdr_fde(names[F_STDCXX], 100, &aoff, &nfdes);
+	b = hdr_fde(names[F_STDCXX], nfdes / 2, &boff, &nfdes);
+	c = hdr_fde(names[F_STDCXX], nfdes - 10, &coff, &nfdes);
+	fd = open(names[F_STDCXX], O_RDONLY | O_CLOEXEC);
+	assert_int_equal(cfi__build(fd, &whole, &nwhole, &cs), 0);
+	close(fd);
+	unwinder__set_partial(f->u, nfdes - 1);
+
+	proc_sync(f, 1, files, 1);
+	assert_int_equal(umap(f, 1, 0)->kind, UMAP_FP);
+	/* a leaf in FDE 100, no table yet (not a partial table's gap) */
+	assert_false(unwinder__hit_pc(f->u, id, aoff + 1, SEC));
+	balance(f, SEC);
+	assert_true(unwinder__ready(f->u, id));
+	m = umap(f, 1, 0);
+	assert_int_equal(m->kind, UMAP_TABLE);
+	assert_true(m->count >= 2 && m->count < 200);
+	assert_int_equal(st->partial_files, 1);
+	assert_int_equal(st->partial_fdes, 1);
+	assert_int_equal(st->partial_rows, m->count);
+	assert_int_equal(st->rows_used, m->count);
+	/* the code below the first chosen FDE is a gap too */
+	assert_int_equal(f->m.rows[m->first].rules & 15, UROW_CFA_GAP);
+	assert_row_as_whole(bpf_row(f, m, a + 1), whole, nwhole, a + 1);
+	assert_int_equal(bpf_row(f, m, b)->rules & 15, UROW_CFA_GAP);
+	assert_int_equal(bpf_row(f, m, c)->rules & 15, UROW_CFA_GAP);
+	assert_false(unwinder__hit_pc(f->u, id, aoff + 1, 2 * SEC)); /* in the rows now */
+
+	/* a caller in FDE nfdes/2: the table grows into a new range */
+	first = m->first;
+	gen = f->m.gen;
+	assert_true(unwinder__hit_pc(f->u, id, boff, 2 * SEC));
+	balance(f, 2 * SEC);
+	m = umap(f, 1, 0);
+	assert_int_not_equal(m->first, first);
+	assert_int_not_equal(f->m.gen, gen);
+	assert_int_equal(st->partial_fdes, 2);
+	assert_int_equal(st->partial_grown, 1);
+	assert_int_equal(st->rows_used, m->count);
+	assert_int_equal(st->tables, 1);
+	assert_row_as_whole(bpf_row(f, m, a + 1), whole, nwhole, a + 1);
+	assert_row_as_whole(bpf_row(f, m, b), whole, nwhole, b);
+	assert_int_equal(bpf_row(f, m, c)->rules & 15, UROW_CFA_GAP);
+	assert_true(m->count < 400);
+	/* nothing new: no third build */
+	assert_false(unwinder__hit_pc(f->u, id, boff, 3 * SEC));
+	balance(f, 3 * SEC);
+	assert_int_equal(st->partial_grown, 1);
+	/* under the threshold a file is whole, and hit_pc does nothing */
+	assert_false(unwinder__hit_pc(f->u, f->id[F_LIBFX], 0x1000, 3 * SEC));
+	fixture_free(f);
+
+	/* a huge file whose whole table fits gets it, and then wants nothing */
+	f = fixture_new(1 << 20);
+	unwinder__set_partial(f->u, nfdes - 1);
+	proc_sync(f, 1, files, 1);
+	assert_false(unwinder__hit_pc(f->u, f->id[F_STDCXX], aoff + 1, SEC));
+	hit(f, F_STDCXX, SEC);
+	balance(f, SEC);
+	m = umap(f, 1, 0);
+	assert_int_equal(m->count, f->rows[F_STDCXX]);
+	assert_false(unwinder__hit_pc(f->u, f->id[F_STDCXX], boff, 2 * SEC));
+	assert_int_equal(unwinder__stats(f->u)->partial_rows, 0);
+	free(whole);
+	fixture_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -503,6 +659,7 @@ int main(void)
 		cmocka_unit_test(test_eager_targets),
 		cmocka_unit_test(test_eager_evicted_not_rebuilt),
 		cmocka_unit_test(test_too_big_for_budget),
+		cmocka_unit_test(test_partial_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -256,13 +256,19 @@ static void dec_user_end(void *ctx, const struct sframe *f, uint32_t n, uint64_t
 	uint32_t last = 0;
 	bool no_room = false;
 
+	bool gap = false;
+
 	for (uint32_t i = 0; i < n; i++) {
+		/* the leaf's exact pc; a caller's call instruction */
+		gap |= unwinder__hit_pc(r->unw, f[i].obj,
+					i && f[i].addr ? f[i].addr - 1 : f[i].addr, time_ns);
 		if (f[i].obj == last)
 			continue;
 		last = f[i].obj;
 		no_room |= unwinder__hit(r->unw, last, time_ns);
 	}
 	r->st.unwind_no_room += no_room;
+	r->st.unwind_partial_gap += gap;
 }
 
 static void dec_want_sync(void *ctx, uint32_t pid)
@@ -903,6 +909,7 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 		unwinder__set_file_map(r->unw, bpf_map__fd(r->skel->maps.file_unwind));
 		/* a few named targets: all their tables; the machine: what samples want */
 		unwinder__set_eager(r->unw, !env.all);
+		unwinder__set_partial(r->unw, env.unwind_rows / UNWIND_PARTIAL_SHARE);
 		err = open_table_cache(r);
 		if (err)
 			return err;
@@ -1424,6 +1431,18 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			(unsigned long long)r->st.dec.unwind_heuristic,
 			(unsigned long long)rec__counter(r, CNT_UNW_FP_FALLBACK));
 	print_files_summary(r);
+	if (r->unw && unwinder__stats(r->unw)->partial_files) {
+		const struct unwinder_stats *us = unwinder__stats(r->unw);
+
+		pr_info("unwinding: %llu huge files with partial tables (%llu of their %llu "
+			"functions in %llu rows); %llu samples (%.1f%%) had a frame in a function "
+			"not in them yet, walked on by frame pointers",
+			(unsigned long long)us->partial_files, (unsigned long long)us->partial_fdes,
+			(unsigned long long)us->partial_fdes_total,
+			(unsigned long long)us->partial_rows,
+			(unsigned long long)r->st.unwind_partial_gap,
+			r->st.received ? 100.0 * r->st.unwind_partial_gap / r->st.received : 0.0);
+	}
 	if (r->unw && r->st.unwind_no_room) {
 		uint64_t want = unwinder__rows_wanted(r->unw) * UNWIND_ROW_BYTES;
 		uint64_t have = (uint64_t)env.unwind_rows * UNWIND_ROW_BYTES, mib = 1 << 20;
@@ -1485,7 +1504,8 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 				"again), "
 				"%llu refused for room (%llu built later), %.1f ms compiling CFI, "
 				"%llu processes, %llu files left out of file_unwind (full), "
-				"%llu tables from the table cache",
+				"%llu tables from the table cache; %llu partial (grown %llu times, "
+				"%llu made whole once room appeared, %llu rows)",
 				(unsigned long long)us->tables,
 				(unsigned long long)us->tables_failed,
 				(unsigned long long)us->tables_shared,
@@ -1498,7 +1518,11 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 				(unsigned long long)us->tables_retried, us->build_ns / 1e6,
 				(unsigned long long)us->procs,
 				(unsigned long long)us->files_unlisted,
-				(unsigned long long)us->tables_cached);
+				(unsigned long long)us->tables_cached,
+				(unsigned long long)us->partial_files,
+				(unsigned long long)us->partial_grown,
+				(unsigned long long)us->partial_whole,
+				(unsigned long long)us->partial_rows);
 		}
 		if (r->tcache) {
 			const struct tcache_stats *cs = tcache__stats(r->tcache);

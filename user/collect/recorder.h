@@ -45,6 +45,8 @@ struct rec_stats {
 	uint64_t before_exec;	 /* -- CMD: the child's records before its exec (our code) */
 	uint64_t agg_failed;	 /* could not be added to the stack table */
 	uint64_t unwind_no_room; /* samples with a frame in a file --unwind-mem had no room for */
+	/* samples with a frame in a function a huge file's partial table did not hold yet */
+	uint64_t unwind_partial_gap;
 	/*
 	 * Samples in the written output (the sum of its samples/count value, or
 	 * the CPU samples of a trace); what the summary reports when known, so

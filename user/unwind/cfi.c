@@ -230,6 +230,8 @@ struct ctx {
 
 	struct cfi_stats *stats;
 	uint32_t dropped;
+	/* where no FDE's rows are in force: no_row, or gap_row in a partial table */
+	const struct unwind_row *gap;
 };
 
 /* One step of a CFA program: where it is and where its rows go. */
@@ -513,6 +515,8 @@ static bool fits(int64_t v, int64_t lo, int64_t hi)
 
 /* Everything an unsupported row says; gap markers look the same, so they merge. */
 static const struct unwind_row no_row;
+/* A partial table's gap: code whose FDE was not chosen (cfi__emit_fdes). */
+static const struct unwind_row gap_row = { .cfa_rule = CFA_RULE_GAP };
 
 static struct unwind_row to_row(const struct state *st, const struct cie *cie)
 {
@@ -1266,7 +1270,7 @@ static int sweep(struct ctx *c, struct out *o)
 				depth--;
 			if (!depth) {
 				c->ntmp = 0;
-				err = emit(o, pos, &no_row);
+				err = emit(o, pos, c->gap);
 				break;
 			}
 			t = &stk[depth - 1];
@@ -1310,7 +1314,7 @@ static Elf_Data *section_data(Elf_Scn *scn, const GElf_Shdr *sh, const char *nam
 }
 
 static int find_sections(Elf *elf, int fd, uint64_t fsize, struct sect *eh, struct sect *df,
-			 struct ctx *c)
+			 struct ctx *c, bool eh_only)
 {
 	Elf_Scn *scn = NULL, *eh_scn = NULL, *df_scn = NULL;
 	GElf_Shdr sh, eh_sh, df_sh;
@@ -1330,7 +1334,8 @@ static int find_sections(Elf *elf, int fd, uint64_t fsize, struct sect *eh, stru
 		if (!strcmp(name, ".eh_frame")) {
 			eh_scn = scn;
 			eh_sh = sh;
-		} else if (!strcmp(name, ".debug_frame") || !strcmp(name, ".zdebug_frame")) {
+		} else if (!eh_only &&
+			   (!strcmp(name, ".debug_frame") || !strcmp(name, ".zdebug_frame"))) {
 			df_scn = scn;
 			df_sh = sh;
 			df_name = name;
@@ -1397,10 +1402,55 @@ static bool tables_fit(const GElf_Ehdr *eh, uint64_t size)
 	return true;
 }
 
-int cfi__emit(int fd, cfi_sink_fn sink, void *ctx, struct cfi_stats *stats, size_t *nrows)
+/*
+ * Only the FDEs at the given .eh_frame addresses (partial: fdes not NULL):
+ * their entries are read where .eh_frame_hdr says they are, the rest of the
+ * section is never walked, and code outside them is marked with gap_row.
+ */
+static int add_fdes(struct ctx *c, const uint64_t *fdes, size_t nfdes)
+{
+	struct entry e;
+	size_t i;
+	int err;
+
+	use_sect(c, 0);
+	for (i = 0; i < nfdes; i++) {
+		uint64_t off = fdes[i] - c->sect.addr;
+
+		if (fdes[i] < c->sect.addr || off >= c->sect.size ||
+		    read_entry(&c->sect, c->w, off, &e) || e.terminator ||
+		    entry_is_cie(&c->sect, &e)) {
+			c->stats->bad_fdes++;
+			continue;
+		}
+		c->stats->fdes++;
+		err = add_run(c, &e, off, 0);
+		if (err == -ENOMEM)
+			return err;
+		if (err < 0)
+			c->stats->bad_fdes++;
+		else if (err > 0)
+			c->dropped++;
+	}
+	return 0;
+}
+
+/* The lowest executable address: where a partial table's first gap starts. */
+static uint64_t exec_lo(const struct ctx *c)
+{
+	uint64_t lo = UINT64_MAX;
+
+	for (size_t i = 0; i < c->nexec; i++)
+		if (c->exec[i].lo < lo)
+			lo = c->exec[i].lo;
+	return lo;
+}
+
+static int emit_table(int fd, const uint64_t *fdes, size_t nfdes, cfi_sink_fn sink, void *ctx,
+		      struct cfi_stats *stats, size_t *nrows)
 {
 	struct sect eh = { 0 }, df = { 0 };
-	struct ctx c = { .stats = stats };
+	struct ctx c = { .stats = stats, .gap = fdes ? &gap_row : &no_row };
 	struct out *o = NULL;
 	size_t neh = 0;
 	GElf_Ehdr ehdr;
@@ -1421,7 +1471,7 @@ int cfi__emit(int fd, cfi_sink_fn sink, void *ctx, struct cfi_stats *stats, size
 		err = -ENOEXEC;
 		goto cleanup;
 	}
-	err = find_sections(elf, fd, (uint64_t)st.st_size, &eh, &df, &c);
+	err = find_sections(elf, fd, (uint64_t)st.st_size, &eh, &df, &c, fdes != NULL);
 	if (err)
 		goto cleanup;
 	err = find_exec(elf, &c);
@@ -1431,7 +1481,7 @@ int cfi__emit(int fd, cfi_sink_fn sink, void *ctx, struct cfi_stats *stats, size
 	c.sects[1] = df;
 
 	if (eh.size) {
-		err = walk_section(&c, 0);
+		err = fdes ? add_fdes(&c, fdes, nfdes) : walk_section(&c, 0);
 		if (err)
 			goto cleanup;
 		neh = c.nruns;
@@ -1462,6 +1512,15 @@ int cfi__emit(int fd, cfi_sink_fn sink, void *ctx, struct cfi_stats *stats, size
 	o->ctx = ctx;
 	if (c.nruns > 1)
 		qsort(c.runs, c.nruns, sizeof(*c.runs), cmp_run);
+	/*
+	 * a partial table: the code below its first chosen FDE is a gap too,
+	 * and with none chosen yet the table is that one gap row
+	 */
+	if (fdes && exec_lo(&c) != UINT64_MAX && (!c.nruns || exec_lo(&c) < c.runs[0].start)) {
+		err = emit(o, exec_lo(&c), &gap_row);
+		if (err)
+			goto cleanup;
+	}
 	err = sweep(&c, o);
 	if (!err)
 		*nrows = o->total;
@@ -1477,6 +1536,19 @@ cleanup:
 	if (elf)
 		elf_end(elf);
 	return err;
+}
+
+int cfi__emit(int fd, cfi_sink_fn sink, void *ctx, struct cfi_stats *stats, size_t *nrows)
+{
+	return emit_table(fd, NULL, 0, sink, ctx, stats, nrows);
+}
+
+int cfi__emit_fdes(int fd, const uint64_t *fdes, size_t nfdes, cfi_sink_fn sink, void *ctx,
+		   struct cfi_stats *stats, size_t *nrows)
+{
+	static const uint64_t none;
+
+	return emit_table(fd, nfdes ? fdes : &none, nfdes, sink, ctx, stats, nrows);
 }
 
 struct array_sink {

@@ -25,6 +25,11 @@ enum cfa_rule {
 	CFA_RULE_PLT = 3,
 	CFA_RULE_END = 4,    /* outermost frame (RIP undefined, e.g. _start): stop cleanly */
 	CFA_RULE_SIGNAL = 5, /* signal trampoline ('S' augmentation, __restore_rt) */
+	/*
+	 * A partial table's gap (cfi__emit_fdes): code whose FDE is not in the
+	 * table yet. BPF takes a frame-pointer step, counted apart.
+	 */
+	CFA_RULE_GAP = 6,
 };
 
 enum rbp_rule {
@@ -84,6 +89,17 @@ typedef int (*cfi_sink_fn)(void *ctx, const struct unwind_row *rows, size_t n);
 
 /* cfi__build, the rows going to sink; *nrows: how many it was given. */
 int cfi__emit(int fd, cfi_sink_fn sink, void *ctx, struct cfi_stats *stats, size_t *nrows);
+
+/*
+ * A partial table: cfi__emit for only the .eh_frame FDEs at the addresses
+ * fdes[0 .. nfdes) (ELF vaddrs, as .eh_frame_hdr's table gives them; any
+ * order), the section's other FDEs never read, .debug_frame ignored.
+ * Where none of them is in force (below the first, between them, after
+ * the last) the row is CFA_RULE_GAP, not CFA_RULE_UNSUPPORTED. An address
+ * that is no FDE counts in stats->bad_fdes.
+ */
+int cfi__emit_fdes(int fd, const uint64_t *fdes, size_t nfdes, cfi_sink_fn sink, void *ctx,
+		   struct cfi_stats *stats, size_t *nrows);
 
 /* Binary search: the row covering pc, or NULL (before the first row). */
 const struct unwind_row *cfi__find(const struct unwind_row *rows, size_t nrows, uint64_t pc);

@@ -70,6 +70,13 @@ struct unwinder_stats {
 	uint64_t maps_dropped;	    /* mappings beyond MAX_UMAPS */
 	uint64_t rows_unsupported;  /* rows compiled as "cannot unwind here" */
 	uint64_t files_unlisted;    /* tables left out of file_unwind (map full) */
+	/*
+	 * Huge files' partial tables (rows for sampled functions only):
+	 * files found huge, their FDEs in all, FDEs in their rows now, rows
+	 * they take now, and times one grew into a new row range.
+	 */
+	uint64_t partial_files, partial_fdes_total, partial_fdes, partial_rows, partial_grown;
+	uint64_t partial_whole; /* partial tables replaced by the whole one once room appeared */
 };
 
 /* Rows held by each byte of --unwind-mem. */
@@ -93,6 +100,25 @@ void unwinder__free(struct unwinder *u);
  */
 void unwinder__set_eager(struct unwinder *u, bool eager);
 
+/*
+ * Files with more FDEs (by .eh_frame_hdr) than fdes get partial tables
+ * where their whole one has no room (instead of being refused): rows only
+ * for the functions samples land in (unwinder__hit_pc), grown as samples
+ * show more. 0 (the default): every table whole.
+ */
+void unwinder__set_partial(struct unwinder *u, uint32_t fdes);
+/*
+ * The agent's threshold: --unwind-mem's rows / UNWIND_PARTIAL_SHARE. A
+ * table has a row an FDE at least (libtorch_cpu: 6.4), so a file above it
+ * would take a sixty-fourth of the budget or (mostly) far more whole:
+ * libtorch_cpu (220k FDEs, 1.4M rows) a third of the default 4M rows,
+ * libLLVM (98k FDEs) about a tenth, while a training loop runs a few
+ * hundred of libtorch's functions. Files under it are whole: compiled once
+ * (or loaded from the table cache), nothing to converge. At the default
+ * budget: 65536 FDEs.
+ */
+#define UNWIND_PARTIAL_SHARE 64
+
 /* (Re)write p's proc_unwind entry from its mappings and the tables built. 0 or -errno. */
 int unwinder__sync(struct unwinder *u, const struct proc *p);
 /* Whether pid has an entry. */
@@ -109,6 +135,17 @@ bool unwinder__ready(const struct unwinder *u, uint32_t obj);
  * for it (the frame was walked with frame pointers).
  */
 bool unwinder__hit(struct unwinder *u, uint32_t obj, uint64_t now_ns);
+/*
+ * A sample's frame in file obj at file offset off (a caller's: its return
+ * address - 1). When obj is huge enough for a partial table (rows only for
+ * the functions samples land in), the function holding off is wanted, and
+ * the table grows in unwinder__balance. Returns true when the file's rows
+ * are a partial table that did not hold that function (BPF walked the
+ * frame by a frame-pointer step in its gap). A huge file gets a partial
+ * table only when its whole one has no room; with its whole table, and
+ * for other files, nothing happens (unwinder__hit does the rest).
+ */
+bool unwinder__hit_pc(struct unwinder *u, uint32_t obj, uint64_t off, uint64_t now_ns);
 /*
  * Build the tables of the files wanted since the last call, most sampled
  * first, evicting tables not sampled for a while to make room, and rewrite
