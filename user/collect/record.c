@@ -1431,15 +1431,16 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			(unsigned long long)r->st.dec.unwind_heuristic,
 			(unsigned long long)rec__counter(r, CNT_UNW_FP_FALLBACK));
 	print_files_summary(r);
-	if (r->unw && unwinder__stats(r->unw)->partial_files) {
+	if (r->unw && unwinder__stats(r->unw)->partial_made) {
 		const struct unwinder_stats *us = unwinder__stats(r->unw);
 
 		pr_info("unwinding: %llu huge files with partial tables (%llu of their %llu "
-			"functions in %llu rows); %llu samples (%.1f%%) had a frame in a function "
-			"not in them yet, walked on by frame pointers",
-			(unsigned long long)us->partial_files, (unsigned long long)us->partial_fdes,
+			"functions in %llu rows at the end; %llu made whole once room appeared); "
+			"%llu samples (%.1f%%) had a frame in a function not in them yet, walked on "
+			"by frame pointers",
+			(unsigned long long)us->partial_made, (unsigned long long)us->partial_fdes,
 			(unsigned long long)us->partial_fdes_total,
-			(unsigned long long)us->partial_rows,
+			(unsigned long long)us->partial_rows, (unsigned long long)us->partial_whole,
 			(unsigned long long)r->st.unwind_partial_gap,
 			r->st.received ? 100.0 * r->st.unwind_partial_gap / r->st.received : 0.0);
 	}
@@ -1504,8 +1505,9 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 				"again), "
 				"%llu refused for room (%llu built later), %.1f ms compiling CFI, "
 				"%llu processes, %llu files left out of file_unwind (full), "
-				"%llu tables from the table cache; %llu partial (grown %llu times, "
-				"%llu made whole once room appeared, %llu rows)",
+				"%llu tables from the table cache; %llu huge files, %llu with partial "
+				"tables (grown %llu times, %llu made whole once room appeared, "
+				"%llu rows)",
 				(unsigned long long)us->tables,
 				(unsigned long long)us->tables_failed,
 				(unsigned long long)us->tables_shared,
@@ -1520,6 +1522,7 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 				(unsigned long long)us->files_unlisted,
 				(unsigned long long)us->tables_cached,
 				(unsigned long long)us->partial_files,
+				(unsigned long long)us->partial_made,
 				(unsigned long long)us->partial_grown,
 				(unsigned long long)us->partial_whole,
 				(unsigned long long)us->partial_rows);

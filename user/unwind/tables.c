@@ -96,6 +96,7 @@ struct otable {
 	uint32_t fentry;       /* table id the file's file_unwind entry names (0: none) */
 	bool probed;	       /* whether it is huge was looked at (partial_probe) */
 	bool partial_now;      /* a huge file's rows now are a partial table (not its whole one) */
+	bool partial_once;     /* it had one at some time (unwinder_stats.partial_made) */
 	uint32_t whole;	       /* a huge file's whole table's rows, once compiled (0: not known) */
 	uint64_t whole_try_ns; /* when a partial table was last queued to be made whole */
 	struct partial *pt;    /* a huge file's: rows for sampled functions only, else NULL */
@@ -1028,7 +1029,6 @@ static void partial_probe(struct unwinder *u, uint32_t id, int fd)
 	       (long long)(sizeof(*pt) + pt->n * sizeof(*pt->hdr) + 2 * words * sizeof(uint64_t)));
 	t->pt = pt;
 	u->st.partial_files++;
-	u->st.partial_fdes_total += pt->n;
 }
 
 /* The index of the FDE .eh_frame_hdr says holds vaddr (the last starting at or below it), or -1. */
@@ -1117,6 +1117,11 @@ static int build_partial(struct unwinder *u, uint32_t id, int fd, uint64_t now_n
 	t->base = sink.base;
 	t->state = OT_READY;
 	t->partial_now = true;
+	if (!t->partial_once) {
+		t->partial_once = true;
+		u->st.partial_made++;
+		u->st.partial_fdes_total += t->pt->n;
+	}
 	t->owner = 0;
 	/* file_unwind names the new rows, or none (map full): never the old ones */
 	files_forget(u, id);

@@ -72,11 +72,13 @@ struct unwinder_stats {
 	uint64_t files_unlisted;    /* tables left out of file_unwind (map full) */
 	/*
 	 * Huge files' partial tables (rows for sampled functions only):
-	 * files found huge, their FDEs in all, FDEs in their rows now, rows
-	 * they take now, and times one grew into a new row range.
+	 * files found huge, the FDEs in all of those that had a partial table
+	 * (partial_made), FDEs in their rows now, rows they take now, and
+	 * times one grew into a new row range.
 	 */
 	uint64_t partial_files, partial_fdes_total, partial_fdes, partial_rows, partial_grown;
 	uint64_t partial_whole; /* partial tables replaced by the whole one once room appeared */
+	uint64_t partial_made;	/* huge files that had a partial table at some time */
 };
 
 /* Rows held by each byte of --unwind-mem. */
