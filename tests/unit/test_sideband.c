@@ -98,9 +98,10 @@ static void test_fork_read_after_exec(void **state)
 	assert_non_null(t);
 	mmap2(&parent_map, PARENT, PARENT_TEXT, "/bin/sh", 50);
 	mmap2(&child_map, CHILD, CHILD_TEXT, "/bin/true", 201);
-	sideband__replay(t, (const struct perf_event_header *const[]){ &parent_map.h }, 1);
+	sideband__replay(t, NULL, (const struct perf_event_header *const[]){ &parent_map.h }, 1,
+			 NULL);
 
-	sideband__replay(t, recs, 3);
+	sideband__replay(t, NULL, recs, 3, NULL);
 
 	/* the child's newest image is the exec'd one, with its own text only */
 	p = proctab__lookup(t, CHILD, 0);
@@ -137,7 +138,7 @@ static void test_equal_times_keep_order(void **state)
 	(void)state;
 	mmap2(&a, CHILD, CHILD_TEXT, "/bin/true", 300);
 	mmap2(&b, CHILD, CHILD_TEXT + 0x10000, "/bin/true", 300);
-	sideband__replay(t, recs, 3);
+	sideband__replay(t, NULL, recs, 3, NULL);
 	p = proctab__lookup(t, CHILD, 0);
 	assert_non_null(proc__find(p, CHILD_TEXT));
 	assert_non_null(proc__find(p, CHILD_TEXT + 0x10000));

@@ -940,6 +940,34 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 	return 0;
 }
 
+/*
+ * The side band of what the run profiles: a cgroup's own events where there
+ * is a cgroup (the kernel filters), every task's otherwise (-p and -- CMD
+ * filter in user space, sideband__set_filter). A kernel without cgroup perf
+ * events gets the unfiltered side band, said with -v.
+ */
+static int open_sideband(struct recorder *r)
+{
+	int fd, err;
+
+	if (!env.cgroup_path)
+		return sideband__new(&r->sb, r->procs, SIDEBAND_PAGES, -1);
+	fd = open(env.cgroup_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	err = fd < 0 ? -errno : sideband__new(&r->sb, r->procs, SIDEBAND_PAGES, fd);
+	if (fd >= 0)
+		close(fd); /* the events hold the cgroup */
+	if (!err)
+		return 0;
+	pr_verbose("side band: no per-cgroup events (%s): every process's records are read",
+		   strerror(-err));
+	return sideband__new(&r->sb, r->procs, SIDEBAND_PAGES, -1);
+}
+
+static bool sb_is_target(void *ctx, uint32_t pid)
+{
+	return rec__is_target(ctx, pid);
+}
+
 static int epoll_add(int epfd, int fd)
 {
 	struct epoll_event e = { .events = EPOLLIN, .data.fd = fd };
@@ -1380,6 +1408,17 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 							 : r->st.received - r->st.before_exec),
 		(unsigned long long)lost, why, nprocs,
 		bs->frames ? 100.0 * bs->unresolved / bs->frames : 0.0, secs);
+	{
+		const struct sideband_stats *ss = sideband__stats(r->sb);
+
+		pr_verbose("side band: %llu records read (%s), records of other processes skipped "
+			   "%llu (%llu target lookups)",
+			   (unsigned long long)ss->records,
+			   sideband__by_cgroup(r->sb) ? "the cgroup's tasks only, by the kernel"
+			   : env.all		      ? "every process"
+						      : "every process, filtered here",
+			   (unsigned long long)ss->skipped, (unsigned long long)ss->lookups);
+	}
 	if (r->cpu_ns >= 0 && r->st.written_known)
 		pr_info("cpu time: %.3f s (each sample weighs its thread's CPU time since the "
 			"thread's previous sample, by the kernel's account; %llu threads' first "
@@ -1789,7 +1828,7 @@ int record__run(const struct rec_mode *mode)
 		goto cleanup;
 	}
 	/* side band first: it must see the command's fork and exec */
-	err = sideband__new(&r.sb, r.procs, SIDEBAND_PAGES);
+	err = open_sideband(&r);
 	if (err) {
 		pr_err("cannot open the side-band perf events: %s (needs root or CAP_PERFMON)",
 		       strerror(-err));
@@ -1808,6 +1847,16 @@ int record__run(const struct rec_mode *mode)
 	}
 	if (setup_bpf(&r, feats, nfeats))
 		goto cleanup;
+	if (!env.all) { /* -p, -- CMD: the targets map fills in setup_bpf and at forks */
+		struct sideband_filter f = { .is_target = sb_is_target,
+					     .ctx = &r,
+					     .follow_children = env.cmd_argv != NULL };
+
+		if ((err = sideband__set_filter(r.sb, &f))) {
+			pr_err("cannot set the side-band filter: %s", strerror(-err));
+			goto cleanup;
+		}
+	}
 	decode_init(&r);
 	r.epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (r.epfd < 0 || epoll_add(r.epfd, ring_buffer__epoll_fd(r.rb)) ||

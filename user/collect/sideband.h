@@ -4,10 +4,18 @@
  * follow exec/fork/exit and every executable mmap), read from one dummy
  * software perf event per CPU and fed to the process table. This is how a
  * process that lived for 50 ms between two looks at /proc still symbolizes.
+ *
+ * Only the processes the run profiles are tracked: for a cgroup the events
+ * are the cgroup's (the kernel sends records of its tasks only); for -p and
+ * -- CMD a filter (sideband__set_filter) keeps the records of targets and
+ * skips the rest before the process table sees them (no /proc maps read, no
+ * file opened for them). A process skipped is unknown to the table, so if
+ * it turns out to matter (a sample of it) its maps are read from /proc.
  */
 #ifndef BPFPROF_SIDEBAND_H
 #define BPFPROF_SIDEBAND_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct proctab;
@@ -15,10 +23,29 @@ struct sideband;
 
 struct sideband_stats {
 	uint64_t records;
-	uint64_t lost; /* records the kernel dropped (buffer full) */
+	uint64_t lost;	  /* records the kernel dropped (buffer full) */
+	uint64_t skipped; /* records of processes the filter does not want */
+	uint64_t lookups; /* verdicts asked of the filter (once per process, mostly) */
 };
 
-int sideband__new(struct sideband **out, struct proctab *procs, size_t pages_per_cpu);
+/* Which processes' records are kept (-p, -- CMD). */
+struct sideband_filter {
+	bool (*is_target)(void *ctx, uint32_t pid); /* asked once per process */
+	void *ctx;
+	/* a child of a target is one (-- CMD): decided at its fork record */
+	bool follow_children;
+};
+
+/*
+ * pages_per_cpu: a power of two. cgroup_fd: a cgroup v2 directory whose
+ * tasks (and its descendants') alone are followed, or -1 for every task.
+ */
+int sideband__new(struct sideband **out, struct proctab *procs, size_t pages_per_cpu,
+		  int cgroup_fd);
+/* Keep only the records of processes f wants; before the first consume. */
+int sideband__set_filter(struct sideband *sb, const struct sideband_filter *f);
+/* Whether the kernel filters by cgroup (sideband__new was given one). */
+bool sideband__by_cgroup(const struct sideband *sb);
 void sideband__free(struct sideband *sb);
 int sideband__epoll_fd(const struct sideband *sb);
 /* Read every pending record (cheap when none: no syscall). */
@@ -29,9 +56,12 @@ const struct sideband_stats *sideband__stats(const struct sideband *sb);
 /*
  * Handle perf records (FORK, EXIT, COMM, MMAP2 with sample_id_all TID|TIME,
  * as sideband__new asks for) the way one consume does: in time order,
- * whichever order they come in. For tests and replays.
+ * whichever order they come in, through filter f (NULL: none); the counts
+ * go to *stats (may be NULL). For tests and replays.
  */
 struct perf_event_header;
-int sideband__replay(struct proctab *procs, const struct perf_event_header *const *recs, size_t n);
+int sideband__replay(struct proctab *procs, const struct sideband_filter *f,
+		     const struct perf_event_header *const *recs, size_t n,
+		     struct sideband_stats *stats);
 
 #endif
