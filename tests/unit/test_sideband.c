@@ -6,6 +6,7 @@
  * child's newest.
  */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -147,11 +148,118 @@ static void test_equal_times_keep_order(void **state)
 	objtab__free(objs);
 }
 
+/* The filter: only PARENT is in the targets map (CHILD exited, and left it, before the read). */
+static bool only_parent(void *ctx, uint32_t pid)
+{
+	(*(int *)ctx)++;
+	return pid == PARENT;
+}
+
+#define OTHER	     2000
+#define OTHER_PARENT 1999
+
+/*
+ * -- CMD: a target's child is one from its fork record on, whatever the
+ * targets map says when the records are read; other processes' records
+ * never reach the process table (-p: not even the target's children).
+ */
+static void filter(bool follow)
+{
+	struct objtab *objs = objtab__new();
+	struct proctab *t = proctab__new(objs);
+	int asked = 0;
+	struct sideband_filter f = { .is_target = only_parent,
+				     .ctx = &asked,
+				     .follow_children = follow };
+	struct sideband_stats st;
+	struct fork_rec fork = {
+		.h = { .type = PERF_RECORD_FORK, .size = sizeof(fork) },
+		.pid = CHILD,
+		.ppid = PARENT,
+		.tid = CHILD,
+		.ptid = PARENT,
+		.time = 100,
+		.sid = { PARENT, PARENT, 100 },
+	};
+	struct fork_rec other_fork = {
+		.h = { .type = PERF_RECORD_FORK, .size = sizeof(other_fork) },
+		.pid = OTHER,
+		.ppid = OTHER_PARENT,
+		.tid = OTHER,
+		.ptid = OTHER_PARENT,
+		.time = 110,
+		.sid = { OTHER_PARENT, OTHER_PARENT, 110 },
+	};
+	struct comm_rec exec = {
+		.h = { .type = PERF_RECORD_COMM,
+		       .misc = PERF_RECORD_MISC_COMM_EXEC,
+		       .size = sizeof(exec) },
+		.pid = CHILD,
+		.tid = CHILD,
+		.comm = "true",
+		.sid = { CHILD, CHILD, 200 },
+	};
+	struct comm_rec other_exec = exec;
+	struct fork_rec exit = fork;
+	struct mmap2_rec parent_map, child_map, other_map[3];
+	const struct perf_event_header *recs[] = {
+		&parent_map.h, &fork.h,		&other_fork.h,	 &exec.h,	  &other_exec.h,
+		&child_map.h,  &other_map[0].h, &other_map[1].h, &other_map[2].h, &exit.h,
+	};
+	const struct proctab_stats *ps = proctab__stats(t);
+	struct proc *p;
+
+	other_exec.pid = other_exec.tid = OTHER;
+	other_exec.sid = (struct sid){ OTHER, OTHER, 210 };
+	exit.h.type = PERF_RECORD_EXIT;
+	exit.pid = exit.tid = CHILD;
+	exit.time = 300;
+	exit.sid = (struct sid){ CHILD, CHILD, 300 };
+	mmap2(&parent_map, PARENT, PARENT_TEXT, "/bin/sh", 50);
+	mmap2(&child_map, CHILD, CHILD_TEXT, "/bin/true", 201);
+	for (int i = 0; i < 3; i++)
+		mmap2(&other_map[i], OTHER, CHILD_TEXT + i * 0x10000, "/bin/other", 211 + i);
+
+	assert_int_equal(sideband__replay(t, &f, recs, sizeof(recs) / sizeof(recs[0]), &st), 0);
+
+	/* the other process: skipped, unknown to the table */
+	assert_int_equal(ps->forks, follow ? 1 : 0);
+	assert_int_equal(ps->execs, follow ? 1 : 0);
+	assert_int_equal(ps->mmaps, follow ? 2 : 1);
+	assert_int_equal(ps->exits, follow ? 1 : 0);
+	assert_int_equal(st.skipped, follow ? 5 : 9);
+	/* one question per process: PARENT, OTHER, and OTHER_PARENT (following) or CHILD */
+	assert_int_equal(asked, 3);
+	assert_int_equal(st.lookups, (uint64_t)asked);
+	if (follow) { /* the child's own image, not its parent's */
+		p = proctab__lookup(t, CHILD, 250);
+		assert_non_null(p);
+		assert_non_null(proc__find(p, CHILD_TEXT));
+		assert_null(proc__find(p, PARENT_TEXT));
+	}
+	proctab__free(t);
+	objtab__free(objs);
+}
+
+static void test_filter_follows_children(void **state)
+{
+	(void)state;
+	filter(true);
+}
+
+static void test_filter_pids_only(void **state)
+{
+	(void)state;
+	filter(false);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fork_read_after_exec),
 		cmocka_unit_test(test_equal_times_keep_order),
+		cmocka_unit_test(test_filter_follows_children),
+		cmocka_unit_test(test_filter_pids_only),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
