@@ -241,6 +241,97 @@ static void filter(bool follow)
 	objtab__free(objs);
 }
 
+/* --cgroup: who is in the cgroup (the test's answer) and who was forgotten. */
+struct members {
+	uint32_t in[4];
+	int asked, forgot;
+};
+
+static bool member(void *ctx, uint32_t pid)
+{
+	struct members *m = ctx;
+
+	m->asked++;
+	for (int i = 0; i < 4; i++)
+		if (m->in[i] == pid)
+			return true;
+	return false;
+}
+
+static void forget(void *ctx, uint32_t pid)
+{
+	(void)pid;
+	((struct members *)ctx)->forgot++;
+}
+
+/*
+ * A cgroup's membership goes from parent to child at the fork, yes or no,
+ * without asking; a process not known a member is asked again at its exec
+ * (moved in by a runtime); a member's exit is handed to forget().
+ */
+static void test_filter_by_cgroup(void **state)
+{
+	struct objtab *objs = objtab__new();
+	struct proctab *t = proctab__new(objs);
+	struct members m = { .in = { PARENT, OTHER } }; /* OTHER: only since its exec */
+	struct sideband_filter f = {
+		.is_target = member, .ctx = &m, .by_cgroup = true, .forget = forget
+	};
+	struct sideband_stats st;
+	struct fork_rec fork = {
+		.h = { .type = PERF_RECORD_FORK, .size = sizeof(fork) },
+		.pid = CHILD,
+		.ppid = PARENT,
+		.tid = CHILD,
+		.ptid = PARENT,
+		.time = 100,
+		.sid = { PARENT, PARENT, 100 },
+	};
+	struct fork_rec other_fork = fork, exit = fork;
+	struct comm_rec other_exec = {
+		.h = { .type = PERF_RECORD_COMM,
+		       .misc = PERF_RECORD_MISC_COMM_EXEC,
+		       .size = sizeof(other_exec) },
+		.pid = OTHER,
+		.tid = OTHER,
+		.comm = "entry",
+		.sid = { OTHER, OTHER, 210 },
+	};
+	struct mmap2_rec parent_map, child_map, other_map, pre_map;
+	const struct perf_event_header *recs[] = {
+		&parent_map.h, &fork.h,	     &other_fork.h, &pre_map.h,
+		&other_exec.h, &child_map.h, &other_map.h,  &exit.h,
+	};
+	const struct proctab_stats *ps = proctab__stats(t);
+
+	(void)state;
+	other_fork.pid = other_fork.tid = OTHER;
+	other_fork.ppid = other_fork.ptid = OTHER_PARENT;
+	other_fork.time = 110;
+	other_fork.sid = (struct sid){ OTHER_PARENT, OTHER_PARENT, 110 };
+	exit.h.type = PERF_RECORD_EXIT;
+	exit.pid = exit.tid = CHILD;
+	exit.time = 300;
+	exit.sid = (struct sid){ CHILD, CHILD, 300 };
+	mmap2(&parent_map, PARENT, PARENT_TEXT, "/bin/sh", 50);
+	mmap2(&child_map, CHILD, CHILD_TEXT, "/bin/true", 201);
+	mmap2(&pre_map, OTHER, PARENT_TEXT, "/bin/runc", 120); /* before it was moved in */
+	mmap2(&other_map, OTHER, CHILD_TEXT, "/bin/entry", 211);
+
+	assert_int_equal(sideband__replay(t, &f, recs, sizeof(recs) / sizeof(recs[0]), &st), 0);
+	/* kept: PARENT's and CHILD's mmaps, OTHER's exec and mmap after it */
+	assert_int_equal(ps->forks, 1);
+	assert_int_equal(ps->execs, 1);
+	assert_int_equal(ps->mmaps, 3);
+	assert_int_equal(ps->exits, 1);
+	assert_int_equal(st.skipped, 2); /* OTHER's fork and its mapping before the exec */
+	/* PARENT, OTHER_PARENT, OTHER at its exec: CHILD and OTHER's fork inherit */
+	assert_int_equal(m.asked, 3);
+	assert_int_equal(m.forgot, 1); /* CHILD's exit */
+	proctab__free(t);
+	objtab__free(objs);
+}
+
 static void test_filter_follows_children(void **state)
 {
 	(void)state;
@@ -260,6 +351,7 @@ int main(void)
 		cmocka_unit_test(test_equal_times_keep_order),
 		cmocka_unit_test(test_filter_follows_children),
 		cmocka_unit_test(test_filter_pids_only),
+		cmocka_unit_test(test_filter_by_cgroup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -116,6 +116,12 @@ static void mark_dirty(struct recorder *r, uint32_t pid)
 		htab__upsert(r->dirty, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)), &e);
 }
 
+/* The side band follows the cgroup's processes (--cgroup, no pid filter). */
+static bool sb_by_cgroup(void)
+{
+	return env.cgroup_path && !env.npids && !env.cmd_argv;
+}
+
 bool rec__is_target(struct recorder *r, uint32_t pid)
 {
 	uint32_t v;
@@ -200,6 +206,8 @@ static void dec_user_begin(void *ctx, uint32_t pid, uint64_t time_ns)
 	/* a sample newer than our last side-band read may need records after it */
 	if (time_ns > sideband__consumed_until(r->sb))
 		sideband__consume(r->sb);
+	/* sampled: a target (moved into the cgroup, say): its records are kept from now */
+	sideband__mark_target(r->sb, pid);
 	r->dpid = pid;
 	r->dtime_ns = time_ns;
 	r->dproc = proctab__lookup(r->procs, pid, time_ns);
@@ -809,6 +817,9 @@ static int cpu_open_load(struct recorder *r, int attempt)
 	bpf_program__set_autoload(r->skel->progs.on_cpu_sample, env.ev_cpu);
 	bpf_program__set_autoload(r->skel->progs.on_fork, env.cmd_argv != NULL);
 	bpf_program__set_autoload(r->skel->progs.on_exit, env.cmd_argv != NULL);
+	/* the side band's cgroup filter (sb_is_target) */
+	bpf_program__set_autoload(r->skel->progs.on_exec_in_cgroup, sb_by_cgroup());
+	bpf_map__set_max_entries(r->skel->maps.cgroup_execs, sb_by_cgroup() ? env.max_targets : 1);
 	bpf_map__set_max_entries(r->skel->maps.targets,
 				 env.all && !env.cmd_argv ? 1 : env.max_targets);
 	/*
@@ -941,31 +952,29 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 }
 
 /*
- * The side band of what the run profiles: a cgroup's own events where there
- * is a cgroup (the kernel filters), every task's otherwise (-p and -- CMD
- * filter in user space, sideband__set_filter). A kernel without cgroup perf
- * events gets the unfiltered side band, said with -v.
+ * The side band's filter: a pid filter's targets (the map is_target()
+ * reads), else the cgroup's processes: those BPF saw exec in it
+ * (cgroup_execs), and the others as /proc/PID/cgroup says (one gone
+ * already is not followed; a sample of it marks it, dec_user_begin).
  */
-static int open_sideband(struct recorder *r)
-{
-	int fd, err;
-
-	if (!env.cgroup_path)
-		return sideband__new(&r->sb, r->procs, SIDEBAND_PAGES, -1);
-	fd = open(env.cgroup_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	err = fd < 0 ? -errno : sideband__new(&r->sb, r->procs, SIDEBAND_PAGES, fd);
-	if (fd >= 0)
-		close(fd); /* the events hold the cgroup */
-	if (!err)
-		return 0;
-	pr_verbose("side band: no per-cgroup events (%s): every process's records are read",
-		   strerror(-err));
-	return sideband__new(&r->sb, r->procs, SIDEBAND_PAGES, -1);
-}
-
 static bool sb_is_target(void *ctx, uint32_t pid)
 {
-	return rec__is_target(ctx, pid);
+	struct recorder *r = ctx;
+	uint32_t v;
+
+	if (!sb_by_cgroup())
+		return rec__is_target(r, pid);
+	if (!bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.cgroup_execs), &pid, &v))
+		return true;
+	return cgroup__pid_under(pid, env.cgroup_rel) == 1;
+}
+
+/* A cgroup process's exit was read: its pid's next process is judged afresh. */
+static void sb_forget(void *ctx, uint32_t pid)
+{
+	struct recorder *r = ctx;
+
+	bpf_map_delete_elem(bpf_map__fd(r->skel->maps.cgroup_execs), &pid);
 }
 
 static int epoll_add(int epfd, int fd)
@@ -1411,13 +1420,13 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 	{
 		const struct sideband_stats *ss = sideband__stats(r->sb);
 
-		pr_verbose("side band: %llu records read (%s), records of other processes skipped "
-			   "%llu (%llu target lookups)",
-			   (unsigned long long)ss->records,
-			   sideband__by_cgroup(r->sb) ? "the cgroup's tasks only, by the kernel"
-			   : env.all		      ? "every process"
-						      : "every process, filtered here",
-			   (unsigned long long)ss->skipped, (unsigned long long)ss->lookups);
+		pr_verbose("side band: %llu records read, records of other processes skipped %llu "
+			   "(%s; %llu verdicts asked)",
+			   (unsigned long long)ss->records, (unsigned long long)ss->skipped,
+			   env.npids || env.cmd_argv ? "-p/-- CMD targets kept"
+			   : env.cgroup_path	     ? "the cgroup's processes kept"
+						     : "every process kept",
+			   (unsigned long long)ss->lookups);
 	}
 	if (r->cpu_ns >= 0 && r->st.written_known)
 		pr_info("cpu time: %.3f s (each sample weighs its thread's CPU time since the "
@@ -1828,7 +1837,7 @@ int record__run(const struct rec_mode *mode)
 		goto cleanup;
 	}
 	/* side band first: it must see the command's fork and exec */
-	err = open_sideband(&r);
+	err = sideband__new(&r.sb, r.procs, SIDEBAND_PAGES);
 	if (err) {
 		pr_err("cannot open the side-band perf events: %s (needs root or CAP_PERFMON)",
 		       strerror(-err));
@@ -1847,10 +1856,13 @@ int record__run(const struct rec_mode *mode)
 	}
 	if (setup_bpf(&r, feats, nfeats))
 		goto cleanup;
-	if (!env.all) { /* -p, -- CMD: the targets map fills in setup_bpf and at forks */
+	/* -p, -- CMD: the targets map fills in setup_bpf and at forks */
+	if (env.npids || env.cmd_argv || env.cgroup_path) {
 		struct sideband_filter f = { .is_target = sb_is_target,
 					     .ctx = &r,
-					     .follow_children = env.cmd_argv != NULL };
+					     .follow_children = env.cmd_argv != NULL,
+					     .by_cgroup = sb_by_cgroup(),
+					     .forget = sb_by_cgroup() ? sb_forget : NULL };
 
 		if ((err = sideband__set_filter(r.sb, &f))) {
 			pr_err("cannot set the side-band filter: %s", strerror(-err));

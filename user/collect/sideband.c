@@ -1,14 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
-#include <fcntl.h>
-#include <stdbool.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,21 +30,15 @@ struct queued {
 	uint32_t off; /* in the arena */
 };
 
-/* One CPU's event and its mmap'ed ring (a metadata page, then the data). */
-struct ring {
-	int fd;
-	struct perf_event_mmap_page *meta;
-	char *data;
-};
-
 /*
- * Which pids' records reach the process table (-p, -- CMD): one bit per pid
- * says the verdict is known, one what it is. A process's verdict is asked
- * once (the targets map lookup), kept until its exit record, and handed to a
- * child at its fork when children are followed, so that a child which
- * exited, and left the targets map, before its records were read still
- * keeps them. pids beyond the bitmaps (pid_max raised later) are asked
- * every time.
+ * Which pids' records reach the process table (-p, -- CMD, --cgroup): one
+ * bit per pid says the verdict is known, one what it is. A process's verdict
+ * is asked once (the targets map, its /proc/PID/cgroup), kept until its exit
+ * record, and handed to a child at its fork: a cgroup's membership always
+ * (a child starts in its parent's cgroup), a target's when children are
+ * followed, so that a child which exited, and left the targets map or
+ * /proc, before its records were read still keeps them. pids beyond the
+ * bitmaps (pid_max raised later) are asked every time.
  */
 struct verdicts {
 	struct sideband_filter f;
@@ -57,12 +47,9 @@ struct verdicts {
 };
 
 struct sideband {
-	struct ring *rings;
-	int nrings;
-	size_t data_size; /* a power of two */
-	int epfd;
-	bool by_cgroup; /* the kernel keeps only the cgroup's tasks' records */
-	struct verdicts *v;
+	struct perf_buffer *pb;
+	int map_fd;
+	struct verdicts *v; /* NULL: every process's records are kept */
 	struct proctab *procs;
 	uint64_t consumed_until;
 	struct queued *q;
@@ -140,16 +127,25 @@ static void verdict_set(struct verdicts *v, uint32_t pid, int verdict)
 		v->yes[pid / 64] &= ~bit;
 }
 
+/* 1, 0, or -1: not known. */
+static int verdict_get(const struct verdicts *v, uint32_t pid)
+{
+	if (pid >= v->npids || !(v->known[pid / 64] >> (pid % 64) & 1))
+		return -1;
+	return v->yes[pid / 64] >> (pid % 64) & 1;
+}
+
 /* Whether pid's records are kept: always without a filter. */
 static bool wanted(struct sideband *sb, uint32_t pid)
 {
 	struct verdicts *v = sb->v;
+	int known;
 	bool yes;
 
 	if (!v)
 		return true;
-	if (pid < v->npids && (v->known[pid / 64] >> (pid % 64) & 1))
-		return v->yes[pid / 64] >> (pid % 64) & 1;
+	if ((known = verdict_get(v, pid)) >= 0)
+		return known;
 	sb->stats.lookups++;
 	yes = v->f.is_target(v->f.ctx, pid);
 	verdict_set(v, pid, yes);
@@ -178,7 +174,9 @@ static void handle(struct sideband *sb, const struct perf_event_header *h)
 			break;
 		if (sb->v) /* a new process: its parent's verdict, or a fresh one */
 			verdict_set(sb->v, r->pid,
-				    sb->v->f.follow_children && wanted(sb, r->ppid) ? 1 : -1);
+				    sb->v->f.by_cgroup ? wanted(sb, r->ppid)
+				    : sb->v->f.follow_children && wanted(sb, r->ppid) ? 1
+										      : -1);
 		if (keep(sb, r->pid))
 			proctab__fork(sb->procs, r->ppid, r->pid, r->time);
 		break;
@@ -188,8 +186,11 @@ static void handle(struct sideband *sb, const struct perf_event_header *h)
 
 		if (h->size < sizeof(*r) || r->pid != r->tid)
 			break;
-		if (keep(sb, r->pid))
+		if (keep(sb, r->pid)) {
 			proctab__exit(sb->procs, r->pid, r->time);
+			if (sb->v && sb->v->f.forget)
+				sb->v->f.forget(sb->v->f.ctx, r->pid);
+		}
 		if (sb->v) /* the pid's next process is judged afresh */
 			verdict_set(sb->v, r->pid, -1);
 		break;
@@ -197,8 +198,13 @@ static void handle(struct sideband *sb, const struct perf_event_header *h)
 	case PERF_RECORD_COMM: {
 		const struct rec_comm *r = (const void *)h;
 
-		if (h->size >= sizeof(*r) && (h->misc & PERF_RECORD_MISC_COMM_EXEC) &&
-		    r->pid == r->tid && keep(sb, r->pid))
+		if (h->size < sizeof(*r) || !(h->misc & PERF_RECORD_MISC_COMM_EXEC) ||
+		    r->pid != r->tid)
+			break;
+		/* moved into the cgroup since its fork? */
+		if (sb->v && sb->v->f.by_cgroup && !verdict_get(sb->v, r->pid))
+			verdict_set(sb->v, r->pid, -1);
+		if (keep(sb, r->pid))
 			proctab__exec(sb->procs, r->pid, t);
 		break;
 	}
@@ -257,6 +263,13 @@ now:
 	handle(sb, h); /* out of memory: in buffer order rather than not at all */
 }
 
+static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_header *h)
+{
+	(void)cpu;
+	queue(ctx, h);
+	return LIBBPF_PERF_EVENT_CONT;
+}
+
 static int by_time(const void *a, const void *b)
 {
 	const struct queued *x = a, *y = b;
@@ -266,43 +279,7 @@ static int by_time(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* CPUs the kernel runs now ("0-3,5"), one flag each; -errno. */
-static int online_cpus(bool **out, int *n)
-{
-	int ncpus = libbpf_num_possible_cpus(), a, b, k;
-	char buf[1024], *p = buf;
-	FILE *f;
-
-	if (ncpus < 0)
-		return ncpus;
-	*out = calloc(ncpus, sizeof(**out));
-	if (!*out)
-		return -ENOMEM;
-	*n = ncpus;
-	f = fopen("/sys/devices/system/cpu/online", "re");
-	if (!f || !fgets(buf, sizeof(buf), f)) {
-		if (f)
-			fclose(f);
-		for (int i = 0; i < ncpus; i++) /* an open on an offline one fails: skipped */
-			(*out)[i] = true;
-		return 0;
-	}
-	fclose(f);
-	while ((k = sscanf(p, "%d-%d", &a, &b)) >= 1) {
-		if (k == 1)
-			b = a;
-		for (int i = a; i <= b && i < ncpus; i++)
-			if (i >= 0)
-				(*out)[i] = true;
-		p = strchr(p, ',');
-		if (!p)
-			break;
-		p++;
-	}
-	return 0;
-}
-
-int sideband__new(struct sideband **out, struct proctab *procs, size_t pages_per_cpu, int cgroup_fd)
+int sideband__new(struct sideband **out, struct proctab *procs, size_t pages_per_cpu)
 {
 	struct perf_event_attr attr = {
 		.type = PERF_TYPE_SOFTWARE,
@@ -321,68 +298,29 @@ int sideband__new(struct sideband **out, struct proctab *procs, size_t pages_per
 		.watermark = 1,
 		.wakeup_watermark = 0,
 	};
-	long page = sysconf(_SC_PAGESIZE);
 	struct sideband *sb;
-	bool *online = NULL;
-	int ncpus, err;
+	int ncpus = libbpf_num_possible_cpus(), err;
 
-	if (pages_per_cpu & (pages_per_cpu - 1))
-		return -EINVAL; /* the kernel's ring is a power of two pages */
-	err = online_cpus(&online, &ncpus);
-	if (err)
-		return err;
-	attr.wakeup_watermark = pages_per_cpu * page / 2;
+	if (ncpus < 0)
+		return ncpus;
+	attr.wakeup_watermark = pages_per_cpu * sysconf(_SC_PAGESIZE) / 2;
 	sb = calloc(1, sizeof(*sb));
-	if (!sb || !(sb->rings = calloc(ncpus, sizeof(*sb->rings)))) {
-		free(sb);
-		free(online);
+	if (!sb)
 		return -ENOMEM;
-	}
 	sb->procs = procs;
-	sb->data_size = pages_per_cpu * page;
-	sb->by_cgroup = cgroup_fd >= 0;
-	sb->epfd = epoll_create1(EPOLL_CLOEXEC);
-	err = sb->epfd < 0 ? -errno : 0;
-	/*
-	 * One event per online CPU. For a cgroup the event is the cgroup's
-	 * (pid = its directory): the kernel emits records only for tasks in it
-	 * or below it (what `perf record -G` relies on), so the rest of the
-	 * host costs the agent nothing. libbpf's perf_buffer cannot open
-	 * cgroup events, hence our own rings.
-	 */
-	for (int cpu = 0; !err && cpu < ncpus; cpu++) {
-		struct ring *rg = &sb->rings[sb->nrings];
-		struct epoll_event ev = { .events = EPOLLIN };
-		void *m;
-
-		if (!online[cpu])
-			continue;
-		rg->fd =
-			syscall(SYS_perf_event_open, &attr, sb->by_cgroup ? cgroup_fd : -1, cpu, -1,
-				PERF_FLAG_FD_CLOEXEC | (sb->by_cgroup ? PERF_FLAG_PID_CGROUP : 0));
-		if (rg->fd < 0) {
-			if (errno == ENODEV) /* went offline since */
-				continue;
-			err = -errno;
-			break;
-		}
-		m = mmap(NULL, page + sb->data_size, PROT_READ | PROT_WRITE, MAP_SHARED, rg->fd, 0);
-		if (m == MAP_FAILED) {
-			err = -errno;
-			close(rg->fd);
-			break;
-		}
-		rg->meta = m;
-		rg->data = (char *)m + page;
-		ev.data.u32 = sb->nrings++;
-		if (epoll_ctl(sb->epfd, EPOLL_CTL_ADD, rg->fd, &ev))
-			err = -errno;
+	sb->map_fd = bpf_map_create(BPF_MAP_TYPE_PERF_EVENT_ARRAY, "sideband", sizeof(int),
+				    sizeof(int), ncpus, NULL);
+	if (sb->map_fd < 0) {
+		err = -errno;
+		free(sb);
+		return err;
 	}
-	free(online);
-	if (!err && !sb->nrings)
-		err = -ENODEV;
-	if (err) {
-		sideband__free(sb);
+	/* one buffer per online CPU; offline CPUs are skipped by libbpf */
+	sb->pb = perf_buffer__new_raw(sb->map_fd, pages_per_cpu, &attr, on_record, sb, NULL);
+	if (!sb->pb) {
+		err = -errno;
+		close(sb->map_fd);
+		free(sb);
 		return err;
 	}
 	*out = sb;
@@ -418,25 +356,19 @@ int sideband__set_filter(struct sideband *sb, const struct sideband_filter *f)
 	return 0;
 }
 
-bool sideband__by_cgroup(const struct sideband *sb)
+void sideband__mark_target(struct sideband *sb, uint32_t pid)
 {
-	return sb->by_cgroup;
+	if (sb->v)
+		verdict_set(sb->v, pid, 1);
 }
 
 void sideband__free(struct sideband *sb)
 {
-	long page = sysconf(_SC_PAGESIZE);
-
 	if (!sb)
 		return;
-	for (int i = 0; i < sb->nrings; i++) {
-		munmap(sb->rings[i].meta, page + sb->data_size);
-		close(sb->rings[i].fd);
-	}
-	if (sb->epfd >= 0)
-		close(sb->epfd);
+	perf_buffer__free(sb->pb);
+	close(sb->map_fd);
 	verdicts_free(sb->v);
-	free(sb->rings);
 	free(sb->q);
 	free(sb->arena);
 	free(sb);
@@ -444,34 +376,7 @@ void sideband__free(struct sideband *sb)
 
 int sideband__epoll_fd(const struct sideband *sb)
 {
-	return sb->epfd;
-}
-
-/* Queue every record one CPU's ring holds, and give the kernel the room back. */
-static void read_ring(struct sideband *sb, struct ring *rg)
-{
-	uint64_t head = __atomic_load_n(&rg->meta->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = rg->meta->data_tail;
-	size_t mask = sb->data_size - 1;
-	uint64_t copy[65536 / 8]; /* a record that wraps around the end, made whole */
-
-	while (tail < head) {
-		const struct perf_event_header *h = (const void *)(rg->data + (tail & mask));
-		size_t off = tail & mask, size = h->size;
-
-		if (size < sizeof(*h) || size > head - tail)
-			break; /* cannot happen: the kernel writes whole records */
-		if (off + size > sb->data_size) {
-			size_t first = sb->data_size - off;
-
-			memcpy(copy, rg->data + off, first);
-			memcpy((char *)copy + first, rg->data, size - first);
-			h = (const void *)copy;
-		}
-		queue(sb, h);
-		tail += size;
-	}
-	__atomic_store_n(&rg->meta->data_tail, tail, __ATOMIC_RELEASE);
+	return perf_buffer__epoll_fd(sb->pb);
 }
 
 static void handle_queue(struct sideband *sb)
@@ -494,23 +399,24 @@ static void handle_queue(struct sideband *sb)
 
 int sideband__consume(struct sideband *sb)
 {
+	int err;
+
 	if (sb->busy)
 		return 0;
 	sb->busy = true;
 	sb->consumed_until = mono_ns();
 	sb->nq = sb->used = 0;
-	for (int i = 0; i < sb->nrings; i++)
-		read_ring(sb, &sb->rings[i]);
+	err = perf_buffer__consume(sb->pb);
 	handle_queue(sb);
 	sb->busy = false;
-	return 0;
+	return err;
 }
 
 int sideband__replay(struct proctab *procs, const struct sideband_filter *f,
 		     const struct perf_event_header *const *recs, size_t n,
 		     struct sideband_stats *stats)
 {
-	struct sideband sb = { .procs = procs, .epfd = -1 };
+	struct sideband sb = { .procs = procs };
 	int err = f ? sideband__set_filter(&sb, f) : 0;
 
 	if (err)

@@ -5,12 +5,13 @@
  * software perf event per CPU and fed to the process table. This is how a
  * process that lived for 50 ms between two looks at /proc still symbolizes.
  *
- * Only the processes the run profiles are tracked: for a cgroup the events
- * are the cgroup's (the kernel sends records of its tasks only); for -p and
- * -- CMD a filter (sideband__set_filter) keeps the records of targets and
- * skips the rest before the process table sees them (no /proc maps read, no
- * file opened for them). A process skipped is unknown to the table, so if
- * it turns out to matter (a sample of it) its maps are read from /proc.
+ * Only the processes the run profiles are tracked (-p, -- CMD, --cgroup): a
+ * filter (sideband__set_filter) keeps the records of targets and skips the
+ * rest before the process table sees them (no /proc maps read, no file
+ * opened for them). A process skipped is unknown to the table, so if it
+ * turns out to matter (a sample of it: moved into the cgroup, started there
+ * by a parent outside it) its maps are read from /proc, and its records are
+ * kept from then on (sideband__mark_target).
  */
 #ifndef BPFPROF_SIDEBAND_H
 #define BPFPROF_SIDEBAND_H
@@ -34,18 +35,22 @@ struct sideband_filter {
 	void *ctx;
 	/* a child of a target is one (-- CMD): decided at its fork record */
 	bool follow_children;
+	/*
+	 * A cgroup's membership: a child has its parent's verdict, target or
+	 * not (it starts in its parent's cgroup), and one not known a target
+	 * is asked again at its exec (a runtime moves a container's entry
+	 * point in before the exec).
+	 */
+	bool by_cgroup;
+	/* when a target's exit record has been handled (NULL: nothing to do) */
+	void (*forget)(void *ctx, uint32_t pid);
 };
 
-/*
- * pages_per_cpu: a power of two. cgroup_fd: a cgroup v2 directory whose
- * tasks (and its descendants') alone are followed, or -1 for every task.
- */
-int sideband__new(struct sideband **out, struct proctab *procs, size_t pages_per_cpu,
-		  int cgroup_fd);
+int sideband__new(struct sideband **out, struct proctab *procs, size_t pages_per_cpu);
 /* Keep only the records of processes f wants; before the first consume. */
 int sideband__set_filter(struct sideband *sb, const struct sideband_filter *f);
-/* Whether the kernel filters by cgroup (sideband__new was given one). */
-bool sideband__by_cgroup(const struct sideband *sb);
+/* pid is a target now (a sample of it came): its records are kept from here on. */
+void sideband__mark_target(struct sideband *sb, uint32_t pid);
 void sideband__free(struct sideband *sb);
 int sideband__epoll_fd(const struct sideband *sb);
 /* Read every pending record (cheap when none: no syscall). */
