@@ -274,9 +274,11 @@ static void test_filter_by_cgroup(void **state)
 	struct objtab *objs = objtab__new();
 	struct proctab *t = proctab__new(objs);
 	struct members m = { .in = { PARENT, OTHER } }; /* OTHER: only since its exec */
-	struct sideband_filter f = {
-		.is_target = member, .ctx = &m, .by_cgroup = true, .forget = forget
-	};
+	struct sideband_filter f = { .is_target = member,
+				     .ctx = &m,
+				     .by_cgroup = true,
+				     .at_exec = member,
+				     .forget = forget };
 	struct sideband_stats st;
 	struct fork_rec fork = {
 		.h = { .type = PERF_RECORD_FORK, .size = sizeof(fork) },

@@ -969,6 +969,18 @@ static bool sb_is_target(void *ctx, uint32_t pid)
 	return cgroup__pid_under(pid, env.cgroup_rel) == 1;
 }
 
+/*
+ * At the exec of a process not known the cgroup's: BPF saw whether the exec
+ * happened in the cgroup (no /proc read for each exec on the host).
+ */
+static bool sb_exec_in_cgroup(void *ctx, uint32_t pid)
+{
+	struct recorder *r = ctx;
+	uint32_t v;
+
+	return !bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.cgroup_execs), &pid, &v);
+}
+
 /* A cgroup process's exit was read: its pid's next process is judged afresh. */
 static void sb_forget(void *ctx, uint32_t pid)
 {
@@ -1862,6 +1874,7 @@ int record__run(const struct rec_mode *mode)
 					     .ctx = &r,
 					     .follow_children = env.cmd_argv != NULL,
 					     .by_cgroup = sb_by_cgroup(),
+					     .at_exec = sb_by_cgroup() ? sb_exec_in_cgroup : NULL,
 					     .forget = sb_by_cgroup() ? sb_forget : NULL };
 
 		if ((err = sideband__set_filter(r.sb, &f))) {

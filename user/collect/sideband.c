@@ -202,8 +202,13 @@ static void handle(struct sideband *sb, const struct perf_event_header *h)
 		    r->pid != r->tid)
 			break;
 		/* moved into the cgroup since its fork? */
-		if (sb->v && sb->v->f.by_cgroup && !verdict_get(sb->v, r->pid))
+		if (sb->v && sb->v->f.by_cgroup && !verdict_get(sb->v, r->pid)) {
 			verdict_set(sb->v, r->pid, -1);
+			if (sb->v->f.at_exec) {
+				sb->stats.lookups++;
+				verdict_set(sb->v, r->pid, sb->v->f.at_exec(sb->v->f.ctx, r->pid));
+			}
+		}
 		if (keep(sb, r->pid))
 			proctab__exec(sb->procs, r->pid, t);
 		break;

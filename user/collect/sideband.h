@@ -42,6 +42,11 @@ struct sideband_filter {
 	 * point in before the exec).
 	 */
 	bool by_cgroup;
+	/*
+	 * by_cgroup: asked instead of is_target at the exec of a process not
+	 * known a target (NULL: is_target)
+	 */
+	bool (*at_exec)(void *ctx, uint32_t pid);
 	/* when a target's exit record has been handled (NULL: nothing to do) */
 	void (*forget)(void *ctx, uint32_t pid);
 };
