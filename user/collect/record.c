@@ -1868,7 +1868,10 @@ int record__run(const struct rec_mode *mode)
 	}
 	if (setup_bpf(&r, feats, nfeats))
 		goto cleanup;
-	/* -p, -- CMD: the targets map fills in setup_bpf and at forks */
+	/*
+	 * The side band follows the targets: -p, -- CMD (the targets map, filled
+	 * in setup_bpf and at forks), --cgroup (its processes).
+	 */
 	if (env.npids || env.cmd_argv || env.cgroup_path) {
 		struct sideband_filter f = { .is_target = sb_is_target,
 					     .ctx = &r,
