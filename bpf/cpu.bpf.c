@@ -338,6 +338,32 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
+/*
+ * --cgroup (without a pid filter): the processes that exec'd in the cgroup
+ * or below it, for the side band's filter (user/collect/sideband.c). A
+ * process its runtime forked outside and moved in before the exec (a
+ * container's entry point, `docker exec`'s command) is the cgroup's from
+ * its exec record on, even when it exited before user space read the
+ * record and /proc could say. User space deletes an entry once it has read
+ * the process's exit; LRU: one whose exit record was lost goes in time.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1); /* sized from user space */
+	__type(key, __u32);	/* tgid */
+	__type(value, __u32);
+} cgroup_execs SEC(".maps");
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec_in_cgroup, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, one = 1;
+
+	if (passes_cgroup())
+		bpf_map_update_elem(&cgroup_execs, &tgid, &one, BPF_ANY);
+	return 0;
+}
+
 /* Follow children of targets (only with follow_children, i.e. `-- CMD`). */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)

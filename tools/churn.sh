@@ -38,4 +38,4 @@ while kill -0 $work 2>/dev/null; do
 done
 kill -INT $agent
 wait $agent || true
-grep -E "caches:|memory:|peak RSS|files:|end of run" "$dir/agent.err" | tail -12
+grep -E "caches:|memory:|peak RSS|files:|side band:|end of run" "$dir/agent.err" | tail -12

@@ -4,8 +4,9 @@
  * perf records (FORK, EXIT, COMM, MMAP2, LOST, anything) as the kernel
  * writes them into a buffer, each with its header's size. Their fields
  * are what processes did (paths, addresses, lengths are theirs). They go
- * through sideband__replay into a process table; every process's mappings
- * must stay sorted and disjoint.
+ * through sideband__replay into a process table, through the filter of
+ * -p, -- CMD or --cgroup (the input's length picks one, or none); every
+ * process's mappings must stay sorted and disjoint.
  *
  * Pids are moved above PID_MAX_LIMIT (1 << 22), so that no /proc entry of a
  * real process is ever read or opened: the table meets only the records.
@@ -34,8 +35,18 @@ static void move_pid(struct perf_event_header *h, size_t off, uint32_t *pids, si
 		pids[(*npids)++] = pid;
 }
 
+/* The filter's verdict: a pure function of the pid (no map, no /proc). */
+static bool even(void *ctx, uint32_t pid)
+{
+	(void)ctx;
+	return !(pid & 2);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	struct sideband_filter f = { .is_target = even,
+				     .follow_children = size % 4 == 1,
+				     .by_cgroup = size % 4 == 2 };
 	struct perf_event_header *recs[MAX_RECS];
 	uint32_t pids[MAX_RECS * 2];
 	struct objtab *objs = objtab__new();
@@ -60,7 +71,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		at += h.size;
 		n++;
 	}
-	sideband__replay(t, (const struct perf_event_header *const *)recs, n);
+	sideband__replay(t, size % 4 ? &f : NULL, (const struct perf_event_header *const *)recs, n,
+			 NULL);
 
 	for (size_t i = 0; i < npids; i++) {
 		struct proc *p = proctab__lookup(t, pids[i], 0);

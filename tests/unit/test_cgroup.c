@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <unistd.h>
 
 #include "proc/cgroup.h"
 
@@ -72,12 +73,29 @@ static void test_name(void **state)
 	assert_false(cgroup__name_container("init.scope", id));
 }
 
+/* The side band's --cgroup filter: a process's cgroup path at or below the target's. */
+static void test_path_under(void **state)
+{
+	(void)state;
+	assert_true(cgroup__path_under("/a/b", "/a/b"));
+	assert_true(cgroup__path_under("/a/b/c", "/a/b"));
+	assert_true(cgroup__path_under("/a/b/c", "/a/b/"));
+	assert_false(cgroup__path_under("/a/bc", "/a/b"));
+	assert_false(cgroup__path_under("/a", "/a/b"));
+	assert_true(cgroup__path_under("/anything", "/"));
+	assert_true(cgroup__path_under("/", "/"));
+	/* this process is in its own cgroup, which is below the root; a pid never used is not */
+	assert_int_equal(cgroup__pid_under((uint32_t)getpid(), "/"), 1);
+	assert_true(cgroup__pid_under(UINT32_MAX, "/") < 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_engines),
 		cmocka_unit_test(test_kubepods),
 		cmocka_unit_test(test_name),
+		cmocka_unit_test(test_path_under),
 	};
 
 	return cmocka_run_group_tests_name("cgroup", tests, NULL, NULL);

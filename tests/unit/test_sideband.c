@@ -6,6 +6,7 @@
  * child's newest.
  */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -98,9 +99,10 @@ static void test_fork_read_after_exec(void **state)
 	assert_non_null(t);
 	mmap2(&parent_map, PARENT, PARENT_TEXT, "/bin/sh", 50);
 	mmap2(&child_map, CHILD, CHILD_TEXT, "/bin/true", 201);
-	sideband__replay(t, (const struct perf_event_header *const[]){ &parent_map.h }, 1);
+	sideband__replay(t, NULL, (const struct perf_event_header *const[]){ &parent_map.h }, 1,
+			 NULL);
 
-	sideband__replay(t, recs, 3);
+	sideband__replay(t, NULL, recs, 3, NULL);
 
 	/* the child's newest image is the exec'd one, with its own text only */
 	p = proctab__lookup(t, CHILD, 0);
@@ -137,7 +139,7 @@ static void test_equal_times_keep_order(void **state)
 	(void)state;
 	mmap2(&a, CHILD, CHILD_TEXT, "/bin/true", 300);
 	mmap2(&b, CHILD, CHILD_TEXT + 0x10000, "/bin/true", 300);
-	sideband__replay(t, recs, 3);
+	sideband__replay(t, NULL, recs, 3, NULL);
 	p = proctab__lookup(t, CHILD, 0);
 	assert_non_null(proc__find(p, CHILD_TEXT));
 	assert_non_null(proc__find(p, CHILD_TEXT + 0x10000));
@@ -146,11 +148,212 @@ static void test_equal_times_keep_order(void **state)
 	objtab__free(objs);
 }
 
+/* The filter: only PARENT is in the targets map (CHILD exited, and left it, before the read). */
+static bool only_parent(void *ctx, uint32_t pid)
+{
+	(*(int *)ctx)++;
+	return pid == PARENT;
+}
+
+#define OTHER	     2000
+#define OTHER_PARENT 1999
+
+/*
+ * -- CMD: a target's child is one from its fork record on, whatever the
+ * targets map says when the records are read; other processes' records
+ * never reach the process table (-p: not even the target's children).
+ */
+static void filter(bool follow)
+{
+	struct objtab *objs = objtab__new();
+	struct proctab *t = proctab__new(objs);
+	int asked = 0;
+	struct sideband_filter f = { .is_target = only_parent,
+				     .ctx = &asked,
+				     .follow_children = follow };
+	struct sideband_stats st;
+	struct fork_rec fork = {
+		.h = { .type = PERF_RECORD_FORK, .size = sizeof(fork) },
+		.pid = CHILD,
+		.ppid = PARENT,
+		.tid = CHILD,
+		.ptid = PARENT,
+		.time = 100,
+		.sid = { PARENT, PARENT, 100 },
+	};
+	struct fork_rec other_fork = {
+		.h = { .type = PERF_RECORD_FORK, .size = sizeof(other_fork) },
+		.pid = OTHER,
+		.ppid = OTHER_PARENT,
+		.tid = OTHER,
+		.ptid = OTHER_PARENT,
+		.time = 110,
+		.sid = { OTHER_PARENT, OTHER_PARENT, 110 },
+	};
+	struct comm_rec exec = {
+		.h = { .type = PERF_RECORD_COMM,
+		       .misc = PERF_RECORD_MISC_COMM_EXEC,
+		       .size = sizeof(exec) },
+		.pid = CHILD,
+		.tid = CHILD,
+		.comm = "true",
+		.sid = { CHILD, CHILD, 200 },
+	};
+	struct comm_rec other_exec = exec;
+	struct fork_rec exit = fork;
+	struct mmap2_rec parent_map, child_map, other_map[3];
+	const struct perf_event_header *recs[] = {
+		&parent_map.h, &fork.h,		&other_fork.h,	 &exec.h,	  &other_exec.h,
+		&child_map.h,  &other_map[0].h, &other_map[1].h, &other_map[2].h, &exit.h,
+	};
+	const struct proctab_stats *ps = proctab__stats(t);
+	struct proc *p;
+
+	other_exec.pid = other_exec.tid = OTHER;
+	other_exec.sid = (struct sid){ OTHER, OTHER, 210 };
+	exit.h.type = PERF_RECORD_EXIT;
+	exit.pid = exit.tid = CHILD;
+	exit.time = 300;
+	exit.sid = (struct sid){ CHILD, CHILD, 300 };
+	mmap2(&parent_map, PARENT, PARENT_TEXT, "/bin/sh", 50);
+	mmap2(&child_map, CHILD, CHILD_TEXT, "/bin/true", 201);
+	for (int i = 0; i < 3; i++)
+		mmap2(&other_map[i], OTHER, CHILD_TEXT + i * 0x10000, "/bin/other", 211 + i);
+
+	assert_int_equal(sideband__replay(t, &f, recs, sizeof(recs) / sizeof(recs[0]), &st), 0);
+
+	/* the other process: skipped, unknown to the table */
+	assert_int_equal(ps->forks, follow ? 1 : 0);
+	assert_int_equal(ps->execs, follow ? 1 : 0);
+	assert_int_equal(ps->mmaps, follow ? 2 : 1);
+	assert_int_equal(ps->exits, follow ? 1 : 0);
+	assert_int_equal(st.skipped, follow ? 5 : 9);
+	/* one question per process: PARENT, OTHER, and OTHER_PARENT (following) or CHILD */
+	assert_int_equal(asked, 3);
+	assert_int_equal(st.lookups, (uint64_t)asked);
+	if (follow) { /* the child's own image, not its parent's */
+		p = proctab__lookup(t, CHILD, 250);
+		assert_non_null(p);
+		assert_non_null(proc__find(p, CHILD_TEXT));
+		assert_null(proc__find(p, PARENT_TEXT));
+	}
+	proctab__free(t);
+	objtab__free(objs);
+}
+
+/* --cgroup: who is in the cgroup (the test's answer) and who was forgotten. */
+struct members {
+	uint32_t in[4];
+	int asked, forgot;
+};
+
+static bool member(void *ctx, uint32_t pid)
+{
+	struct members *m = ctx;
+
+	m->asked++;
+	for (int i = 0; i < 4; i++)
+		if (m->in[i] == pid)
+			return true;
+	return false;
+}
+
+static void forget(void *ctx, uint32_t pid)
+{
+	(void)pid;
+	((struct members *)ctx)->forgot++;
+}
+
+/*
+ * A cgroup's membership goes from parent to child at the fork, yes or no,
+ * without asking; a process not known a member is asked again at its exec
+ * (moved in by a runtime); a member's exit is handed to forget().
+ */
+static void test_filter_by_cgroup(void **state)
+{
+	struct objtab *objs = objtab__new();
+	struct proctab *t = proctab__new(objs);
+	struct members m = { .in = { PARENT, OTHER } }; /* OTHER: only since its exec */
+	struct sideband_filter f = { .is_target = member,
+				     .ctx = &m,
+				     .by_cgroup = true,
+				     .at_exec = member,
+				     .forget = forget };
+	struct sideband_stats st;
+	struct fork_rec fork = {
+		.h = { .type = PERF_RECORD_FORK, .size = sizeof(fork) },
+		.pid = CHILD,
+		.ppid = PARENT,
+		.tid = CHILD,
+		.ptid = PARENT,
+		.time = 100,
+		.sid = { PARENT, PARENT, 100 },
+	};
+	struct fork_rec other_fork = fork, exit = fork;
+	struct comm_rec other_exec = {
+		.h = { .type = PERF_RECORD_COMM,
+		       .misc = PERF_RECORD_MISC_COMM_EXEC,
+		       .size = sizeof(other_exec) },
+		.pid = OTHER,
+		.tid = OTHER,
+		.comm = "entry",
+		.sid = { OTHER, OTHER, 210 },
+	};
+	struct mmap2_rec parent_map, child_map, other_map, pre_map;
+	const struct perf_event_header *recs[] = {
+		&parent_map.h, &fork.h,	     &other_fork.h, &pre_map.h,
+		&other_exec.h, &child_map.h, &other_map.h,  &exit.h,
+	};
+	const struct proctab_stats *ps = proctab__stats(t);
+
+	(void)state;
+	other_fork.pid = other_fork.tid = OTHER;
+	other_fork.ppid = other_fork.ptid = OTHER_PARENT;
+	other_fork.time = 110;
+	other_fork.sid = (struct sid){ OTHER_PARENT, OTHER_PARENT, 110 };
+	exit.h.type = PERF_RECORD_EXIT;
+	exit.pid = exit.tid = CHILD;
+	exit.time = 300;
+	exit.sid = (struct sid){ CHILD, CHILD, 300 };
+	mmap2(&parent_map, PARENT, PARENT_TEXT, "/bin/sh", 50);
+	mmap2(&child_map, CHILD, CHILD_TEXT, "/bin/true", 201);
+	mmap2(&pre_map, OTHER, PARENT_TEXT, "/bin/runc", 120); /* before it was moved in */
+	mmap2(&other_map, OTHER, CHILD_TEXT, "/bin/entry", 211);
+
+	assert_int_equal(sideband__replay(t, &f, recs, sizeof(recs) / sizeof(recs[0]), &st), 0);
+	/* kept: PARENT's and CHILD's mmaps, OTHER's exec and mmap after it */
+	assert_int_equal(ps->forks, 1);
+	assert_int_equal(ps->execs, 1);
+	assert_int_equal(ps->mmaps, 3);
+	assert_int_equal(ps->exits, 1);
+	assert_int_equal(st.skipped, 2); /* OTHER's fork and its mapping before the exec */
+	/* PARENT, OTHER_PARENT, OTHER at its exec: CHILD and OTHER's fork inherit */
+	assert_int_equal(m.asked, 3);
+	assert_int_equal(m.forgot, 1); /* CHILD's exit */
+	proctab__free(t);
+	objtab__free(objs);
+}
+
+static void test_filter_follows_children(void **state)
+{
+	(void)state;
+	filter(true);
+}
+
+static void test_filter_pids_only(void **state)
+{
+	(void)state;
+	filter(false);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fork_read_after_exec),
 		cmocka_unit_test(test_equal_times_keep_order),
+		cmocka_unit_test(test_filter_follows_children),
+		cmocka_unit_test(test_filter_pids_only),
+		cmocka_unit_test(test_filter_by_cgroup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -116,6 +116,12 @@ static void mark_dirty(struct recorder *r, uint32_t pid)
 		htab__upsert(r->dirty, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)), &e);
 }
 
+/* The side band follows the cgroup's processes (--cgroup, no pid filter). */
+static bool sb_by_cgroup(void)
+{
+	return env.cgroup_path && !env.npids && !env.cmd_argv;
+}
+
 bool rec__is_target(struct recorder *r, uint32_t pid)
 {
 	uint32_t v;
@@ -200,6 +206,8 @@ static void dec_user_begin(void *ctx, uint32_t pid, uint64_t time_ns)
 	/* a sample newer than our last side-band read may need records after it */
 	if (time_ns > sideband__consumed_until(r->sb))
 		sideband__consume(r->sb);
+	/* sampled: a target (moved into the cgroup, say): its records are kept from now */
+	sideband__mark_target(r->sb, pid);
 	r->dpid = pid;
 	r->dtime_ns = time_ns;
 	r->dproc = proctab__lookup(r->procs, pid, time_ns);
@@ -815,6 +823,9 @@ static int cpu_open_load(struct recorder *r, int attempt)
 	bpf_program__set_autoload(r->skel->progs.on_cpu_sample, env.ev_cpu);
 	bpf_program__set_autoload(r->skel->progs.on_fork, env.cmd_argv != NULL);
 	bpf_program__set_autoload(r->skel->progs.on_exit, env.cmd_argv != NULL);
+	/* the side band's cgroup filter (sb_is_target) */
+	bpf_program__set_autoload(r->skel->progs.on_exec_in_cgroup, sb_by_cgroup());
+	bpf_map__set_max_entries(r->skel->maps.cgroup_execs, sb_by_cgroup() ? env.max_targets : 1);
 	bpf_map__set_max_entries(r->skel->maps.targets,
 				 env.all && !env.cmd_argv ? 1 : env.max_targets);
 	/*
@@ -945,6 +956,44 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 		return err;
 	}
 	return 0;
+}
+
+/*
+ * The side band's filter: a pid filter's targets (the map is_target()
+ * reads), else the cgroup's processes: those BPF saw exec in it
+ * (cgroup_execs), and the others as /proc/PID/cgroup says (one gone
+ * already is not followed; a sample of it marks it, dec_user_begin).
+ */
+static bool sb_is_target(void *ctx, uint32_t pid)
+{
+	struct recorder *r = ctx;
+	uint32_t v;
+
+	if (!sb_by_cgroup())
+		return rec__is_target(r, pid);
+	if (!bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.cgroup_execs), &pid, &v))
+		return true;
+	return cgroup__pid_under(pid, env.cgroup_rel) == 1;
+}
+
+/*
+ * At the exec of a process not known the cgroup's: BPF saw whether the exec
+ * happened in the cgroup (no /proc read for each exec on the host).
+ */
+static bool sb_exec_in_cgroup(void *ctx, uint32_t pid)
+{
+	struct recorder *r = ctx;
+	uint32_t v;
+
+	return !bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.cgroup_execs), &pid, &v);
+}
+
+/* A cgroup process's exit was read: its pid's next process is judged afresh. */
+static void sb_forget(void *ctx, uint32_t pid)
+{
+	struct recorder *r = ctx;
+
+	bpf_map_delete_elem(bpf_map__fd(r->skel->maps.cgroup_execs), &pid);
 }
 
 static int epoll_add(int epfd, int fd)
@@ -1387,6 +1436,17 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 							 : r->st.received - r->st.before_exec),
 		(unsigned long long)lost, why, nprocs,
 		bs->frames ? 100.0 * bs->unresolved / bs->frames : 0.0, secs);
+	{
+		const struct sideband_stats *ss = sideband__stats(r->sb);
+
+		pr_verbose("side band: %llu records read, records of other processes skipped %llu "
+			   "(%s; %llu verdicts asked)",
+			   (unsigned long long)ss->records, (unsigned long long)ss->skipped,
+			   env.npids || env.cmd_argv ? "-p/-- CMD targets kept"
+			   : env.cgroup_path	     ? "the cgroup's processes kept"
+						     : "every process kept",
+			   (unsigned long long)ss->lookups);
+	}
 	if (r->cpu_ns >= 0 && r->st.written_known)
 		pr_info("cpu time: %.3f s (each sample weighs its thread's CPU time since the "
 			"thread's previous sample, by the kernel's account; %llu threads' first "
@@ -1835,6 +1895,23 @@ int record__run(const struct rec_mode *mode)
 	}
 	if (setup_bpf(&r, feats, nfeats))
 		goto cleanup;
+	/*
+	 * The side band follows the targets: -p, -- CMD (the targets map, filled
+	 * in setup_bpf and at forks), --cgroup (its processes).
+	 */
+	if (env.npids || env.cmd_argv || env.cgroup_path) {
+		struct sideband_filter f = { .is_target = sb_is_target,
+					     .ctx = &r,
+					     .follow_children = env.cmd_argv != NULL,
+					     .by_cgroup = sb_by_cgroup(),
+					     .at_exec = sb_by_cgroup() ? sb_exec_in_cgroup : NULL,
+					     .forget = sb_by_cgroup() ? sb_forget : NULL };
+
+		if ((err = sideband__set_filter(r.sb, &f))) {
+			pr_err("cannot set the side-band filter: %s", strerror(-err));
+			goto cleanup;
+		}
+	}
 	decode_init(&r);
 	r.epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (r.epfd < 0 || epoll_add(r.epfd, ring_buffer__epoll_fd(r.rb)) ||

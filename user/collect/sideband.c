@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
@@ -29,9 +30,26 @@ struct queued {
 	uint32_t off; /* in the arena */
 };
 
+/*
+ * Which pids' records reach the process table (-p, -- CMD, --cgroup): one
+ * bit per pid says the verdict is known, one what it is. A process's verdict
+ * is asked once (the targets map, its /proc/PID/cgroup), kept until its exit
+ * record, and handed to a child at its fork: a cgroup's membership always
+ * (a child starts in its parent's cgroup), a target's when children are
+ * followed, so that a child which exited, and left the targets map or
+ * /proc, before its records were read still keeps them. pids beyond the
+ * bitmaps (pid_max raised later) are asked every time.
+ */
+struct verdicts {
+	struct sideband_filter f;
+	uint64_t *known, *yes;
+	uint32_t npids;
+};
+
 struct sideband {
 	struct perf_buffer *pb;
 	int map_fd;
+	struct verdicts *v; /* NULL: every process's records are kept */
 	struct proctab *procs;
 	uint64_t consumed_until;
 	struct queued *q;
@@ -83,6 +101,66 @@ static const struct sample_id *sample_id(const struct perf_event_header *h)
 	return (const void *)((const char *)h + h->size - sizeof(struct sample_id));
 }
 
+static void verdicts_free(struct verdicts *v)
+{
+	if (!v)
+		return;
+	free(v->known);
+	free(v->yes);
+	free(v);
+}
+
+static void verdict_set(struct verdicts *v, uint32_t pid, int verdict)
+{
+	uint64_t bit = 1ULL << (pid % 64);
+
+	if (pid >= v->npids)
+		return;
+	if (verdict < 0) {
+		v->known[pid / 64] &= ~bit;
+		return;
+	}
+	v->known[pid / 64] |= bit;
+	if (verdict)
+		v->yes[pid / 64] |= bit;
+	else
+		v->yes[pid / 64] &= ~bit;
+}
+
+/* 1, 0, or -1: not known. */
+static int verdict_get(const struct verdicts *v, uint32_t pid)
+{
+	if (pid >= v->npids || !(v->known[pid / 64] >> (pid % 64) & 1))
+		return -1;
+	return v->yes[pid / 64] >> (pid % 64) & 1;
+}
+
+/* Whether pid's records are kept: always without a filter. */
+static bool wanted(struct sideband *sb, uint32_t pid)
+{
+	struct verdicts *v = sb->v;
+	int known;
+	bool yes;
+
+	if (!v)
+		return true;
+	if ((known = verdict_get(v, pid)) >= 0)
+		return known;
+	sb->stats.lookups++;
+	yes = v->f.is_target(v->f.ctx, pid);
+	verdict_set(v, pid, yes);
+	return yes;
+}
+
+/* Keep h (of pid)? Counts what it skips. */
+static bool keep(struct sideband *sb, uint32_t pid)
+{
+	if (wanted(sb, pid))
+		return true;
+	sb->stats.skipped++;
+	return false;
+}
+
 static void handle(struct sideband *sb, const struct perf_event_header *h)
 {
 	const struct sample_id *sid = sample_id(h);
@@ -92,22 +170,46 @@ static void handle(struct sideband *sb, const struct perf_event_header *h)
 	case PERF_RECORD_FORK: {
 		const struct rec_task *r = (const void *)h;
 
-		if (h->size >= sizeof(*r) && r->pid != r->ppid) /* a process, not a thread */
+		if (h->size < sizeof(*r) || r->pid == r->ppid) /* a thread: nothing to track */
+			break;
+		if (sb->v) /* a new process: its parent's verdict, or a fresh one */
+			verdict_set(sb->v, r->pid,
+				    sb->v->f.by_cgroup ? wanted(sb, r->ppid)
+				    : sb->v->f.follow_children && wanted(sb, r->ppid) ? 1
+										      : -1);
+		if (keep(sb, r->pid))
 			proctab__fork(sb->procs, r->ppid, r->pid, r->time);
 		break;
 	}
 	case PERF_RECORD_EXIT: {
 		const struct rec_task *r = (const void *)h;
 
-		if (h->size >= sizeof(*r) && r->pid == r->tid)
+		if (h->size < sizeof(*r) || r->pid != r->tid)
+			break;
+		if (keep(sb, r->pid)) {
 			proctab__exit(sb->procs, r->pid, r->time);
+			if (sb->v && sb->v->f.forget)
+				sb->v->f.forget(sb->v->f.ctx, r->pid);
+		}
+		if (sb->v) /* the pid's next process is judged afresh */
+			verdict_set(sb->v, r->pid, -1);
 		break;
 	}
 	case PERF_RECORD_COMM: {
 		const struct rec_comm *r = (const void *)h;
 
-		if (h->size >= sizeof(*r) && (h->misc & PERF_RECORD_MISC_COMM_EXEC) &&
-		    r->pid == r->tid)
+		if (h->size < sizeof(*r) || !(h->misc & PERF_RECORD_MISC_COMM_EXEC) ||
+		    r->pid != r->tid)
+			break;
+		/* moved into the cgroup since its fork? */
+		if (sb->v && sb->v->f.by_cgroup && !verdict_get(sb->v, r->pid)) {
+			verdict_set(sb->v, r->pid, -1);
+			if (sb->v->f.at_exec) {
+				sb->stats.lookups++;
+				verdict_set(sb->v, r->pid, sb->v->f.at_exec(sb->v->f.ctx, r->pid));
+			}
+		}
+		if (keep(sb, r->pid))
 			proctab__exec(sb->procs, r->pid, t);
 		break;
 	}
@@ -120,6 +222,8 @@ static void handle(struct sideband *sb, const struct perf_event_header *h)
 		if (h->size < sizeof(*r) + sizeof(struct sample_id))
 			break;
 		if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) /* not requested */
+			break;
+		if (!keep(sb, r->pid)) /* its files are not opened, its maps not read */
 			break;
 		n = strnlen(r->filename, max < sizeof(name) - 1 ? max : sizeof(name) - 1);
 		memcpy(name, r->filename, n);
@@ -228,12 +332,48 @@ int sideband__new(struct sideband **out, struct proctab *procs, size_t pages_per
 	return 0;
 }
 
+int sideband__set_filter(struct sideband *sb, const struct sideband_filter *f)
+{
+	long max = 4194304; /* the largest pid_max, where /proc does not say */
+	FILE *pf = fopen("/proc/sys/kernel/pid_max", "re");
+	struct verdicts *v;
+
+	if (pf) {
+		if (fscanf(pf, "%ld", &max) != 1 || max <= 0 || max > 4194304)
+			max = 4194304;
+		fclose(pf);
+	}
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	v->f = *f;
+	v->npids = (uint32_t)max;
+	v->known = calloc((max + 63) / 64, sizeof(*v->known));
+	v->yes = calloc((max + 63) / 64, sizeof(*v->yes));
+	if (!v->known || !v->yes) {
+		free(v->known);
+		free(v->yes);
+		free(v);
+		return -ENOMEM;
+	}
+	verdicts_free(sb->v);
+	sb->v = v;
+	return 0;
+}
+
+void sideband__mark_target(struct sideband *sb, uint32_t pid)
+{
+	if (sb->v)
+		verdict_set(sb->v, pid, 1);
+}
+
 void sideband__free(struct sideband *sb)
 {
 	if (!sb)
 		return;
 	perf_buffer__free(sb->pb);
 	close(sb->map_fd);
+	verdicts_free(sb->v);
 	free(sb->q);
 	free(sb->arena);
 	free(sb);
@@ -277,13 +417,21 @@ int sideband__consume(struct sideband *sb)
 	return err;
 }
 
-int sideband__replay(struct proctab *procs, const struct perf_event_header *const *recs, size_t n)
+int sideband__replay(struct proctab *procs, const struct sideband_filter *f,
+		     const struct perf_event_header *const *recs, size_t n,
+		     struct sideband_stats *stats)
 {
 	struct sideband sb = { .procs = procs };
+	int err = f ? sideband__set_filter(&sb, f) : 0;
 
+	if (err)
+		return err;
 	for (size_t i = 0; i < n; i++)
 		queue(&sb, recs[i]);
 	handle_queue(&sb);
+	if (stats)
+		*stats = sb.stats;
+	verdicts_free(sb.v);
 	free(sb.q);
 	free(sb.arena);
 	return 0;

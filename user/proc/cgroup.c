@@ -609,6 +609,36 @@ size_t cgroups__count(const struct cgroups *c)
 	return htab__count(c->ids);
 }
 
+bool cgroup__path_under(const char *path, const char *rel)
+{
+	size_t n = strlen(rel);
+
+	while (n && rel[n - 1] == '/') /* "/a/b/" is "/a/b"; "/" is the root: everything */
+		n--;
+	return !strncmp(path, rel, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+int cgroup__pid_under(uint32_t pid, const char *rel)
+{
+	char path[64], line[4096 + 16];
+	int ret = -ENOENT;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "0::", 3))
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		ret = cgroup__path_under(line + 3, rel);
+		break;
+	}
+	fclose(f);
+	return ret;
+}
+
 int cgroup__set_filter(int map_fd, const char *path)
 {
 	uint32_t key = 0;

@@ -67,6 +67,15 @@ int cgroup__resolve_container(const char *id, struct cgroup_target *out);
 /* Put the directory's fd into slot 0 of a BPF cgroup array (the filter). Returns 0 or -errno. */
 int cgroup__set_filter(int map_fd, const char *path);
 
+/* Whether path (as /proc/PID/cgroup shows it) is the cgroup rel or below it. */
+bool cgroup__path_under(const char *path, const char *rel);
+
+/*
+ * Whether process pid's cgroup v2 cgroup (the "0::" line of
+ * /proc/PID/cgroup) is rel or below it: 1, 0, or -errno (gone: -ENOENT).
+ */
+int cgroup__pid_under(uint32_t pid, const char *rel);
+
 /* The cgroup id of a directory (name_to_handle_at). Returns 0 or -errno. */
 int cgroup__id_of(const char *path, uint64_t *id);
 
