@@ -1073,12 +1073,27 @@ static int add_run(struct ctx *c, const struct entry *e, uint64_t entry_off, uin
 	return 0;
 }
 
+/* An FDE read at entry_off: counted, and its run added. -ENOMEM, else 0 (a bad one counted). */
+static int add_fde(struct ctx *c, const struct entry *e, uint64_t entry_off, uint64_t flag)
+{
+	int err;
+
+	c->stats->fdes++;
+	err = add_run(c, e, entry_off, flag);
+	if (err == -ENOMEM)
+		return err;
+	if (err < 0)
+		c->stats->bad_fdes++;
+	else if (err > 0)
+		c->dropped++;
+	return 0;
+}
+
 static int walk_section(struct ctx *c, int which)
 {
 	uint64_t flag = which ? ENTRY_DEBUG : 0;
 	struct entry e;
 	uint64_t off;
-	int err;
 
 	use_sect(c, which);
 	for (off = 0; off < c->sect.size; off = e.next) {
@@ -1088,14 +1103,8 @@ static int walk_section(struct ctx *c, int which)
 		}
 		if (e.terminator || entry_is_cie(&c->sect, &e))
 			continue;
-		c->stats->fdes++;
-		err = add_run(c, &e, off, flag);
-		if (err == -ENOMEM)
-			return err;
-		if (err < 0)
-			c->stats->bad_fdes++;
-		else if (err > 0)
-			c->dropped++;
+		if (add_fde(c, &e, off, flag))
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -1411,7 +1420,6 @@ static int add_fdes(struct ctx *c, const uint64_t *fdes, size_t nfdes)
 {
 	struct entry e;
 	size_t i;
-	int err;
 
 	use_sect(c, 0);
 	for (i = 0; i < nfdes; i++) {
@@ -1423,14 +1431,8 @@ static int add_fdes(struct ctx *c, const uint64_t *fdes, size_t nfdes)
 			c->stats->bad_fdes++;
 			continue;
 		}
-		c->stats->fdes++;
-		err = add_run(c, &e, off, 0);
-		if (err == -ENOMEM)
-			return err;
-		if (err < 0)
-			c->stats->bad_fdes++;
-		else if (err > 0)
-			c->dropped++;
+		if (add_fde(c, &e, off, 0))
+			return -ENOMEM;
 	}
 	return 0;
 }
