@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from conftest import BPFPROF, WORKLOADS, parse_folded, pyenv_pythons, run, total, workload
+from conftest import (BPFPROF, WORKLOADS, count_with, parse_folded, pyenv_pythons, run, total,
+                      workload)
 
 SPLIT = ("work_a", "work_b", "work_c")
 MANY = os.path.join(WORKLOADS, "many")
@@ -145,14 +146,20 @@ def test_command_tables_before_it_starts(tmp_path):
     m = re.search(r"unwind tables of '.*' and its libraries before it starts: (\d+) of (\d+) "
                   r"files", r.stderr)
     assert m and int(m.group(1)) >= 2 and m.group(1) == m.group(2), r.stderr
-    n = total(parse_folded(out.read_text()))
+    stacks = parse_folded(out.read_text())
+    n = total(stacks)
     assert n > 100, (n, r.stderr)
-    m = re.search(r"(\d+) samples before their process's tables were ready", r.stderr)
-    early = int(m.group(1)) if m else 0
-    # the gap left: from its exec to our reading the exec event, the agent's
-    # latency (0-5 samples alone, 7 of 331 once with other suites on the host,
-    # load 4); tables built after the first samples (the old code) left ~30
-    assert early <= max(10, 0.02 * n), (early, n)
+    # What a user sees: stacks whole down to Py_BytesMain. Not under it: the
+    # exec's and the loader's first milliseconds and the exit, 1-2% here;
+    # tables built after the first samples (the old code) left ~10% cut.
+    whole = count_with(stacks, "Py_BytesMain")
+    assert whole >= 0.95 * n, (whole, n, r.stderr)
+    # Samples before the agent read the exec (its latency: 0-5 alone, 18-56
+    # of ~330 next to other suites at load 8+) are walked by BPF from the
+    # tables built before the exec (file_unwind), not by frame pointers.
+    m = re.search(r"samples before their process's tables were ready \((\d+) walked with "
+                  r"frame pointers\)", r.stderr)
+    assert not m or int(m.group(1)) <= max(10, 0.02 * n), (m.group(0), n)
 
 
 def test_next_process_of_a_binary_covered_at_exec(tmp_path):
