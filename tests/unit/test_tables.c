@@ -104,6 +104,7 @@ enum {
 	F_NOPIE,
 	F_PROG,
 	F_PROG_STRIPPED,
+	F_PAD,
 	NFILES
 };
 
@@ -115,6 +116,7 @@ static const char *names[NFILES] = {
 	[F_NOPIE] = "prog.nopie",
 	[F_PROG] = "prog",
 	[F_PROG_STRIPPED] = "prog.stripped",
+	[F_PAD] = "libpad.so",
 };
 
 struct fixture {
@@ -648,6 +650,65 @@ static void test_partial_table(void **state)
 	fixture_free(f);
 }
 
+/*
+ * A partial table made because the whole one had no room becomes the whole
+ * table once room appears, where that takes at most half the budget: the
+ * hot table that held the budget goes cold, the huge file's next sample
+ * builds it whole; the process moves onto the whole rows and the partial
+ * ones are freed.
+ */
+static void test_partial_made_whole(void **state)
+{
+	struct fixture *tmp = fixture_new(1 << 20);
+	int files[] = { F_PAD, F_STDCXX };
+	uint32_t w = tmp->rows[F_STDCXX], pad = tmp->rows[F_PAD], cap = 2 * w + 16, nfdes;
+	const struct unwinder_stats *st;
+	const struct bpf_umap *m;
+	struct fixture *f;
+	uint64_t aoff, t0;
+
+	(void)state;
+	fixture_free(tmp);
+	/* libpad (40 FDEs) is not huge; with its table in, libstdc++'s has no room */
+	assert_true(pad + w > cap);
+	hdr_fde(names[F_STDCXX], 100, &aoff, &nfdes);
+	f = fixture_new(cap);
+	st = unwinder__stats(f->u);
+	unwinder__set_partial(f->u, nfdes - 1);
+	t0 = mono_ns(); /* descriptions are made at the real time */
+	proc_sync(f, 1, files, 2); /* the executable, libpad, is wanted at once */
+	balance(f, t0 + SEC);
+	assert_true(unwinder__ready(f->u, f->id[F_PAD]));
+
+	/* a leaf in libstdc++ while libpad is sampled: a partial table */
+	hit(f, F_PAD, t0 + 2 * SEC);
+	assert_false(unwinder__hit_pc(f->u, f->id[F_STDCXX], aoff + 1, t0 + 2 * SEC));
+	hit(f, F_STDCXX, t0 + 2 * SEC);
+	balance(f, t0 + 2 * SEC);
+	m = umap(f, 1, 1);
+	assert_int_equal(m->kind, UMAP_TABLE);
+	assert_true(m->count >= 2 && m->count < 200);
+	assert_int_equal(st->partial_made, 1);
+	assert_int_equal(st->partial_whole, 0);
+	assert_int_equal(st->rows_used, pad + m->count);
+
+	/* libpad unsampled for 2 s (cold): the next sample of libstdc++ makes it whole */
+	hit(f, F_STDCXX, t0 + 5 * SEC);
+	balance(f, t0 + 5 * SEC);
+	m = umap(f, 1, 1);
+	assert_int_equal(m->kind, UMAP_TABLE);
+	assert_int_equal(m->count, w);
+	assert_int_equal(st->partial_whole, 1);
+	assert_int_equal(st->partial_rows, 0);
+	assert_int_equal(st->partial_fdes, 0);
+	assert_int_equal(st->tables_evicted, 1); /* libpad, for the room */
+	assert_int_equal(st->rows_used, w);
+	assert_false(unwinder__ready(f->u, f->id[F_PAD]));
+	/* whole: no function of it is wanted any more */
+	assert_false(unwinder__hit_pc(f->u, f->id[F_STDCXX], aoff + 1, t0 + 6 * SEC));
+	fixture_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -660,6 +721,7 @@ int main(void)
 		cmocka_unit_test(test_eager_evicted_not_rebuilt),
 		cmocka_unit_test(test_too_big_for_budget),
 		cmocka_unit_test(test_partial_table),
+		cmocka_unit_test(test_partial_made_whole),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
