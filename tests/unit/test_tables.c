@@ -675,8 +675,9 @@ static void test_partial_made_whole(void **state)
 	f = fixture_new(cap);
 	st = unwinder__stats(f->u);
 	unwinder__set_partial(f->u, nfdes - 1);
-	t0 = mono_ns(); /* descriptions are made at the real time */
-	proc_sync(f, 1, files, 2); /* the executable, libpad, is wanted at once */
+	/* described at the real time; the executable, libpad, is wanted at once */
+	t0 = mono_ns();
+	proc_sync(f, 1, files, 2);
 	balance(f, t0 + SEC);
 	assert_true(unwinder__ready(f->u, f->id[F_PAD]));
 
