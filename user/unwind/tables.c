@@ -231,6 +231,24 @@ static void partial_rows(struct unwinder *u, const struct otable *t, long long d
 		u->st.partial_rows += delta;
 }
 
+/* Its partial rows are gone (evicted, or replaced by the whole table): none of its FDEs is in. */
+static void partial_emptied(struct unwinder *u, struct otable *t)
+{
+	u->st.partial_fdes -= t->pt->nbuilt;
+	t->pt->nbuilt = 0;
+	memset(t->pt->inrows, 0, (t->pt->n + 63) / 64 * sizeof(uint64_t));
+}
+
+static void partial_free(struct partial *pt)
+{
+	if (!pt)
+		return;
+	free(pt->hdr);
+	free(pt->chosen);
+	free(pt->inrows);
+	free(pt);
+}
+
 static int bpf_write_rows(void *ctx, uint32_t first, const struct bpf_urow *rows, uint32_t n)
 {
 	enum {
@@ -432,16 +450,9 @@ void unwinder__free(struct unwinder *u)
 	}
 	htab__free(u->by_bid);
 	for (uint32_t i = 0; u->tables && i < u->ntables; i++) {
-		struct partial *pt = u->tables[i].pt;
-
 		if (u->tables[i].fd > 0)
 			close(u->tables[i].fd);
-		if (pt) {
-			free(pt->hdr);
-			free(pt->chosen);
-			free(pt->inrows);
-			free(pt);
-		}
+		partial_free(u->tables[i].pt);
 	}
 	free(u->tables);
 	free(u->wanted);
@@ -876,9 +887,7 @@ static void evict(struct unwinder *u, uint32_t id)
 	if (t->partial_now) {
 		/* chosen stays: its rows come back whole when a sample wants the file again */
 		t->partial_now = false;
-		u->st.partial_fdes -= t->pt->nbuilt;
-		t->pt->nbuilt = 0;
-		memset(t->pt->inrows, 0, (t->pt->n + 63) / 64 * sizeof(uint64_t));
+		partial_emptied(u, t);
 	}
 	u->st.tables_evicted++;
 	pr_debug("unwind table of file %u evicted (%u rows, last sampled %.1f s before)", id,
@@ -987,7 +996,8 @@ static int cache_key(int fd, const char *bid, struct tcache_key *k)
 }
 
 /*
- * Whether file id is huge (unwinder__set_partial), once: then its .eh_frame_hdr
+ * Whether file id is huge (unwinder__set_partial), once, from its program
+ * headers (read_segments, which the caller has run): then its .eh_frame_hdr
  * table is read (8 bytes an FDE: 1.7 MiB for libtorch_cpu, against the 11
  * MiB of its whole table) and its table will be partial. A file whose
  * header is missing or unusual gets a whole table, as any other.
@@ -1001,7 +1011,7 @@ static void partial_probe(struct unwinder *u, uint32_t id, int fd)
 	if (t->probed)
 		return;
 	t->probed = true;
-	if (read_segments(fd, t) || !t->hdr_table || !u->partial_fdes || t->fdes <= u->partial_fdes)
+	if (!t->hdr_table || !u->partial_fdes || t->fdes <= u->partial_fdes)
 		return;
 	words = (t->fdes + 63) / 64;
 	pt = calloc(1, sizeof(*pt));
@@ -1015,10 +1025,7 @@ static void partial_probe(struct unwinder *u, uint32_t id, int fd)
 	if (!pt->hdr || !pt->chosen || !pt->inrows ||
 	    pread(fd, pt->hdr, pt->n * sizeof(*pt->hdr), (off_t)(t->hdr_off + 12)) !=
 		    (ssize_t)(pt->n * sizeof(*pt->hdr))) {
-		free(pt->hdr);
-		free(pt->chosen);
-		free(pt->inrows);
-		free(pt);
+		partial_free(pt);
 		return;
 	}
 	for (uint32_t i = 0; i < pt->n; i++) {
@@ -1308,9 +1315,7 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 		rows_free(u, old_first, old_count);
 		u->st.rows_used -= old_count;
 		u->st.partial_rows -= old_count;
-		u->st.partial_fdes -= t->pt->nbuilt;
-		t->pt->nbuilt = 0;
-		memset(t->pt->inrows, 0, (t->pt->n + 63) / 64 * sizeof(uint64_t));
+		partial_emptied(u, t);
 		u->st.partial_whole++;
 	} else {
 		u->st.tables++;
@@ -1441,6 +1446,10 @@ bool unwinder__hit_pc(struct unwinder *u, uint32_t obj, uint64_t off, uint64_t n
 		fd = o ? table_fd(u, o) : -1;
 		if (fd < 0)
 			return false;
+		if (read_segments(fd, t)) {
+			t->probed = true; /* not an ELF file we read: never partial */
+			return false;
+		}
 		partial_probe(u, obj, fd);
 	}
 	/* a huge file with its whole table (or another's, same build id) has nothing to want */
