@@ -959,24 +959,6 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 }
 
 /*
- * The side band's filter: a pid filter's targets (the map is_target()
- * reads), else the cgroup's processes: those BPF saw exec in it
- * (cgroup_execs), and the others as /proc/PID/cgroup says (one gone
- * already is not followed; a sample of it marks it, dec_user_begin).
- */
-static bool sb_is_target(void *ctx, uint32_t pid)
-{
-	struct recorder *r = ctx;
-	uint32_t v;
-
-	if (!sb_by_cgroup())
-		return rec__is_target(r, pid);
-	if (!bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.cgroup_execs), &pid, &v))
-		return true;
-	return cgroup__pid_under(pid, env.cgroup_rel) == 1;
-}
-
-/*
  * At the exec of a process not known the cgroup's: BPF saw whether the exec
  * happened in the cgroup (no /proc read for each exec on the host).
  */
@@ -986,6 +968,19 @@ static bool sb_exec_in_cgroup(void *ctx, uint32_t pid)
 	uint32_t v;
 
 	return !bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.cgroup_execs), &pid, &v);
+}
+
+/*
+ * The side band's filter: a pid filter's targets (the map is_target()
+ * reads), else the cgroup's processes: those BPF saw exec in it
+ * (cgroup_execs), and the others as /proc/PID/cgroup says (one gone
+ * already is not followed; a sample of it marks it, dec_user_begin).
+ */
+static bool sb_is_target(void *ctx, uint32_t pid)
+{
+	if (!sb_by_cgroup())
+		return rec__is_target(ctx, pid);
+	return sb_exec_in_cgroup(ctx, pid) || cgroup__pid_under(pid, env.cgroup_rel) == 1;
 }
 
 /* A cgroup process's exit was read: its pid's next process is judged afresh. */

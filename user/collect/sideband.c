@@ -351,9 +351,7 @@ int sideband__set_filter(struct sideband *sb, const struct sideband_filter *f)
 	v->known = calloc((max + 63) / 64, sizeof(*v->known));
 	v->yes = calloc((max + 63) / 64, sizeof(*v->yes));
 	if (!v->known || !v->yes) {
-		free(v->known);
-		free(v->yes);
-		free(v);
+		verdicts_free(v);
 		return -ENOMEM;
 	}
 	verdicts_free(sb->v);
