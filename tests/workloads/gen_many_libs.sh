@@ -35,25 +35,9 @@ many_spin:
 	ret
 	.cfi_endproc
 	.size many_spin, .-many_spin
-
-	.type many_pad,@function
-many_pad:
-	.rept $fdes
-	.cfi_startproc
-	.rept $((rows / fdes / 2))
-	push %rax
-	.cfi_adjust_cfa_offset 8
-	.endr
-	.rept $((rows / fdes / 2))
-	pop %rax
-	.cfi_adjust_cfa_offset -8
-	.endr
-	ret
-	.cfi_endproc
-	.endr
-	.size many_pad, .-many_pad
-	.section .note.GNU-stack,"",@progbits
 ASM
+# the padding: FDES functions of ROWS/FDES rows each
+"$(dirname "$0")/gen_pad_fdes.sh" "$fdes" $((rows / fdes)) >>"$dir/many.s"
 as -o "$dir/many.o" "$dir/many.s"
 # one link each; the symbol many_id_N makes each file (and build id) its own
 seq 0 $((count - 1)) | xargs -P "$(nproc)" -I{} ld -shared --build-id -soname libmany_{}.so \
