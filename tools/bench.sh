@@ -16,6 +16,8 @@
 #    program -- and % of the machine at 19/99/999 Hz, bpfprof and perf record.
 #    The wall-time ratios below are noise-bound on a shared VM (±3% run to
 #    run against overheads of 0.5-2%); the cost figures are the ones to quote.
+# 0b. tools/walk_floor.py (skipped with WALK_FLOOR=0): a sample's parts timed
+#    in one run against variants, the kernel's own unwinder among them.
 #
 # Environment: BPFPROF, WORKLOADS (default: build/ of this checkout), ROUNDS (7),
 # ITERS (bench_cpu's, default its own ~2 s), READY_SLEEP (1 s given to a
@@ -55,6 +57,15 @@ if [[ ${COST:-1} != 0 && $have_bpfprof == 1 ]]; then
 	BPFPROF=$BPFPROF WORKLOADS=$WORKLOADS BENCH_RECORD=$BENCH_RECORD "$root/tools/cost.sh" ||
 		die "tools/cost.sh failed"
 	echo
+fi
+# 0b. Where a sample's BPF time goes, in one run: ours against the kernel's
+#     frame-pointer unwinder on the same 64 frames, the fixed part, the
+#     Python walk (tools/walk_floor.py; skipped with WALK_FLOOR=0).
+if [[ ${WALK_FLOOR:-1} != 0 && $have_bpfprof == 1 ]]; then
+	"$root/tools/walk_floor.py" --rounds "${WALK_FLOOR_ROUNDS:-5}" || die "tools/walk_floor.py failed"
+	echo
+fi
+if [[ $have_bpfprof == 1 ]]; then
 	echo "bench: the slowdowns below are wall-time ratios: noise-bound on a shared VM"
 fi
 
