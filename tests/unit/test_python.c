@@ -47,6 +47,7 @@
 #include "proc/procmaps.h"
 #include "python/pyimpl.h"
 #include "python/python.h"
+#include "util/clock.h"
 
 #define LINE_TIMEOUT_MS 20000
 #define MAX_CODES	16
@@ -1563,6 +1564,29 @@ static void test_pytrack(void **state)
 		assert_int_equal(line, lv->codes[i].firstlineno);
 		if (e->minor >= 11)
 			assert_string_equal(qualname, lv->codes[i].qualname);
+	}
+	/*
+	 * A cached code object sampled all the time is checked for reuse at
+	 * 0.1 s, then each time twice as late while it is found the same
+	 * (REVALIDATE_MAX_SHIFT): over 1.7 s of samples every 20 ms, 4 checks
+	 * (0.1, 0.3, 0.7, 1.5 s), not 16. Once per run of the suite: it sleeps.
+	 */
+	{
+		static bool backoff_done;
+		uint64_t checks0 = pytrack__stats(t)->code_checks;
+		uint64_t t0 = mono_ns(), n;
+
+		if (!backoff_done) {
+			backoff_done = true;
+			while (mono_ns() - t0 < 1700 * 1000000ULL) {
+				assert_true(pytrack__code(t, pid, lv->codes[0].addr, 0, &off) ==
+					    ids[0]);
+				usleep(20000);
+			}
+			n = pytrack__stats(t)->code_checks - checks0;
+			assert_true(n >= 3 && n <= 6);
+			assert_int_equal(pytrack__stats(t)->code_reused, 0);
+		}
 	}
 	/* not a code object: an id (its snapshot might still come) that names nothing */
 	{

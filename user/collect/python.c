@@ -101,6 +101,10 @@ static void python_summary(struct recorder *r, void *priv, FILE *f)
 		(unsigned long long)ps->snap_received, (unsigned long long)ps->snap_used,
 		(unsigned long long)ps->snap_late, (unsigned long long)ps->snap_refused,
 		(unsigned long long)ps->snap_outdated);
+	pr_info("python: %llu code objects read, %llu checks that a cached one was still "
+		"at its address, %llu found another there",
+		(unsigned long long)ps->codes, (unsigned long long)ps->code_checks,
+		(unsigned long long)ps->code_reused);
 	pr_info("python: the thread held the GIL in %llu of %llu Python samples; %llu "
 		"samples left out by --gil",
 		(unsigned long long)d->gil_held, (unsigned long long)d->py_samples,

@@ -26,6 +26,7 @@ struct pytrack_stats {
 	uint64_t
 		code_failed; /* code objects never read, live or from a snapshot (by pytrack__stats) */
 	uint64_t frames_unread;	 /* frames that named them: dropped (by pytrack__stats) */
+	uint64_t code_checks;	 /* reads of a cached code object's identity (REVALIDATE_NS) */
 	uint64_t code_reused;	 /* addresses found reused by another code object */
 	uint64_t merge_mismatch; /* stacks whose eval frames and Python frames did not pair up */
 	/* code object snapshots from BPF (SAMPLE_PYCODE) */
