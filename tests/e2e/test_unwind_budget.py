@@ -326,3 +326,25 @@ def test_huge_library_gets_a_partial_table(tmp_path, target):
     assert re.search(r"unwind: function not in partial table yet \d+", r.stderr), r.stderr
     # a partial table is not a file refused for room
     assert "had no room for" not in r.stderr, r.stderr
+
+
+def test_pid_samples_start_once_described(tmp_path):
+    """-p on a running process with many libraries: its tables are built and
+    it is described before the first sample, and the sampling events count
+    from the ready line on. libbpf enables an event it attaches a program to:
+    the samples taken while 320 tables were compiled were walked as not
+    described (the counter below), cut where a library has no frame
+    pointers."""
+    out = tmp_path / "p.folded"
+    big, big_pid = many_libs(0, 320, 10, 60)
+    try:
+        r = run(["-p", str(big_pid), "-v", "-F", "999", "-d", "1", "--unwind-cache", "off",
+                 "-o", str(out)])
+    finally:
+        big.kill()
+        big.wait()
+    assert r.returncode == 0, r.stderr
+    n = total(parse_folded(out.read_text()))
+    assert n > 200, (n, r.stderr)
+    m = re.search(r"bpf unwind: not described yet (\d+)", r.stderr)
+    assert not m or int(m.group(1)) <= 2, (m.group(0), r.stderr[-3000:])

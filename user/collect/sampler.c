@@ -173,6 +173,17 @@ int sampler__new(struct sampler **out, struct bpf_program *prog, unsigned int fr
 			       strerror(-err));
 			goto cleanup;
 		}
+		/*
+		 * libbpf enables the event it attaches to: off again until
+		 * sampler__enable, after the -p targets' tables are built and
+		 * described (their first 90 ms of samples on a PyTorch process
+		 * were walked before that, as not described: cut at the leaf).
+		 */
+		if (ioctl(fd, PERF_EVENT_IOC_DISABLE, 0)) {
+			err = -errno;
+			pr_err("cannot disable the perf event on CPU %d: %s", cpu, strerror(-err));
+			goto cleanup;
+		}
 	}
 	free(online);
 	*out = s;
