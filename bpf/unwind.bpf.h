@@ -742,6 +742,18 @@ static __always_inline long unwind_frame(struct ustate *st)
 	case UMAP_ANON:
 		reason = CNT_UNW_ANON;
 		goto fallback;
+	case UMAP_PENDING:
+		/*
+		 * A file with CFI whose table is not built (not wanted yet, or
+		 * evicted): stepped by frame pointers as before, and the sample
+		 * wakes user space now, which wants the table from this sample
+		 * on, not from its next 100 ms poll. A stack whose files come in
+		 * one by one (each found by the walk the one before made
+		 * possible) no longer waits a poll per file.
+		 */
+		st->gap = true;
+		reason = CNT_UNW_TABLE_PENDING;
+		goto fallback;
 	default:
 		st->stale = 1;
 		reason = CNT_UNW_TABLE_PENDING;

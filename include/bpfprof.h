@@ -106,7 +106,8 @@ enum sample_flags {
 	SAMPLE_F_PY_TS_WALK = 1 << 14,
 	/*
 	 * a frame lay in a huge file's partial table outside the functions it
-	 * holds yet: user space grows the table, woken now (urgent) so that a
+	 * holds yet, or in a file whose table is not built (UMAP_PENDING):
+	 * user space grows or builds the table, woken now (urgent) so that a
 	 * stack's callers come in at the pace of samples, not of 100 ms polls
 	 */
 	SAMPLE_F_UNWIND_GAP = 1 << 15,
@@ -368,7 +369,7 @@ enum umap_kind {
 	UMAP_TABLE = 1,	  /* unwind with rows [first, first + count) */
 	UMAP_FP = 2,	  /* no CFI in the file: frame pointers */
 	UMAP_ANON = 3,	  /* anonymous executable memory: stop */
-	UMAP_PENDING = 4, /* table not built yet: stop, counted */
+	UMAP_PENDING = 4, /* table not built yet: frame pointers, counted, user space woken */
 };
 
 /* Executable mappings per process the unwinder can know. */

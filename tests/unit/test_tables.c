@@ -235,8 +235,9 @@ static void test_demand_only(void **state)
 
 	(void)state;
 	proc_sync(f, 100, files, 4);
+	/* no table yet, none refused: pending (a sample through one wakes user space) */
 	for (int i = 0; i < 4; i++)
-		assert_int_equal(umap(f, 100, i)->kind, UMAP_FP);
+		assert_int_equal(umap(f, 100, i)->kind, UMAP_PENDING);
 	assert_int_equal(unwinder__stats(f->u)->tables, 0);
 
 	hit(f, F_LIBFX, 1 * SEC);
@@ -249,8 +250,8 @@ static void test_demand_only(void **state)
 	assert_int_equal(umap(f, 100, 2)->kind, UMAP_TABLE);
 	assert_int_equal(umap(f, 100, 2)->count, f->rows[F_LIBFX]);
 	assert_int_equal(umap(f, 100, 0)->kind, UMAP_TABLE);
-	assert_int_equal(umap(f, 100, 1)->kind, UMAP_FP);
-	assert_int_equal(umap(f, 100, 3)->kind, UMAP_FP);
+	assert_int_equal(umap(f, 100, 1)->kind, UMAP_PENDING);
+	assert_int_equal(umap(f, 100, 3)->kind, UMAP_PENDING);
 	assert_int_equal(unwinder__stats(f->u)->rows_used, f->rows[F_LIBFX] + f->rows[F_NOPIE]);
 	/* the rows BPF reads are the file's, sorted */
 	for (uint32_t i = 1; i < f->rows[F_LIBFX]; i++)
@@ -277,7 +278,7 @@ static void test_shared_by_processes_and_build_id(void **state)
 	}
 	/* prog.stripped: another inode, same build id: the same rows once wanted */
 	proc_sync(f, 6, b, 2);
-	assert_int_equal(umap(f, 6, 0)->kind, UMAP_FP);
+	assert_int_equal(umap(f, 6, 0)->kind, UMAP_PENDING);
 	hit(f, F_PROG_STRIPPED, 2 * SEC);
 	balance(f, 2 * SEC);
 	assert_int_equal(umap(f, 6, 0)->kind, UMAP_TABLE);
@@ -324,7 +325,7 @@ static void test_evicts_least_recently_sampled(void **state)
 	assert_true(unwinder__ready(f->u, f->id[F_LIBFX]));
 	assert_int_equal(unwinder__stats(f->u)->tables_evicted, 1);
 	assert_int_not_equal(f->m.gen, gen); /* BPF's row cache is void */
-	assert_int_equal(umap(f, 1, 0)->kind, UMAP_FP);
+	assert_int_equal(umap(f, 1, 0)->kind, UMAP_PENDING);
 	assert_int_equal(umap(f, 1, 1)->kind, UMAP_TABLE);
 	assert_int_equal(umap(f, 1, 2)->kind, UMAP_TABLE);
 	/* nopie took libcxx's rows; no two tables described share a row */
@@ -367,7 +368,7 @@ static void test_refused_then_built(void **state)
 	assert_true(unwinder__ready(f->u, f->id[F_LIBCXX]));
 	assert_false(unwinder__ready(f->u, f->id[F_LIBFX]));
 	assert_int_equal(umap(f, 1, 1)->kind, UMAP_TABLE);
-	assert_int_equal(umap(f, 1, 0)->kind, UMAP_FP);
+	assert_int_equal(umap(f, 1, 0)->kind, UMAP_PENDING);
 	assert_int_equal(unwinder__stats(f->u)->tables_retried, 1);
 	assert_int_equal(unwinder__stats(f->u)->tables_evicted, 1);
 	/* what the budget should have held: both */
@@ -478,6 +479,44 @@ static void test_eager_evicted_not_rebuilt(void **state)
 	fixture_free(f);
 }
 
+/*
+ * -p on a running process: its files' tables are built before the first
+ * sample and fill the budget. A sample 0.3 s later (its hot file was left
+ * out: no room) finds them cold (0.2 s for a table no sample used; it was
+ * 0.5 s, and `bpfprof -p` on a PyTorch loop lost the first half second of
+ * stacks), but not the executable's: it is on every stack, wanted from
+ * the description on, so the libraries go first.
+ */
+static void test_eager_tables_make_room_soon(void **state)
+{
+	struct fixture *tmp = fixture_new(1 << 20);
+	struct fixture *f;
+	uint64_t t0;
+	uint32_t cap;
+	/* the first file mapped is the executable: libfx here (the lowest id, first of equals) */
+	int files[] = { F_LIBFX, F_PROG, F_LIBCXX };
+
+	(void)state;
+	/* the three fill the budget; nopie fits where the two others were */
+	cap = tmp->rows[F_LIBFX] + tmp->rows[F_PROG] + tmp->rows[F_LIBCXX];
+	assert_true(tmp->rows[F_NOPIE] <= tmp->rows[F_PROG] + tmp->rows[F_LIBCXX]);
+	fixture_free(tmp);
+	f = fixture_new(cap);
+	unwinder__set_eager(f->u, true);
+	t0 = mono_ns();
+	proc_sync(f, 1, files, 3);
+	assert_int_equal(unwinder__stats(f->u)->tables, 3);
+
+	hit(f, F_NOPIE, t0 + 3 * SEC / 10);
+	balance(f, t0 + 3 * SEC / 10);
+	assert_true(unwinder__ready(f->u, f->id[F_NOPIE]));
+	assert_true(unwinder__ready(f->u, f->id[F_LIBFX]));
+	assert_false(unwinder__ready(f->u, f->id[F_PROG]) &&
+		     unwinder__ready(f->u, f->id[F_LIBCXX]));
+	assert_true(unwinder__stats(f->u)->tables_evicted >= 1);
+	fixture_free(f);
+}
+
 /* A file bigger than the whole budget: refused, counted, never uploaded. */
 static void test_too_big_for_budget(void **state)
 {
@@ -492,6 +531,7 @@ static void test_too_big_for_budget(void **state)
 	assert_true(unwinder__hit(f->u, f->id[F_STDCXX], 2 * SEC));
 	assert_int_equal(f->m.row_writes, 0);
 	assert_int_equal(unwinder__rows_wanted(f->u), f->rows[F_STDCXX]);
+	/* refused: frame pointers, and no wakeup per sample until room appears */
 	assert_int_equal(umap(f, 1, 0)->kind, UMAP_FP);
 	fixture_free(f);
 }
@@ -592,7 +632,7 @@ static void test_partial_table(void **state)
 	unwinder__set_partial(f->u, nfdes - 1);
 
 	proc_sync(f, 1, files, 1);
-	assert_int_equal(umap(f, 1, 0)->kind, UMAP_FP);
+	assert_int_equal(umap(f, 1, 0)->kind, UMAP_PENDING);
 	/* a leaf in FDE 100, no table yet (not a partial table's gap) */
 	assert_false(unwinder__hit_pc(f->u, id, aoff + 1, SEC));
 	balance(f, SEC);
@@ -720,6 +760,7 @@ int main(void)
 		cmocka_unit_test(test_freed_rows_coalesce),
 		cmocka_unit_test(test_eager_targets),
 		cmocka_unit_test(test_eager_evicted_not_rebuilt),
+		cmocka_unit_test(test_eager_tables_make_room_soon),
 		cmocka_unit_test(test_too_big_for_budget),
 		cmocka_unit_test(test_partial_table),
 		cmocka_unit_test(test_partial_made_whole),

@@ -42,9 +42,15 @@
  * its process was described) and not sampled since: cold this soon, since
  * a sample reaches user space within ~100 ms. Under COLD_NS, `import torch`
  * (~315 libraries built as they were mapped, more than the default budget)
- * kept libtorch_cpu, sampled all the time, refused for 2 s.
+ * kept libtorch_cpu, sampled all the time, refused for 2 s. At 0.5 s,
+ * `bpfprof -p` on a running PyTorch loop (its ~290 files' tables built
+ * before the first sample, the budget full) walked the loop's first
+ * 0.35-0.5 s of samples by frame pointers through libblas, libtorch_cpu
+ * and libtorch_python, each found wanting a drain after the one before:
+ * 24-31% of a 3 s profile's samples with missing frames, 13-18% at 0.2 s
+ * (bench/RESULTS.md, "-p on a running PyTorch process").
  */
-#define SPECULATIVE_COLD_NS 500000000ULL
+#define SPECULATIVE_COLD_NS 200000000ULL
 
 /* A huge file's whole table is guessed at this many rows an FDE until compiled (libtorch_cpu: 6.4). */
 #define PARTIAL_GUESS_ROWS 4
@@ -214,9 +220,11 @@ static uint64_t whole_rows(const struct otable *t)
 /*
  * A partial table made while its whole one had no room, whose whole one
  * would take at most half the budget: tried whole again every
- * WHOLE_RETRY_NS (a sample wants it), as a refused file is.
+ * WHOLE_RETRY_NS (a sample wants it), as a refused file is. A try that
+ * finds no room costs a walk over the tables (rows_available), not a
+ * compile: as often as speculative tables go cold.
  */
-#define WHOLE_RETRY_NS 500000000ULL
+#define WHOLE_RETRY_NS 200000000ULL
 
 static bool whole_due(const struct unwinder *u, const struct otable *t, uint64_t now_ns)
 {
@@ -797,6 +805,14 @@ static void file_write(struct unwinder *u, uint32_t obj, uint32_t tab)
 	u->tables[obj].fentry = tab;
 }
 
+/* No table for obj yet, and one may come on demand: not refused, CFI not found wanting. */
+static bool pending(const struct unwinder *u, uint32_t obj)
+{
+	const struct otable *t = &u->tables[obj];
+
+	return t->state == OT_NONE && (!t->owner || u->tables[t->owner].state == OT_NONE);
+}
+
 /* Rewrite pid's description from pe and the tables as they are now. */
 static int proc_write(struct unwinder *u, uint32_t pid, struct pentry *pe)
 {
@@ -812,7 +828,14 @@ static int proc_write(struct unwinder *u, uint32_t pid, struct pentry *pe)
 		memset(um, 0, sizeof(*um));
 		um->start = pm->start;
 		um->end = pm->end;
-		um->kind = pm->obj ? UMAP_FP : UMAP_ANON;
+		/*
+		 * A file whose table is not built, and could be (not wanted yet,
+		 * or evicted): pending, so that a sample through it wakes us now
+		 * (SAMPLE_F_UNWIND_GAP). Refused for room, or with no CFI:
+		 * frame pointers and no wakeup, since nothing can be done until
+		 * room appears (a poll finds it) or ever.
+		 */
+		um->kind = !pm->obj ? UMAP_ANON : pending(u, pm->obj) ? UMAP_PENDING : UMAP_FP;
 		if (pm->tab)
 			u->tables[pm->tab].users--;
 		pm->tab = 0;
@@ -868,6 +891,29 @@ static void procs_update(struct unwinder *u, uint32_t id, bool built)
 			hit = built ? pe->maps[i].obj && !pe->maps[i].tab &&
 					      serving(u, pe->maps[i].obj) == id
 				    : pe->maps[i].tab == id;
+		if (hit)
+			proc_write(u, *(const uint32_t *)e->key, pe);
+	}
+}
+
+/*
+ * File obj will have no table for now (refused for room) or ever (no usable
+ * CFI): rewrite the processes that map it, or a file it would serve,
+ * without a table, from pending to frame pointers, so that their samples
+ * stop waking us (see proc_write).
+ */
+static void procs_no_table(struct unwinder *u, uint32_t obj)
+{
+	struct htab_entry *e;
+	size_t it = 0;
+
+	while ((e = htab__next(u->procs, &it))) {
+		struct pentry *pe = (struct pentry *)(uintptr_t)e->val;
+		bool hit = false;
+
+		for (uint32_t i = 0; i < pe->nmaps && !hit; i++)
+			hit = pe->maps[i].obj && !pe->maps[i].tab &&
+			      (pe->maps[i].obj == obj || u->tables[pe->maps[i].obj].owner == obj);
 		if (hit)
 			proc_write(u, *(const uint32_t *)e->key, pe);
 	}
@@ -1347,6 +1393,7 @@ fail:
 	free(out);
 	t->state = OT_NO_TABLE;
 	u->st.tables_failed++;
+	procs_no_table(u, id);
 	return err;
 }
 
@@ -1530,8 +1577,9 @@ void unwinder__balance(struct unwinder *u, uint64_t now_ns, uint64_t budget_ns)
 					"unwind table memory full (%u rows): %s (%u rows) unwinds "
 					"with frame pointers until room appears",
 					u->cap, o ? o->path : "?", t->want);
+				t->state = OT_REFUSED;
+				procs_no_table(u, id);
 			}
-			t->state = OT_REFUSED;
 			t->refused = true;
 			u->st.tables_refused++;
 		}
@@ -1636,12 +1684,15 @@ int unwinder__sync(struct unwinder *u, const struct proc *p)
 	 * A process is described when it runs, and its executable (the first
 	 * file mapped) is on nearly every stack it has: wanted now, not once a
 	 * sample could be resolved to it (its first samples may come before
-	 * its mappings are known).
+	 * its mappings are known). Built just now for a named target, it is
+	 * not speculative either: among eager tables of one description (one
+	 * build time) the lowest file id went first when room was needed, and
+	 * that was the executable (`-p` on python3: its table evicted for
+	 * libblas's before a sample had marked it).
 	 */
 	for (uint32_t i = 0; i < n; i++) {
 		if (maps[i].obj) {
-			if (!serving(u, maps[i].obj))
-				unwinder__hit(u, maps[i].obj, now);
+			unwinder__hit(u, maps[i].obj, now);
 			break;
 		}
 	}
