@@ -517,6 +517,46 @@ static void test_eager_tables_make_room_soon(void **state)
 	fixture_free(f);
 }
 
+/*
+ * Tables built for a named target before the events started counting are
+ * cold from then on (no sample in flight can need them): a sample 1 ms
+ * after the start finds room (with the cache, -p's tables load in ~90 ms
+ * and were still young at the ready line); one built after the start
+ * waits SPECULATIVE_COLD_NS as before.
+ */
+static void test_eager_tables_cold_at_start(void **state)
+{
+	struct fixture *tmp = fixture_new(1 << 20);
+	struct fixture *f;
+	uint64_t t0;
+	uint32_t cap;
+	int files[] = { F_LIBFX, F_PROG, F_LIBCXX };
+
+	(void)state;
+	cap = tmp->rows[F_LIBFX] + tmp->rows[F_PROG] + tmp->rows[F_LIBCXX];
+	assert_true(tmp->rows[F_NOPIE] <= tmp->rows[F_PROG] + tmp->rows[F_LIBCXX]);
+	fixture_free(tmp);
+	f = fixture_new(cap);
+	unwinder__set_eager(f->u, true);
+	proc_sync(f, 1, files, 3);
+	t0 = mono_ns(); /* after the builds, whatever they took */
+	assert_int_equal(unwinder__stats(f->u)->tables, 3);
+
+	/* not said when sampling started: young, not cold */
+	hit(f, F_NOPIE, t0 + SEC / 1000);
+	balance(f, t0 + SEC / 1000);
+	assert_false(unwinder__ready(f->u, f->id[F_NOPIE]));
+
+	unwinder__sampling_started(f->u, t0 + 2 * SEC / 1000);
+	hit(f, F_NOPIE, t0 + 3 * SEC / 1000);
+	balance(f, t0 + 3 * SEC / 1000);
+	assert_true(unwinder__ready(f->u, f->id[F_NOPIE]));
+	assert_true(unwinder__ready(f->u, f->id[F_LIBFX])); /* the executable */
+	assert_false(unwinder__ready(f->u, f->id[F_PROG]) &&
+		     unwinder__ready(f->u, f->id[F_LIBCXX]));
+	fixture_free(f);
+}
+
 /* A file bigger than the whole budget: refused, counted, never uploaded. */
 static void test_too_big_for_budget(void **state)
 {
@@ -761,6 +801,7 @@ int main(void)
 		cmocka_unit_test(test_eager_targets),
 		cmocka_unit_test(test_eager_evicted_not_rebuilt),
 		cmocka_unit_test(test_eager_tables_make_room_soon),
+		cmocka_unit_test(test_eager_tables_cold_at_start),
 		cmocka_unit_test(test_too_big_for_budget),
 		cmocka_unit_test(test_partial_table),
 		cmocka_unit_test(test_partial_made_whole),

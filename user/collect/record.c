@@ -1920,6 +1920,9 @@ int record__run(const struct rec_mode *mode)
 	clock_gettime(CLOCK_REALTIME, &r.wall_start);
 	clock_gettime(CLOCK_MONOTONIC, &r.t_start);
 	su_start = cpu_s();
+	/* -p targets' tables, built above, wait for no sample from here on */
+	if (r.unw)
+		unwinder__sampling_started(r.unw, mono_ns());
 	for (uint32_t i = 0; i < r.nfeat; i++)
 		if (r.feat[i]->start && r.feat[i]->start(&r, r.feat_priv[i]))
 			goto cleanup;

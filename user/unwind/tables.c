@@ -137,6 +137,7 @@ struct unwinder {
 	struct unwind_store store;
 	struct bpf_store bpf; /* the store's ctx when the BPF maps are the store */
 	bool eager;
+	uint64_t sampling_ns;  /* when the events started counting (0: not said) */
 	uint32_t partial_fdes; /* files with more FDEs get partial tables (0: none) */
 	uint32_t gen;	       /* unwind_gen: bumped when rows are freed (BPF's row cache) */
 	uint32_t cap;
@@ -473,6 +474,11 @@ void unwinder__free(struct unwinder *u)
 void unwinder__set_eager(struct unwinder *u, bool eager)
 {
 	u->eager = eager;
+}
+
+void unwinder__sampling_started(struct unwinder *u, uint64_t now_ns)
+{
+	u->sampling_ns = now_ns;
 }
 
 void unwinder__set_partial(struct unwinder *u, uint32_t fdes)
@@ -942,8 +948,20 @@ static void evict(struct unwinder *u, uint32_t id)
 	t->count = 0;
 }
 
-static bool cold(const struct otable *t, uint64_t now_ns)
+/*
+ * A speculative table built before the events started counting is cold from
+ * then on: no sample in flight can need it (the first samples reach us
+ * within milliseconds when they want a table: UMAP_PENDING), and waiting
+ * SPECULATIVE_COLD_NS after such a build only delays the files the first
+ * samples are in. With the table cache, -p's ~290 tables for a PyTorch
+ * loop load in ~90 ms, so they were 0.1 s young at the ready line and
+ * libblas waited the rest (7-11% of a 3 s profile's samples with missing
+ * frames; compiled, without the cache, they were old enough: 2-3%).
+ */
+static bool cold(const struct unwinder *u, const struct otable *t, uint64_t now_ns)
 {
+	if (t->speculative && u->sampling_ns && t->last_ns < u->sampling_ns)
+		return now_ns >= u->sampling_ns;
 	return t->last_ns + (t->speculative ? SPECULATIVE_COLD_NS : COLD_NS) <= now_ns;
 }
 
@@ -958,7 +976,7 @@ static uint32_t coldest(const struct unwinder *u, uint64_t now_ns, bool unused_o
 	for (uint32_t i = OBJ_FIRST; i < u->ntables; i++) {
 		const struct otable *t = &u->tables[i];
 
-		if (t->state != OT_READY || i == not || !cold(t, now_ns) ||
+		if (t->state != OT_READY || i == not || !cold(u, t, now_ns) ||
 		    (unused_only && t->users))
 			continue;
 		if (!best || t->last_ns < u->tables[best].last_ns)
@@ -975,7 +993,7 @@ static uint64_t rows_available(const struct unwinder *u, uint64_t now_ns, bool u
 	for (uint32_t i = OBJ_FIRST; i < u->ntables; i++) {
 		const struct otable *t = &u->tables[i];
 
-		if (t->state == OT_READY && cold(t, now_ns) && (!unused_only || !t->users))
+		if (t->state == OT_READY && cold(u, t, now_ns) && (!unused_only || !t->users))
 			n += t->count;
 	}
 	return n;

@@ -103,6 +103,12 @@ void unwinder__free(struct unwinder *u);
 void unwinder__set_eager(struct unwinder *u, bool eager);
 
 /*
+ * The sampling events count from now_ns (mono_ns): tables built before it
+ * for named targets, no sample having used them, may be evicted from then on.
+ */
+void unwinder__sampling_started(struct unwinder *u, uint64_t now_ns);
+
+/*
  * Files with more FDEs (by .eh_frame_hdr) than fdes get partial tables
  * where their whole one has no room (instead of being refused): rows only
  * for the functions samples land in (unwinder__hit_pc), grown as samples
