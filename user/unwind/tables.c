@@ -879,48 +879,44 @@ static int proc_write(struct unwinder *u, uint32_t pid, struct pentry *pe)
 	return err;
 }
 
+/* Which processes procs_update rewrites, by a mapping of theirs and table id. */
+enum procs_of {
+	PROCS_USING,	/* the mapping uses id's rows (id evicted or moved) */
+	PROCS_SERVED,	/* it has no table, and its file is served by id now (id built) */
+	PROCS_NO_TABLE, /* it has no table, its file is id or would be served by it (id
+			   refused for room or without usable CFI: pending no more) */
+};
+
+static bool procs_hit(const struct unwinder *u, const struct pmap *pm, uint32_t id,
+		      enum procs_of which)
+{
+	if (which == PROCS_USING)
+		return pm->tab == id;
+	if (!pm->obj || pm->tab)
+		return false;
+	if (which == PROCS_SERVED)
+		return serving(u, pm->obj) == id;
+	return pm->obj == id || u->tables[pm->obj].owner == id;
+}
+
 /*
- * Table id changed (built or evicted): rewrite the processes whose description
- * used its rows, or maps a file it serves now. Before evicted rows are reused.
+ * Table id changed (built, evicted, refused, found wanting): rewrite the
+ * processes whose description it changes (see enum procs_of). Before
+ * evicted rows are reused.
  */
-static void procs_update(struct unwinder *u, uint32_t id, bool built)
+static void procs_update(struct unwinder *u, uint32_t id, enum procs_of which)
 {
 	struct htab_entry *e;
 	size_t it = 0;
 
-	if (!built && !u->tables[id].users)
+	if (which == PROCS_USING && !u->tables[id].users)
 		return;
 	while ((e = htab__next(u->procs, &it))) {
 		struct pentry *pe = (struct pentry *)(uintptr_t)e->val;
 		bool hit = false;
 
 		for (uint32_t i = 0; i < pe->nmaps && !hit; i++)
-			hit = built ? pe->maps[i].obj && !pe->maps[i].tab &&
-					      serving(u, pe->maps[i].obj) == id
-				    : pe->maps[i].tab == id;
-		if (hit)
-			proc_write(u, *(const uint32_t *)e->key, pe);
-	}
-}
-
-/*
- * File obj will have no table for now (refused for room) or ever (no usable
- * CFI): rewrite the processes that map it, or a file it would serve,
- * without a table, from pending to frame pointers, so that their samples
- * stop waking us (see proc_write).
- */
-static void procs_no_table(struct unwinder *u, uint32_t obj)
-{
-	struct htab_entry *e;
-	size_t it = 0;
-
-	while ((e = htab__next(u->procs, &it))) {
-		struct pentry *pe = (struct pentry *)(uintptr_t)e->val;
-		bool hit = false;
-
-		for (uint32_t i = 0; i < pe->nmaps && !hit; i++)
-			hit = pe->maps[i].obj && !pe->maps[i].tab &&
-			      (pe->maps[i].obj == obj || u->tables[pe->maps[i].obj].owner == obj);
+			hit = procs_hit(u, &pe->maps[i], id, which);
 		if (hit)
 			proc_write(u, *(const uint32_t *)e->key, pe);
 	}
@@ -933,7 +929,7 @@ static void evict(struct unwinder *u, uint32_t id)
 	t->state = OT_NONE;
 	t->evicted = true;
 	files_forget(u, id);
-	procs_update(u, id, false); /* nobody points at the rows any more */
+	procs_update(u, id, PROCS_USING); /* nobody points at the rows any more */
 	rows_free(u, t->first, t->count);
 	u->st.rows_used -= t->count;
 	partial_rows(u, t, -(long long)t->count);
@@ -1199,7 +1195,7 @@ static int build_partial(struct unwinder *u, uint32_t id, int fd, uint64_t now_n
 	files_forget(u, id);
 	file_write(u, id, id);
 	if (was_ready) {
-		procs_update(u, id, false); /* its users onto the new rows */
+		procs_update(u, id, PROCS_USING); /* its users onto the new rows */
 		rows_free(u, old_first, old_count);
 		u->st.rows_used -= old_count;
 		partial_rows(u, t, -(long long)old_count);
@@ -1212,7 +1208,7 @@ static int build_partial(struct unwinder *u, uint32_t id, int fd, uint64_t now_n
 			t->refused = false;
 			u->st.tables_retried++;
 		}
-		procs_update(u, id, true);
+		procs_update(u, id, PROCS_SERVED);
 	}
 	if (t->last_ns < now_ns)
 		t->last_ns = now_ns;
@@ -1266,7 +1262,7 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 			bid[0] = 0;
 	} else if (share_by_build_id(u, o, fd, t, bid, sizeof(bid))) {
 		file_write(u, id, t->owner);
-		procs_update(u, t->owner, true);
+		procs_update(u, t->owner, PROCS_SERVED);
 		return 0;
 	}
 	/*
@@ -1376,7 +1372,7 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 		t->last_ns = now_ns; /* a new table is not the first to go */
 	if (was_partial) {
 		/* its users onto the whole rows, then the partial ones go */
-		procs_update(u, id, false);
+		procs_update(u, id, PROCS_USING);
 		rows_free(u, old_first, old_count);
 		u->st.rows_used -= old_count;
 		u->st.partial_rows -= old_count;
@@ -1406,13 +1402,13 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 	}
 	pr_debug("%s: %u unwind rows from %s (%u FDEs), %.1f ms CPU", o->path, w,
 		 cs.source ? cs.source : "?", cs.fdes, (thread_cpu_ns() - c0) / 1e6);
-	procs_update(u, id, true);
+	procs_update(u, id, PROCS_SERVED);
 	return 0;
 fail:
 	free(out);
 	t->state = OT_NO_TABLE;
 	u->st.tables_failed++;
-	procs_no_table(u, id);
+	procs_update(u, id, PROCS_NO_TABLE);
 	return err;
 }
 
@@ -1597,7 +1593,7 @@ void unwinder__balance(struct unwinder *u, uint64_t now_ns, uint64_t budget_ns)
 					"with frame pointers until room appears",
 					u->cap, o ? o->path : "?", t->want);
 				t->state = OT_REFUSED;
-				procs_no_table(u, id);
+				procs_update(u, id, PROCS_NO_TABLE);
 			}
 			t->refused = true;
 			u->st.tables_refused++;
