@@ -428,31 +428,41 @@ static void test_eager_targets(void **state)
 }
 
 /*
- * Named targets' tables no sample has used are cold after 0.5 s, and once
+ * A fixture whose budget the tables of files[0..2] fill exactly, built
+ * eagerly (a named target's) for pid 1; files[0] is its executable.
+ */
+static struct fixture *eager_full(const int *files)
+{
+	struct fixture *tmp = fixture_new(1 << 20);
+	struct fixture *f;
+	uint32_t cap = tmp->rows[files[0]] + tmp->rows[files[1]] + tmp->rows[files[2]];
+
+	fixture_free(tmp);
+	f = fixture_new(cap);
+	unwinder__set_eager(f->u, true);
+	proc_sync(f, 1, files, 3);
+	assert_int_equal(unwinder__stats(f->u)->tables, 3);
+	return f;
+}
+
+/*
+ * Named targets' tables no sample has used are cold after 0.2 s, and once
  * evicted they are built again for a sample only, not at the next rewrite
  * of the description (each dlopen: `import torch` compiled most of its
  * ~315 libraries twice).
  */
 static void test_eager_evicted_not_rebuilt(void **state)
 {
-	struct fixture *tmp = fixture_new(1 << 20);
 	struct fixture *f;
 	uint64_t t0;
-	uint32_t cap;
 	int files[] = { F_PROG, F_LIBFX, F_LIBCXX };
 
 	(void)state;
-	cap = tmp->rows[F_PROG] + tmp->rows[F_LIBFX] + tmp->rows[F_LIBCXX];
-	/* nopie fits in neither libfx's nor libcxx's rows alone; libfx fits in what nopie leaves */
-	assert_true(tmp->rows[F_NOPIE] > tmp->rows[F_LIBFX]);
-	assert_true(tmp->rows[F_LIBFX] + tmp->rows[F_NOPIE] <=
-		    tmp->rows[F_LIBFX] + tmp->rows[F_LIBCXX]);
-	fixture_free(tmp);
-	f = fixture_new(cap);
-	unwinder__set_eager(f->u, true);
 	t0 = mono_ns(); /* descriptions are made at the real time */
-	proc_sync(f, 1, files, 3);
-	assert_int_equal(unwinder__stats(f->u)->tables, 3);
+	f = eager_full(files);
+	/* nopie fits in neither libfx's nor libcxx's rows alone; libfx fits in what nopie leaves */
+	assert_true(f->rows[F_NOPIE] > f->rows[F_LIBFX]);
+	assert_true(f->rows[F_LIBFX] + f->rows[F_NOPIE] <= f->rows[F_LIBFX] + f->rows[F_LIBCXX]);
 
 	/* 0.6 s later a sample wants nopie: the two tables no sample used make room */
 	hit(f, F_PROG, t0 + 6 * SEC / 10);
@@ -489,23 +499,16 @@ static void test_eager_evicted_not_rebuilt(void **state)
  */
 static void test_eager_tables_make_room_soon(void **state)
 {
-	struct fixture *tmp = fixture_new(1 << 20);
 	struct fixture *f;
 	uint64_t t0;
-	uint32_t cap;
 	/* the first file mapped is the executable: libfx here (the lowest id, first of equals) */
 	int files[] = { F_LIBFX, F_PROG, F_LIBCXX };
 
 	(void)state;
-	/* the three fill the budget; nopie fits where the two others were */
-	cap = tmp->rows[F_LIBFX] + tmp->rows[F_PROG] + tmp->rows[F_LIBCXX];
-	assert_true(tmp->rows[F_NOPIE] <= tmp->rows[F_PROG] + tmp->rows[F_LIBCXX]);
-	fixture_free(tmp);
-	f = fixture_new(cap);
-	unwinder__set_eager(f->u, true);
 	t0 = mono_ns();
-	proc_sync(f, 1, files, 3);
-	assert_int_equal(unwinder__stats(f->u)->tables, 3);
+	f = eager_full(files);
+	/* nopie fits where the two others were */
+	assert_true(f->rows[F_NOPIE] <= f->rows[F_PROG] + f->rows[F_LIBCXX]);
 
 	hit(f, F_NOPIE, t0 + 3 * SEC / 10);
 	balance(f, t0 + 3 * SEC / 10);
@@ -526,21 +529,14 @@ static void test_eager_tables_make_room_soon(void **state)
  */
 static void test_eager_tables_cold_at_start(void **state)
 {
-	struct fixture *tmp = fixture_new(1 << 20);
 	struct fixture *f;
 	uint64_t t0;
-	uint32_t cap;
 	int files[] = { F_LIBFX, F_PROG, F_LIBCXX };
 
 	(void)state;
-	cap = tmp->rows[F_LIBFX] + tmp->rows[F_PROG] + tmp->rows[F_LIBCXX];
-	assert_true(tmp->rows[F_NOPIE] <= tmp->rows[F_PROG] + tmp->rows[F_LIBCXX]);
-	fixture_free(tmp);
-	f = fixture_new(cap);
-	unwinder__set_eager(f->u, true);
-	proc_sync(f, 1, files, 3);
+	f = eager_full(files);
 	t0 = mono_ns(); /* after the builds, whatever they took */
-	assert_int_equal(unwinder__stats(f->u)->tables, 3);
+	assert_true(f->rows[F_NOPIE] <= f->rows[F_PROG] + f->rows[F_LIBCXX]);
 
 	/* not said when sampling started: young, not cold */
 	hit(f, F_NOPIE, t0 + SEC / 1000);
