@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -200,6 +201,110 @@ static void test_string_kinds(void **state)
 }
 
 /* Each damage alone makes a valid snapshot refused. */
+/*
+ * A code object laid out in this process's memory as CPython lays it out
+ * (types proven by tp_name), read as a live object is: process_vm_readv on
+ * ourselves. The object is then "freed and made again" in place: every
+ * pointer the same, only the name's text or the line table's length
+ * differs, as when a loop makes code objects with code.replace or exec.
+ */
+struct fake_mem {
+	uint8_t code[512], code_t[256], str_t[256], bytes_t[256];
+	uint8_t name[128], file[128], lines[128];
+};
+
+static void put_u64(uint8_t *p, int32_t off, uint64_t v)
+{
+	memcpy(p + off, &v, 8);
+}
+
+static void fake_str(const struct pylayout *l, struct fake_mem *m, uint8_t *obj, const char *s)
+{
+	uint32_t state = str_state(l, 1, true);
+
+	put_u64(obj, l->ob_type, (uintptr_t)m->str_t);
+	put_u64(obj, l->str_length, strlen(s));
+	memcpy(obj + l->str_state, &state, 4);
+	memcpy(obj + l->str_ascii_size, s, strlen(s));
+}
+
+static void test_same_after_reuse(void **state)
+{
+	static const uint32_t versions[] = { PYVER(3, 9) | 0xf0, PYVER(3, 11) | 0x7f0,
+					     PYVER(3, 12) | 0x1f0 };
+	static const uint8_t loc[] = { 0x80 | 11 << 3 | 1, 0, 4 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+		struct fake_mem *m = calloc(1, sizeof(*m));
+		const struct pylayout *l;
+		struct pyinfo info;
+		struct pycode c, again;
+		int32_t first = 10;
+
+		assert_non_null(m);
+		layout(versions[i], &info);
+		l = pyinfo__layout(&info);
+		assert_true(l->co_read <= sizeof(m->code));
+		put_u64(m->code_t, l->tp_name, (uintptr_t) "code");
+		put_u64(m->str_t, l->tp_name, (uintptr_t) "str");
+		put_u64(m->bytes_t, l->tp_name, (uintptr_t) "bytes");
+		put_u64(m->code, l->ob_type, (uintptr_t)m->code_t);
+		put_u64(m->code, l->co_qualname >= 0 ? l->co_qualname : l->co_name,
+			(uintptr_t)m->name);
+		put_u64(m->code, l->co_filename, (uintptr_t)m->file);
+		put_u64(m->code, l->co_linetable, (uintptr_t)m->lines);
+		memcpy(m->code + l->co_firstlineno, &first, 4);
+		fake_str(l, m, m->name, "f12");
+		fake_str(l, m, m->file, "gen.py");
+		put_u64(m->lines, l->ob_type, (uintptr_t)m->bytes_t);
+		put_u64(m->lines, l->bytes_size, sizeof(loc));
+		memcpy(m->lines + l->bytes_sval, loc, sizeof(loc));
+
+		assert_int_equal(pycode__read(getpid(), &info, (uintptr_t)m->code, &c), 0);
+		assert_string_equal(c.qualname, "f12");
+		assert_int_equal(pycode__same(getpid(), &info, &c), 1);
+
+		/* another name in the same str: another object (the pointers alone said same) */
+		fake_str(l, m, m->name, "f13");
+		assert_int_equal(pycode__same(getpid(), &info, &c), 0);
+		assert_int_equal(pycode__read(getpid(), &info, (uintptr_t)m->code, &again), 0);
+		assert_false(pycode__same_object(&c, &again));
+		pycode__free(&again);
+		/* a longer name whose first characters are the old one's */
+		fake_str(l, m, m->name, "f123");
+		assert_int_equal(pycode__same(getpid(), &info, &c), 0);
+		fake_str(l, m, m->name, "f12");
+		m->name[l->str_ascii_size + 3] = 0;
+		assert_int_equal(pycode__same(getpid(), &info, &c), 1);
+
+		/* a line table of another length in the same bytes object */
+		put_u64(m->lines, l->bytes_size, sizeof(loc) - 1);
+		assert_int_equal(pycode__same(getpid(), &info, &c), 0);
+		put_u64(m->lines, l->bytes_size, sizeof(loc));
+		assert_int_equal(pycode__same(getpid(), &info, &c), 1);
+
+		/* a snapshot of the same object is the same object */
+		{
+			struct snapbuf b;
+			struct pycode sc;
+
+			build(&b, &info, "f12", "gen.py", first, loc, sizeof(loc));
+			memcpy(b.s.data, m->code, l->co_read);
+			assert_int_equal(pycode__from_snap(&info, &b.s, b.len, 0, &sc), 0);
+			assert_true(pycode__same_object(&sc, &c));
+			pycode__free(&sc);
+			build(&b, &info, "f13", "gen.py", first, loc, sizeof(loc));
+			memcpy(b.s.data, m->code, l->co_read);
+			assert_int_equal(pycode__from_snap(&info, &b.s, b.len, 0, &sc), 0);
+			assert_false(pycode__same_object(&sc, &c));
+			pycode__free(&sc);
+		}
+		pycode__free(&c);
+		free(m);
+	}
+}
+
 static void test_garbage(void **state)
 {
 	static const uint8_t loc[] = { 0x80 | 11 << 3 | 1, 0, 4, 0x80 | 13 << 3, 7 };
@@ -378,13 +483,10 @@ static void test_fuzz(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_offsets_for_bpf),
-		cmocka_unit_test(test_valid),
-		cmocka_unit_test(test_string_kinds),
-		cmocka_unit_test(test_garbage),
-		cmocka_unit_test(test_cut_line_table),
-		cmocka_unit_test(test_covered),
-		cmocka_unit_test(test_fuzz),
+		cmocka_unit_test(test_offsets_for_bpf), cmocka_unit_test(test_valid),
+		cmocka_unit_test(test_string_kinds),	cmocka_unit_test(test_same_after_reuse),
+		cmocka_unit_test(test_garbage),		cmocka_unit_test(test_cut_line_table),
+		cmocka_unit_test(test_covered),		cmocka_unit_test(test_fuzz),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -772,7 +772,7 @@ static int read_code(struct pytrack *t, struct pyp *pp, uint64_t addr, struct py
 	*tag = sn ? sn->tag : 0;
 	if (!err) {
 		pp->code_type = out->ident[0];
-		if (!sn || !memcmp(sn->c.ident, out->ident, sizeof(out->ident))) {
+		if (!sn || pycode__same_object(&sn->c, out)) {
 			free_snap(sn);
 			return 0;
 		}
@@ -902,7 +902,7 @@ void pytrack__snapshot(struct pytrack *t, uint32_t pid, const void *snap, size_t
 		/* a live read first, then sn (taken and freed) */
 		if (!resolve(t, pp, ce, sn->k.addr) && t->st.snap_used != used)
 			t->st.snap_late++;
-	} else if (!memcmp(ce->code.ident, sn->c.ident, sizeof(sn->c.ident))) {
+	} else if (pycode__same_object(&ce->code, &sn->c)) {
 		/* sent again (LRU) of an object read live already: not needed */
 		free_snap(take_snap(t, &sn->k));
 	} else {
@@ -947,7 +947,7 @@ static void lines_reread(struct pytrack *t, struct pyp *pp, struct code_entry *c
 		t->st.lines_lost++;
 		return;
 	}
-	if (!memcmp(c.ident, ce->code.ident, sizeof(c.ident)) && c.linetable) {
+	if (pycode__same_object(&c, &ce->code) && c.linetable) {
 		ce->code.linetable = c.linetable;
 		ce->code.linetable_len = c.linetable_len;
 		ce->code.linetable_cut = c.linetable_cut;

@@ -150,9 +150,27 @@ bad:
 	return -EINVAL;
 }
 
+/* What pycode__same compares of a str: bytes, of its data, at hand. */
+static void str_id(const struct pylayout *l, uint64_t len, bool ascii, const uint8_t *data,
+		   size_t bytes, struct pystr_id *id)
+{
+	if (!id)
+		return;
+	id->len = len;
+	id->data_off = (uint16_t)(ascii ? l->str_ascii_size : l->str_compact_size);
+	id->head_len = (uint8_t)(bytes < PYSTR_HEAD ? bytes : PYSTR_HEAD);
+	memcpy(id->head, data, id->head_len);
+}
+
 /* A compact str (every str the compiler makes) at addr, as UTF-8. */
 int pystr__read(pid_t pid, const struct pylayout *l, struct pytypememo *m, uint64_t addr,
 		size_t max_chars, char **out)
+{
+	return pystr__read_id(pid, l, m, addr, max_chars, out, NULL);
+}
+
+int pystr__read_id(pid_t pid, const struct pylayout *l, struct pytypememo *m, uint64_t addr,
+		   size_t max_chars, char **out, struct pystr_id *id)
 {
 	uint8_t hdr[HDR_MAX], *data;
 	unsigned kind, sh = l->str_kind_shift;
@@ -187,6 +205,8 @@ int pystr__read(pid_t pid, const struct pylayout *l, struct pytypememo *m, uint6
 			  n * kind);
 	if (!err)
 		err = to_utf8(data, n, kind, ascii, n == (size_t)len, out);
+	if (!err)
+		str_id(l, (uint64_t)len, ascii, data, n * kind, id);
 	free(data);
 	return err;
 }
@@ -239,6 +259,12 @@ static void code_ident(const struct pylayout *l, const uint8_t *hdr, uint64_t *i
 	ident[6] = get_u32(hdr, l->co_firstlineno) | (uint64_t)get_u32(hdr, l->co_argcount) << 32;
 }
 
+/* The str a code object is named by (co_qualname, co_name before 3.11), from its ident. */
+static uint64_t code_name(const struct pylayout *l, const uint64_t *ident)
+{
+	return l->co_qualname >= 0 ? ident[3] : ident[2];
+}
+
 int pycode__read(pid_t pid, const struct pyinfo *info, uint64_t addr, struct pycode *out)
 {
 	const struct pylayout *l = pyinfo__layout(info);
@@ -266,15 +292,15 @@ int pycode__read(pid_t pid, const struct pyinfo *info, uint64_t addr, struct pyc
 	c.code_addr = addr;
 	c.version = info->version;
 	code_ident(l, hdr, c.ident);
-	err = pystr__read(pid, l, &memo,
-			  get_u64(hdr, l->co_qualname >= 0 ? l->co_qualname : l->co_name),
-			  NAME_MAX_CHARS, &c.qualname);
+	err = pystr__read_id(pid, l, &memo, code_name(l, c.ident), NAME_MAX_CHARS, &c.qualname,
+			     &c.name);
 	if (!err)
 		err = pystr__read(pid, l, &memo, get_u64(hdr, l->co_filename), FILENAME_MAX_CHARS,
 				  &c.filename);
 	if (!err)
 		err = read_bytes(pid, l, &memo, get_u64(hdr, l->co_linetable), &c.linetable,
 				 &c.linetable_len);
+	c.lines_len = c.linetable_len;
 	if (err) {
 		pycode__free(&c);
 		/* A pointer in a code object that leads nowhere: not a code object. */
@@ -296,20 +322,57 @@ void pycode__free(struct pycode *c)
 	c->linetable_len = 0;
 }
 
+bool pycode__same_object(const struct pycode *a, const struct pycode *b)
+{
+	return !memcmp(a->ident, b->ident, sizeof(a->ident)) && a->name.len == b->name.len &&
+	       a->name.head_len == b->name.head_len &&
+	       !memcmp(a->name.head, b->name.head, a->name.head_len) &&
+	       a->lines_len == b->lines_len;
+}
+
+/*
+ * One process_vm_readv: the header, the name str's length field and first
+ * bytes, the line table's length field, each where they were when c was
+ * read (meaningful when the header still points at them, which the ident
+ * comparison decides).
+ */
 int pycode__same(pid_t pid, const struct pyinfo *info, const struct pycode *c)
 {
 	const struct pylayout *l = pyinfo__layout(info);
-	uint64_t ident[PYCODE_IDENT];
+	uint64_t name = code_name(l, c->ident), lines = c->ident[4];
+	struct pycode now = { .name = c->name };
 	uint8_t hdr[HDR_MAX];
-	int err;
+	struct iovec local[4] = {
+		{ .iov_base = hdr, .iov_len = l->co_read },
+		{ .iov_base = &now.name.len, .iov_len = sizeof(now.name.len) },
+		{ .iov_base = now.name.head, .iov_len = c->name.head_len },
+		{ .iov_base = &now.lines_len, .iov_len = sizeof(now.lines_len) },
+	};
+	struct iovec remote[4] = {
+		{ .iov_base = (void *)(uintptr_t)c->code_addr, .iov_len = l->co_read },
+		{ .iov_base = (void *)(uintptr_t)(name + (uint64_t)l->str_length), .iov_len = 8 },
+		{ .iov_base = (void *)(uintptr_t)(name + c->name.data_off),
+		  .iov_len = c->name.head_len },
+		{ .iov_base = (void *)(uintptr_t)(lines + (uint64_t)l->bytes_size), .iov_len = 8 },
+	};
+	size_t want = 0;
+	ssize_t n;
 
 	if (!l->co_read || l->co_read > sizeof(hdr))
 		return -EINVAL;
-	err = pymem__read(pid, c->code_addr, hdr, l->co_read);
-	if (err)
-		return err;
-	code_ident(l, hdr, ident);
-	return !memcmp(ident, c->ident, sizeof(ident));
+	if (!c->code_addr || c->code_addr >= USER_ADDR_END || name >= USER_ADDR_END - HDR_MAX ||
+	    lines >= USER_ADDR_END - HDR_MAX)
+		return -EFAULT;
+	for (int i = 0; i < 4; i++)
+		want += local[i].iov_len;
+	n = process_vm_readv(pid, local, 4, remote, 4, 0);
+	if (n < 0)
+		return errno == ENOMEM ? -EFAULT : -errno;
+	if ((size_t)n < l->co_read)
+		return -EFAULT;
+	code_ident(l, hdr, now.ident);
+	/* the name or the table unreadable where the header still points: freed */
+	return (size_t)n == want && pycode__same_object(&now, c);
 }
 
 uint32_t pycode__instr_offset(const struct pyinfo *info, uint64_t code_addr, uint64_t raw)
@@ -351,8 +414,10 @@ uint32_t pycode__instr_offset(const struct pyinfo *info, uint64_t code_addr, uin
  * fit (max) in whole code points.
  */
 static int snap_str(const struct pylayout *l, const struct pysnap_obj *o, const uint8_t *data,
-		    size_t data_len, size_t max, char **out)
+		    size_t data_len, size_t max, char **out, struct pystr_id *id)
 {
+	int err;
+
 	unsigned kind = (o->state >> l->str_kind_shift) & 7;
 	bool ascii = (o->state >> (l->str_kind_shift + 4)) & 1;
 	int64_t len = (int64_t)o->len;
@@ -367,8 +432,11 @@ static int snap_str(const struct pylayout *l, const struct pysnap_obj *o, const 
 		want = max & ~(uint64_t)(kind - 1);
 	if (o->bytes != want || (size_t)o->off + o->bytes > data_len)
 		return -EINVAL;
-	return to_utf8(data + o->off, o->bytes / kind, kind, ascii,
-		       o->bytes / kind == (uint64_t)len, out);
+	err = to_utf8(data + o->off, o->bytes / kind, kind, ascii, o->bytes / kind == (uint64_t)len,
+		      out);
+	if (!err)
+		str_id(l, (uint64_t)len, ascii, data + o->off, o->bytes, id);
+	return err;
 }
 
 int pycode__from_snap(const struct pyinfo *info, const void *snap, size_t len, uint64_t code_type,
@@ -410,9 +478,9 @@ int pycode__from_snap(const struct pyinfo *info, const void *snap, size_t len, u
 	c.code_addr = code_address(l, s->code);
 	c.version = info->version;
 	code_ident(l, s->data, c.ident);
-	err = snap_str(l, &s->name, s->data, data_len, PYSNAP_NAME_MAX, &c.qualname);
+	err = snap_str(l, &s->name, s->data, data_len, PYSNAP_NAME_MAX, &c.qualname, &c.name);
 	if (!err)
-		err = snap_str(l, &s->file, s->data, data_len, PYSNAP_FILE_MAX, &c.filename);
+		err = snap_str(l, &s->file, s->data, data_len, PYSNAP_FILE_MAX, &c.filename, NULL);
 	if (!err) {
 		c.linetable = malloc(lt->bytes + 1);
 		if (!c.linetable)
@@ -424,6 +492,7 @@ int pycode__from_snap(const struct pyinfo *info, const void *snap, size_t len, u
 	}
 	memcpy(c.linetable, s->data + lt->off, lt->bytes);
 	c.linetable_len = lt->bytes;
+	c.lines_len = lt->len;
 	if (lt->bytes < lt->len) {
 		c.linetable_cut = true;
 		c.linetable_covers = pyline__covered(c.version, c.linetable, c.linetable_len);

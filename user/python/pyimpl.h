@@ -170,6 +170,9 @@ int pytype__check(pid_t pid, const struct pylayout *l, struct pytypememo *m, enu
  */
 int pystr__read(pid_t pid, const struct pylayout *l, struct pytypememo *m, uint64_t addr,
 		size_t max_chars, char **out);
+/* The same, also filling *id (pycode__same's view of the str). */
+int pystr__read_id(pid_t pid, const struct pylayout *l, struct pytypememo *m, uint64_t addr,
+		   size_t max_chars, char **out, struct pystr_id *id);
 
 /*
  * pyline.c: the bytecode offset below which a line table cut after len

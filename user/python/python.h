@@ -144,6 +144,18 @@ struct pyname {
 int pythreads__names(pid_t pid, const struct pyinfo *info, struct pynames_hints *hints,
 		     struct pyname *out, size_t max);
 
+/*
+ * A str as pycode__same re-reads it: its length field and its first
+ * characters' bytes (as stored: 1, 2 or 4 bytes each), from data_off.
+ */
+#define PYSTR_HEAD 64
+struct pystr_id {
+	uint64_t len;
+	uint16_t data_off;
+	uint8_t head_len;
+	uint8_t head[PYSTR_HEAD];
+};
+
 /* A decoded code object. Strings are malloc'd (pycode__free). */
 #define PYCODE_IDENT 7
 struct pycode {
@@ -164,8 +176,15 @@ struct pycode {
 	 * Identity (pycode__same): fields of the object that never change while
 	 * it lives: ob_type, co_filename, co_name, co_qualname, co_linetable,
 	 * co_varnames/co_localsplusnames pointers, co_firstlineno | co_argcount << 32.
+	 * A code object made in a loop (exec, compile, code.replace) is often
+	 * given every one of its freed predecessor's addresses, name string
+	 * and line table included: so the check also compares the name's
+	 * text (name) and the line table's length (lines_len) with what they
+	 * were when read.
 	 */
 	uint64_t ident[PYCODE_IDENT];
+	struct pystr_id name;
+	uint64_t lines_len;
 };
 
 /* Read the code object at addr. Returns 0 or -errno (-EFAULT, -EINVAL for garbage). */
@@ -213,5 +232,7 @@ uint32_t pycode__line(const struct pycode *c, uint32_t off);
  * original was freed. Returns 1 same, 0 different, -errno unreadable.
  */
 int pycode__same(pid_t pid, const struct pyinfo *info, const struct pycode *c);
+/* Whether two decodes (live reads, snapshots) are of one object: ident, name, table length. */
+bool pycode__same_object(const struct pycode *a, const struct pycode *b);
 
 #endif
