@@ -20,17 +20,22 @@
 /*
  * Re-read a code object's identity after this long before trusting the cache
  * again: at start-up, temporary code objects are freed and their addresses
- * reused by the functions that then run for the whole profile. Each check
- * that finds the same object doubles the wait, up to REVALIDATE_MAX_SHIFT
- * doublings (1.6 s): a function that has lived through four checks is
- * likely to live on, and at a fixed 100 ms every hot code object of a
- * training loop was read ten times a second, a process_vm_readv each: 20%
- * of the agent's steady-state CPU on the real-host bench (perf, 2026-11-26).
- * The cost: a code object freed after living that long, whose address
- * another takes with the same tag (importlib.reload, a notebook cell run
- * again), is named as the old one for up to 1.6 s of samples, not 0.1 s.
+ * reused by the functions that then run for the whole profile. Once an
+ * object has been found the same REVALIDATE_FLAT times (0.4 s old), each
+ * further check that finds it the same doubles the wait, up to
+ * REVALIDATE_MAX_SHIFT doublings (1.6 s): at a fixed 100 ms every hot code
+ * object of a training loop was read ten times a second, a process_vm_readv
+ * each: 20% of the agent's steady-state CPU on the real-host bench (perf,
+ * 2026-11-26). Doubling from the first check named 30% of a loop's code
+ * objects that each lived 0.1 s as the one before them at their address
+ * (`made N` against the names of tests/e2e/test_security.py's CODELOOP);
+ * waiting until 0.4 s, 8-10%, as at a fixed 100 ms. The cost: a code object
+ * freed after living for seconds, whose address another takes with the
+ * same name (pycode__same), is named as the old one for up to 1.6 s of
+ * samples, not 0.1 s.
  */
 #define REVALIDATE_NS	     (100 * 1000000ULL)
+#define REVALIDATE_FLAT	     4
 #define REVALIDATE_MAX_SHIFT 4
 #define RESCAN_NS	     (20 * 1000000ULL)
 /*
@@ -110,7 +115,7 @@ struct code_entry {
 	const struct pyinfo *info; /* of its process (pyp entries never move) */
 	uint32_t pid;
 	uint64_t validated_ns;
-	uint8_t same_checks; /* checks in a row that found it the same (REVALIDATE_MAX_SHIFT) */
+	uint8_t same_checks; /* checks in a row that found it the same (revalidate_wait) */
 	uint16_t tag;	     /* pycode_seen_key.tag of its snapshot (0: none came) */
 	/*
 	 * Not read yet (code zeroed): its snapshot may come after the sample
@@ -997,6 +1002,14 @@ static void memo_line(struct pytrack *t, struct pyp *pp, struct code_entry *ce, 
 	ce->nmemo++;
 }
 
+/* How long a cached code object is trusted after its last check (REVALIDATE_NS). */
+static uint64_t revalidate_wait(const struct code_entry *ce)
+{
+	unsigned shift = ce->same_checks > REVALIDATE_FLAT ? ce->same_checks - REVALIDATE_FLAT : 0;
+
+	return REVALIDATE_NS << shift;
+}
+
 uint64_t pytrack__code(struct pytrack *t, uint32_t pid, uint64_t addr, uint64_t raw, uint32_t *off)
 {
 	struct pyp *pp = pyp_of(t, pid, false);
@@ -1018,13 +1031,13 @@ uint64_t pytrack__code(struct pytrack *t, uint32_t pid, uint64_t addr, uint64_t 
 		if (ce->pending) {
 			if (resolve(t, pp, ce, addr))
 				ce->pending_frames++;
-		} else if (now - ce->validated_ns > REVALIDATE_NS << ce->same_checks && !pp->gone) {
+		} else if (now - ce->validated_ns > revalidate_wait(ce) && !pp->gone) {
 			/* freed and replaced by another code object at the same address? */
 			ret = pycode__same(pid, &pp->info, &ce->code);
 			t->st.code_checks++;
 			if (ret == 1 || ret == -ESRCH) {
 				ce->validated_ns = now;
-				if (ce->same_checks < REVALIDATE_MAX_SHIFT)
+				if (ce->same_checks < REVALIDATE_FLAT + REVALIDATE_MAX_SHIFT)
 					ce->same_checks++;
 			} else if (ce->tag) {
 				/*
