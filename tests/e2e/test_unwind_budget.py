@@ -6,6 +6,7 @@ generated libraries of 14,000 unwind rows each (4.5M rows: more than the
 default budget's 4,194,304), which a first-come table fills on its own."""
 import os
 import re
+import signal
 import subprocess
 import time
 
@@ -28,6 +29,13 @@ def many_libs(first, count, ms, secs, delay=None):
     return p, pid
 
 
+def cpu_seconds(pid):
+    """pid's CPU time so far (user + system), from /proc/PID/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def unwind_stats(err):
     m = re.search(r"unwind tables: (\d+) files .*?, (\d+) evicted \((\d+) built again\), "
                   r"(\d+) refused for room "
@@ -44,16 +52,26 @@ def test_later_workload_covered_next_to_many_libs(tmp_path):
     later program was walked by frame pointers (main lost); by demand it gets
     its table, and the libraries' cold tables are evicted for the hot ones."""
     out = tmp_path / "host.folded"
-    big, big_pid = many_libs(0, 320, 10, 40)
+    big, big_pid = many_libs(0, 320, 10, 200)
     try:
         assert sum(1 for l in open(f"/proc/{big_pid}/maps") if "libmany_" in l) >= 320
-        b = subprocess.Popen([BPFPROF, "-a", "-v", "-F", "299", "-d", "12", "-o", str(out)],
+        cpu0 = cpu_seconds(big_pid)
+        b = subprocess.Popen([BPFPROF, "-a", "-v", "-F", "299", "-d", "100", "-o", str(out)],
                              stderr=subprocess.PIPE, text=True)
         time.sleep(3)  # the libraries' samples come first
         w = subprocess.run([workload("cpu_split_nofp"), "7"], capture_output=True, text=True,
                            timeout=60)
         assert w.returncode == 0, w.stderr
+        # Until many_libs has been through its 320 libraries twice (10 ms
+        # of CPU each, 3.2 s a round; a library may go unsampled in one):
+        # 12 s of wall time next to six busy loops gave it ~2.5 s of CPU,
+        # 215 tables, no eviction; 4.7 s, 295 tables, none. At most 90 s.
+        t0 = time.time()
+        while cpu_seconds(big_pid) - cpu0 < 7 and time.time() - t0 < 90:
+            time.sleep(0.5)
+        b.send_signal(signal.SIGINT)
         _, err = b.communicate(timeout=120)
+        ran = cpu_seconds(big_pid) - cpu0
     finally:
         big.kill()
         big.wait()
@@ -75,7 +93,7 @@ def test_later_workload_covered_next_to_many_libs(tmp_path):
     assert total(many) > 200
     st = unwind_stats(err)
     # more wanted than fits at once: cold tables made room for hot ones
-    assert st["evicted"] >= 1, st
+    assert st["evicted"] >= 1, (st, f"many_libs ran {ran:.1f} s of CPU")
 
 
 def test_refused_file_built_when_room_appears(tmp_path):
