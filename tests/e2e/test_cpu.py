@@ -267,6 +267,31 @@ def test_children_followed_and_exited_symbolized(tmp_path):
     assert resolved >= 0.95 * total(child), (resolved, total(child))
 
 
+def test_child_whose_leader_exits_first(tmp_path):
+    """A followed child whose main thread ends itself (pthread_exit) runs on
+    in a worker for 2 s of CPU (the binary has no frame pointers). Its
+    samples are kept: BPF forgot a child at its leader's exit, and dropped
+    every one of them. They are walked with the process's tables: user space
+    took the leader's exit record for the process's, and its BPF
+    description went with it (~1000 samples "no unwind info")."""
+    out = tmp_path / "leader.folded"
+    r = run(["-v", "-F", "499", "-o", str(out), "--", workload("leader_exit"), "2"])
+    assert r.returncode == 0, r.stderr
+    stacks = parse_folded(out.read_text())
+    parent = count_with(stacks, "work_parent")
+    after = count_with(stacks, "work_after_leader")
+    assert parent > 300, (parent, r.stderr)  # 2 s at 499 Hz: ~1000
+    assert after > 0.8 * parent, (after, parent, r.stderr)
+    whole = count_with(stacks, "work_after_leader",
+                       lambda f: f.index("work_after_leader") >= 2 and
+                       f[f.index("work_after_leader") - 1] == "worker" and "start_thread" in f)
+    assert whole >= 0.95 * after, (whole, after)
+    m = re.search(r"bpf no unwind info (\d+)", r.stderr)
+    assert not m or int(m.group(1)) < 0.05 * after, r.stderr
+    m = re.search(r"(\d+) leaders exited before their process's other threads", r.stderr)
+    assert m and int(m.group(1)) == 1, r.stderr
+
+
 def test_short_lived_processes_in_whole_machine_mode(tmp_path):
     """Processes that start and exit while -a runs (never seen in /proc by us):
     their samples are there, at their CPU time's worth (the floor was 500 of

@@ -1435,12 +1435,13 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 		const struct sideband_stats *ss = sideband__stats(r->sb);
 
 		pr_verbose("side band: %llu records read, records of other processes skipped %llu "
-			   "(%s; %llu verdicts asked)",
+			   "(%s; %llu verdicts asked); %llu leaders exited before their "
+			   "process's other threads",
 			   (unsigned long long)ss->records, (unsigned long long)ss->skipped,
 			   env.npids || env.cmd_argv ? "-p/-- CMD targets kept"
 			   : env.cgroup_path	     ? "the cgroup's processes kept"
 						     : "every process kept",
-			   (unsigned long long)ss->lookups);
+			   (unsigned long long)ss->lookups, (unsigned long long)ss->leader_exits);
 	}
 	if (r->cpu_ns >= 0 && r->st.written_known)
 		pr_info("cpu time: %.3f s (each sample weighs its thread's CPU time since the "

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdbool.h>
@@ -152,6 +153,33 @@ static bool wanted(struct sideband *sb, uint32_t pid)
 	return yes;
 }
 
+/*
+ * The exit record of a thread group's leader is not the process's when the
+ * leader ended itself (pthread_exit) and other threads run on: it stays
+ * listed, a zombie, in /proc/PID/task beside them. Read when the record is
+ * handled, not when it was written: threads that ended since are gone (a
+ * process whose last thread ended is then taken as exited here, or by
+ * proctab__gc's kill(pid, 0) once it has been reaped). One opendir per
+ * process exit; usually ENOENT (reaped) or the leader alone.
+ */
+static bool threads_left(uint32_t pid)
+{
+	char path[48];
+	struct dirent *d;
+	bool left = false;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%u/task", pid);
+	dir = opendir(path);
+	if (!dir)
+		return false;
+	while (!left && (d = readdir(dir)))
+		left = d->d_name[0] >= '1' && d->d_name[0] <= '9' &&
+		       strtoul(d->d_name, NULL, 10) != pid;
+	closedir(dir);
+	return left;
+}
+
 /* Keep h (of pid)? Counts what it skips. */
 static bool keep(struct sideband *sb, uint32_t pid)
 {
@@ -186,6 +214,11 @@ static void handle(struct sideband *sb, const struct perf_event_header *h)
 
 		if (h->size < sizeof(*r) || r->pid != r->tid)
 			break;
+		if (threads_left(r->pid)) {
+			/* its leader ended itself: the process runs on (gc sees its end) */
+			sb->stats.leader_exits++;
+			break;
+		}
 		if (keep(sb, r->pid)) {
 			proctab__exit(sb->procs, r->pid, r->time);
 			if (sb->v && sb->v->f.forget)

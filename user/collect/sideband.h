@@ -24,9 +24,10 @@ struct sideband;
 
 struct sideband_stats {
 	uint64_t records;
-	uint64_t lost;	  /* records the kernel dropped (buffer full) */
-	uint64_t skipped; /* records of processes the filter does not want */
-	uint64_t lookups; /* verdicts asked of the filter (once per process, mostly) */
+	uint64_t lost;	       /* records the kernel dropped (buffer full) */
+	uint64_t skipped;      /* records of processes the filter does not want */
+	uint64_t lookups;      /* verdicts asked of the filter (once per process, mostly) */
+	uint64_t leader_exits; /* a leader's exit record while its process ran on */
 };
 
 /* Which processes' records are kept (-p, -- CMD). */
