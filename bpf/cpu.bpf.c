@@ -387,9 +387,9 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
  * A followed child's pid may be reused by an unrelated process after it exits:
  * forget it when its last thread exits. Not at its thread group leader's exit:
  * a leader that ends itself (pthread_exit) leaves the process running in its
- * other threads, whose samples were dropped from then on; and a process whose
- * leader outlived none of them was never forgotten. do_exit counts the thread
- * out of signal->live before this tracepoint (every kernel): 0 is the last.
+ * other threads, whose samples were dropped from then on. do_exit counts the
+ * thread out of signal->live before this tracepoint (every kernel): 0 is the
+ * last.
  */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *task)
