@@ -62,10 +62,16 @@ def test_off_cpu_c_attributes_sleep_to_nanosleep(tmp_path):
     assert sleep_ns / 1e9 == pytest.approx(truth["sleep_phase"], rel=0.15), (sleep_ns, truth)
     # the sleep is charged to the whole path: main -> run -> sleep_phase -> libc -> kernel sleep
     in_sleep = [(f, c) for f, c in stacks if "sleep_phase" in f]
-    nanosleep = sum(c for f, c in in_sleep
-                    if any("nanosleep" in x for x in f) and "do_nanosleep_[k]" in f
-                    and f.index("main") < f.index("run") < f.index("sleep_phase"))
-    assert nanosleep >= 0.95 * sleep_ns, in_sleep[:3]
+
+    def whole(f):  # a stack cut short counts against the 95%, not as an error
+        if not all(x in f for x in ("main", "run", "do_nanosleep_[k]")):
+            return False
+        return (any("nanosleep" in x for x in f)
+                and f.index("main") < f.index("run") < f.index("sleep_phase"))
+
+    nanosleep = sum(c for f, c in in_sleep if whole(f))
+    cut = [(f, c) for f, c in in_sleep if not whole(f)]
+    assert nanosleep >= 0.95 * sleep_ns, (nanosleep, sleep_ns, cut[:3])
     # computing is on-CPU: only preemption puts it off-CPU, far less than the sleep
     assert ns_in(stacks, "compute_phase") < 0.5 * sleep_ns
     assert "off-CPU:" in r.stderr
