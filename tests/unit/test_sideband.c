@@ -148,6 +148,56 @@ static void test_equal_times_keep_order(void **state)
 	objtab__free(objs);
 }
 
+/*
+ * Which processes' leader exit records need a look at /proc/PID/task: those
+ * we did not see begin, and those that made a thread; not a child seen
+ * forked (one thread), nor an image seen exec'd (exec ends the others).
+ */
+static void test_threads_known_from_birth(void **state)
+{
+	struct objtab *objs = objtab__new();
+	struct proctab *t = proctab__new(objs);
+	struct fork_rec fork = {
+		.h = { .type = PERF_RECORD_FORK, .size = sizeof(fork) },
+		.pid = CHILD,
+		.ppid = PARENT,
+		.tid = CHILD,
+		.ptid = PARENT,
+		.time = 100,
+		.sid = { PARENT, PARENT, 100 },
+	};
+	struct fork_rec thread = {
+		.h = { .type = PERF_RECORD_FORK, .size = sizeof(thread) },
+		.pid = CHILD,
+		.ppid = CHILD,
+		.tid = CHILD + 1,
+		.ptid = CHILD,
+		.time = 150,
+		.sid = { CHILD, CHILD, 150 },
+	};
+	struct comm_rec exec = {
+		.h = { .type = PERF_RECORD_COMM,
+		       .misc = PERF_RECORD_MISC_COMM_EXEC,
+		       .size = sizeof(exec) },
+		.pid = CHILD,
+		.tid = CHILD,
+		.comm = "true",
+		.sid = { CHILD, CHILD, 200 },
+	};
+
+	(void)state;
+	assert_true(proctab__may_be_threaded(t, CHILD)); /* unknown */
+	sideband__replay(t, NULL, (const struct perf_event_header *const[]){ &fork.h }, 1, NULL);
+	assert_false(proctab__may_be_threaded(t, CHILD));
+	assert_true(proctab__may_be_threaded(t, PARENT)); /* older than us */
+	sideband__replay(t, NULL, (const struct perf_event_header *const[]){ &thread.h }, 1, NULL);
+	assert_true(proctab__may_be_threaded(t, CHILD));
+	sideband__replay(t, NULL, (const struct perf_event_header *const[]){ &exec.h }, 1, NULL);
+	assert_false(proctab__may_be_threaded(t, CHILD));
+	proctab__free(t);
+	objtab__free(objs);
+}
+
 /* The filter: only PARENT is in the targets map (CHILD exited, and left it, before the read). */
 static bool only_parent(void *ctx, uint32_t pid)
 {
@@ -351,6 +401,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fork_read_after_exec),
 		cmocka_unit_test(test_equal_times_keep_order),
+		cmocka_unit_test(test_threads_known_from_birth),
 		cmocka_unit_test(test_filter_follows_children),
 		cmocka_unit_test(test_filter_pids_only),
 		cmocka_unit_test(test_filter_by_cgroup),

@@ -325,6 +325,7 @@ void proctab__fork(struct proctab *t, uint32_t ppid, uint32_t pid, uint64_t time
 		}
 	}
 	child->state = parent->state == MAPS_COMPLETE && child->maps ? MAPS_COMPLETE : MAPS_UNKNOWN;
+	child->seen_born = true; /* fork copies only the calling thread */
 	changed(t, pid, PROC_FORKED);
 }
 
@@ -334,8 +335,10 @@ void proctab__exec(struct proctab *t, uint32_t pid, uint64_t time_ns)
 
 	t->stats.execs++;
 	p = new_generation(t, pid, time_ns);
-	if (p) /* the MMAP2 records of the new image follow */
+	if (p) { /* the MMAP2 records of the new image follow */
 		p->state = MAPS_COMPLETE;
+		p->seen_born = true; /* exec ends every other thread */
+	}
 	changed(t, pid, PROC_EXECED);
 }
 
@@ -349,6 +352,21 @@ void proctab__exit(struct proctab *t, uint32_t pid, uint64_t time_ns)
 		p->exit_ns = time_ns ? time_ns : mono_ns();
 	}
 	changed(t, pid, PROC_EXITED);
+}
+
+void proctab__thread(struct proctab *t, uint32_t pid)
+{
+	struct proc *p = latest(t, pid);
+
+	if (p)
+		p->threaded = true;
+}
+
+bool proctab__may_be_threaded(struct proctab *t, uint32_t pid)
+{
+	struct proc *p = latest(t, pid);
+
+	return !p || !p->seen_born || p->threaded;
 }
 
 void proctab__mmap(struct proctab *t, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,

@@ -39,6 +39,12 @@ struct proc {
 	uint64_t start_ns;	 /* CLOCK_MONOTONIC: when this generation began (0: before us) */
 	uint64_t last_reload_ns; /* rate limit for re-reading /proc after a miss */
 	bool exited;
+	/*
+	 * seen_born: this generation began under our eyes (fork, exec) with one
+	 * thread; threaded: a thread was created in it since. Neither: its
+	 * leader's exit record may not be the process's (proctab__may_be_threaded).
+	 */
+	bool seen_born, threaded;
 	uint64_t exit_ns;  /* CLOCK_MONOTONIC of the exit, when exited */
 	struct proc *prev; /* the generation before an exec or pid reuse */
 };
@@ -73,6 +79,10 @@ bool proctab__is_latest(const struct proctab *t, const struct proc *p);
 void proctab__fork(struct proctab *t, uint32_t ppid, uint32_t pid, uint64_t time_ns);
 void proctab__exec(struct proctab *t, uint32_t pid, uint64_t time_ns);
 void proctab__exit(struct proctab *t, uint32_t pid, uint64_t time_ns);
+/* A thread was created in pid's process (a PERF_RECORD_FORK within it). */
+void proctab__thread(struct proctab *t, uint32_t pid);
+/* Whether pid's process may have threads besides its leader: not known from birth, or threaded. */
+bool proctab__may_be_threaded(struct proctab *t, uint32_t pid);
 void proctab__mmap(struct proctab *t, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
 		   uint32_t maj, uint32_t min, uint64_t ino, const char *path);
 
