@@ -292,6 +292,32 @@ def test_child_whose_leader_exits_first(tmp_path):
     assert m and int(m.group(1)) == 1, r.stderr
 
 
+def test_pid_whose_leader_exited_before_us(tmp_path):
+    """-p on a process whose main thread has already ended (a zombie leader,
+    its worker spinning 3 s): the run ended at once (/proc/PID/stat says Z),
+    and /proc/PID/maps is empty (the leader's mm went with it), so nothing
+    was named. Now it runs until the worker ends, its maps read from the
+    worker's /proc/PID/task/TID/maps."""
+    w = subprocess.Popen([workload("leader_exit"), "3"], stdout=subprocess.PIPE, text=True)
+    try:
+        w.stdout.readline()
+        child = int(w.stdout.readline().split()[1])
+        time.sleep(0.3)  # the leader has ended
+        out = tmp_path / "p.folded"
+        r = run(["-p", str(child), "-F", "499", "-d", "60", "-o", str(out)], timeout=120)
+    finally:
+        w.wait(timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r", ([\d.]+) s$", summary_line(r.stderr)), r.stderr
+    secs = float(re.search(r", ([\d.]+) s$", summary_line(r.stderr)).group(1))
+    assert secs > 1.0, r.stderr  # until the worker's end, not at once
+    stacks = parse_folded(out.read_text())
+    after = count_with(stacks, "work_after_leader")
+    assert after > 250, (after, r.stderr)
+    whole = count_with(stacks, "work_after_leader", lambda f: "start_thread" in f)
+    assert whole >= 0.95 * after, (whole, after, stacks[:3])
+
+
 def test_short_lived_processes_in_whole_machine_mode(tmp_path):
     """Processes that start and exit while -a runs (never seen in /proc by us):
     their samples are there, at their CPU time's worth (the floor was 500 of

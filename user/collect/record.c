@@ -1256,6 +1256,9 @@ static bool targets_exited(void)
 		p = strrchr(buf, ')'); /* comm may hold anything: the state follows its last ')' */
 		if (!p || (p[1] == ' ' && p[2] != 'Z' && p[2] != 'X'))
 			return false;
+		/* a leader that ended itself is a zombie while its threads run on */
+		if (proc__threads_left(env.pids[i], NULL))
+			return false;
 	}
 	return true;
 }

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdbool.h>
@@ -153,35 +152,6 @@ static bool wanted(struct sideband *sb, uint32_t pid)
 	return yes;
 }
 
-/*
- * The exit record of a thread group's leader is not the process's when the
- * leader ended itself (pthread_exit) and other threads run on: it stays
- * listed, a zombie, in /proc/PID/task beside them. Read when the record is
- * handled, not when it was written: threads that ended since are gone (a
- * process whose last thread ended is then taken as exited here, or by
- * proctab__gc's kill(pid, 0) once it has been reaped). Asked only of
- * processes that made a thread or that we did not see start: an opendir
- * for each exit cost +11-22% of the agent's CPU next to 620 exits a second
- * (storm).
- */
-static bool threads_left(uint32_t pid)
-{
-	char path[48];
-	struct dirent *d;
-	bool left = false;
-	DIR *dir;
-
-	snprintf(path, sizeof(path), "/proc/%u/task", pid);
-	dir = opendir(path);
-	if (!dir)
-		return false;
-	while (!left && (d = readdir(dir)))
-		left = d->d_name[0] >= '1' && d->d_name[0] <= '9' &&
-		       strtoul(d->d_name, NULL, 10) != pid;
-	closedir(dir);
-	return left;
-}
-
 /* Keep h (of pid)? Counts what it skips. */
 static bool keep(struct sideband *sb, uint32_t pid)
 {
@@ -217,11 +187,21 @@ static void handle(struct sideband *sb, const struct perf_event_header *h)
 		break;
 	}
 	case PERF_RECORD_EXIT: {
+		/*
+		 * A leader's exit record is not its process's when the leader
+		 * ended itself (pthread_exit) and other threads run on. Asked
+		 * (proc__threads_left, when the record is handled: threads that
+		 * ended since are gone) only of processes that made a thread or
+		 * began before us: an opendir at every exit cost +11-22% of the
+		 * agent's CPU next to 620 exits a second (storm). Else
+		 * proctab__gc's kill(pid, 0) sees the end.
+		 */
 		const struct rec_task *r = (const void *)h;
 
 		if (h->size < sizeof(*r) || r->pid != r->tid)
 			break;
-		if (proctab__may_be_threaded(sb->procs, r->pid) && threads_left(r->pid)) {
+		if (proctab__may_be_threaded(sb->procs, r->pid) &&
+		    proc__threads_left(r->pid, NULL)) {
 			/* its leader ended itself: the process runs on (gc sees its end) */
 			sb->stats.leader_exits++;
 			break;

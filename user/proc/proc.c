@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -248,6 +249,46 @@ static int add_proc_mapping(const struct procmaps_entry *e, void *ctx)
 
 static int reload(struct proctab *t, struct proc *p);
 
+bool proc__threads_left(uint32_t pid, uint32_t *tid)
+{
+	char path[48];
+	struct dirent *d;
+	unsigned long v = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%u/task", pid);
+	dir = opendir(path);
+	if (!dir)
+		return false;
+	while ((d = readdir(dir))) {
+		if (d->d_name[0] < '1' || d->d_name[0] > '9')
+			continue;
+		v = strtoul(d->d_name, NULL, 10);
+		if (v != pid && v <= UINT32_MAX)
+			break;
+		v = 0;
+	}
+	closedir(dir);
+	if (tid)
+		*tid = (uint32_t)v;
+	return v != 0;
+}
+
+/*
+ * /proc/PID/maps of a leader that ended itself is empty (its mm went with
+ * it) while its other threads run on: read one of theirs.
+ */
+static FILE *open_maps(struct proc *p)
+{
+	char path[64];
+	uint32_t tid;
+
+	if (!proc__threads_left(p->pid, &tid))
+		return NULL;
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/maps", p->pid, tid);
+	return fopen(path, "re");
+}
+
 int proctab__reload(struct proctab *t, struct proc *p)
 {
 	uint64_t c0 = thread_cpu_ns();
@@ -277,6 +318,10 @@ static int reload(struct proctab *t, struct proc *p)
 	p->nmaps = 0;
 	err = procmaps__for_each_exec(f, add_proc_mapping, &c);
 	fclose(f);
+	if (!err && !p->nmaps && (f = open_maps(p))) {
+		err = procmaps__for_each_exec(f, add_proc_mapping, &c);
+		fclose(f);
+	}
 	if (err && err != -EINVAL) {
 		p->state = MAPS_PARTIAL;
 		return err;

@@ -79,6 +79,11 @@ bool proctab__is_latest(const struct proctab *t, const struct proc *p);
 void proctab__fork(struct proctab *t, uint32_t ppid, uint32_t pid, uint64_t time_ns);
 void proctab__exec(struct proctab *t, uint32_t pid, uint64_t time_ns);
 void proctab__exit(struct proctab *t, uint32_t pid, uint64_t time_ns);
+/*
+ * Whether pid's process has a thread besides its leader now (the leader may
+ * have ended itself: a zombie in /proc/PID/task beside them); *tid: one.
+ */
+bool proc__threads_left(uint32_t pid, uint32_t *tid);
 /* A thread was created in pid's process (a PERF_RECORD_FORK within it). */
 void proctab__thread(struct proctab *t, uint32_t pid);
 /* Whether pid's process may have threads besides its leader: not known from birth, or threaded. */
