@@ -198,6 +198,64 @@ static void test_threads_known_from_birth(void **state)
 	objtab__free(objs);
 }
 
+/*
+ * A sample of a pid later than the exit of the last process we knew with
+ * it: another process took the pid unseen (a filtered run judged its fork
+ * not a target's, or the record was lost). It gets a generation of its own
+ * (read from /proc), not the dead process's maps; older samples keep them.
+ * The pid is above PID_MAX_LIMIT: no process of this host has it.
+ */
+static void test_sampled_after_exit(void **state)
+{
+	enum {
+		GONE = 4194399
+	};
+	struct objtab *objs = objtab__new();
+	struct proctab *t = proctab__new(objs);
+	struct fork_rec fork = {
+		.h = { .type = PERF_RECORD_FORK, .size = sizeof(fork) },
+		.pid = GONE,
+		.ppid = PARENT,
+		.tid = GONE,
+		.ptid = PARENT,
+		.time = 100,
+		.sid = { PARENT, PARENT, 100 },
+	};
+	struct fork_rec exit = {
+		.h = { .type = PERF_RECORD_EXIT, .size = sizeof(exit) },
+		.pid = GONE,
+		.ppid = PARENT,
+		.tid = GONE,
+		.ptid = PARENT,
+		.time = 300,
+		.sid = { GONE, GONE, 300 },
+	};
+	struct mmap2_rec map;
+	const struct perf_event_header *recs[] = { &fork.h, &map.h, &exit.h };
+	struct proc *dead, *p;
+
+	(void)state;
+	mmap2(&map, GONE, CHILD_TEXT, "/bin/true", 200);
+	sideband__replay(t, NULL, recs, 3, NULL);
+	dead = proctab__lookup(t, GONE, 250);
+	assert_non_null(dead);
+	assert_true(dead->exited && dead->exit_ns == 300); /* one thread: the record's time */
+	assert_non_null(proc__find(dead, CHILD_TEXT));
+	assert_int_equal(proctab__stats(t)->unseen, 0);
+
+	p = proctab__lookup(t, GONE, 400);
+	assert_non_null(p);
+	assert_true(p != dead && !p->exited && p->start_ns == 301);
+	assert_null(proc__find(p, CHILD_TEXT));
+	assert_int_equal(proctab__stats(t)->unseen, 1);
+	/* once: the next sample finds it; an older one still the dead one */
+	assert_true(proctab__lookup(t, GONE, 500) == p);
+	assert_true(proctab__lookup(t, GONE, 250) == dead);
+	assert_int_equal(proctab__stats(t)->unseen, 1);
+	proctab__free(t);
+	objtab__free(objs);
+}
+
 /* The filter: only PARENT is in the targets map (CHILD exited, and left it, before the read). */
 static bool only_parent(void *ctx, uint32_t pid)
 {
@@ -402,6 +460,7 @@ int main(void)
 		cmocka_unit_test(test_fork_read_after_exec),
 		cmocka_unit_test(test_equal_times_keep_order),
 		cmocka_unit_test(test_threads_known_from_birth),
+		cmocka_unit_test(test_sampled_after_exit),
 		cmocka_unit_test(test_filter_follows_children),
 		cmocka_unit_test(test_filter_pids_only),
 		cmocka_unit_test(test_filter_by_cgroup),

@@ -1549,12 +1549,14 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			   (unsigned long long)bs->distinct_frames, objtab__count(r->objs),
 			   (unsigned long long)bs->objects_without_symbols,
 			   (unsigned long long)r->st.dec.user_unmapped);
-		pr_verbose("processes: %llu generations, %llu maps reads (%llu failed); side band: "
-			   "%llu forks, %llu execs, %llu exits, %llu mmaps",
-			   (unsigned long long)ps->procs, (unsigned long long)ps->maps_read,
-			   (unsigned long long)ps->maps_read_failed, (unsigned long long)ps->forks,
-			   (unsigned long long)ps->execs, (unsigned long long)ps->exits,
-			   (unsigned long long)ps->mmaps);
+		pr_verbose(
+			"processes: %llu generations, %llu maps reads (%llu failed); side band: "
+			"%llu forks, %llu execs, %llu exits, %llu mmaps; %llu sampled after their "
+			"pid's last known exit",
+			(unsigned long long)ps->procs, (unsigned long long)ps->maps_read,
+			(unsigned long long)ps->maps_read_failed, (unsigned long long)ps->forks,
+			(unsigned long long)ps->execs, (unsigned long long)ps->exits,
+			(unsigned long long)ps->mmaps, (unsigned long long)ps->unseen);
 		if (r->unw) {
 			const struct unwinder_stats *us = unwinder__stats(r->unw);
 

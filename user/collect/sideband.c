@@ -197,17 +197,22 @@ static void handle(struct sideband *sb, const struct perf_event_header *h)
 		 * proctab__gc's kill(pid, 0) sees the end.
 		 */
 		const struct rec_task *r = (const void *)h;
+		uint64_t end;
 
 		if (h->size < sizeof(*r) || r->pid != r->tid)
 			break;
-		if (proctab__may_be_threaded(sb->procs, r->pid) &&
-		    proc__threads_left(r->pid, NULL)) {
-			/* its leader ended itself: the process runs on (gc sees its end) */
-			sb->stats.leader_exits++;
-			break;
+		end = r->time;
+		if (proctab__may_be_threaded(sb->procs, r->pid)) {
+			if (proc__threads_left(r->pid, NULL)) {
+				/* its leader ended itself: the process runs on (gc sees its end) */
+				sb->stats.leader_exits++;
+				break;
+			}
+			/* its other threads, if any, ended by now: their samples may be later */
+			end = mono_ns();
 		}
 		if (keep(sb, r->pid)) {
-			proctab__exit(sb->procs, r->pid, r->time);
+			proctab__exit(sb->procs, r->pid, end);
 			if (sb->v && sb->v->f.forget)
 				sb->v->f.forget(sb->v->f.ctx, r->pid);
 		}

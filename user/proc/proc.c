@@ -339,6 +339,19 @@ struct proc *proctab__lookup(struct proctab *t, uint32_t pid, uint64_t time_ns)
 		p = new_generation(t, pid, 0);
 		if (!p)
 			return NULL;
+	} else if (p->exited && time_ns > p->exit_ns) {
+		/*
+		 * Sampled after the exit we know of: another process has the
+		 * pid, whose fork we did not see (a filtered run judged it no
+		 * target then, or the record was lost). Not the dead one's maps:
+		 * its own, from /proc. The exit's time is when the last thread
+		 * was gone (the side band's record or, for a process that may
+		 * have had threads, when it was read).
+		 */
+		t->stats.unseen++;
+		p = new_generation(t, pid, p->exit_ns + 1);
+		if (!p)
+			return NULL;
 	}
 	while (time_ns && p->prev && time_ns < p->start_ns)
 		p = p->prev;
