@@ -243,13 +243,15 @@ static void test_sampled_after_exit(void **state)
 	assert_non_null(proc__find(dead, CHILD_TEXT));
 	assert_int_equal(proctab__stats(t)->unseen, 0);
 
-	p = proctab__lookup(t, GONE, 400);
+	/* the exiting task's own last samples come just after its record */
+	assert_true(proctab__lookup(t, GONE, 300 + 5000000) == dead);
+	p = proctab__lookup(t, GONE, 300 + 60000000);
 	assert_non_null(p);
 	assert_true(p != dead && !p->exited && p->start_ns == 301);
 	assert_null(proc__find(p, CHILD_TEXT));
 	assert_int_equal(proctab__stats(t)->unseen, 1);
 	/* once: the next sample finds it; an older one still the dead one */
-	assert_true(proctab__lookup(t, GONE, 500) == p);
+	assert_true(proctab__lookup(t, GONE, 300 + 70000000) == p);
 	assert_true(proctab__lookup(t, GONE, 250) == dead);
 	assert_int_equal(proctab__stats(t)->unseen, 1);
 	proctab__free(t);

@@ -249,6 +249,14 @@ static int add_proc_mapping(const struct procmaps_entry *e, void *ctx)
 
 static int reload(struct proctab *t, struct proc *p);
 
+/*
+ * The exit record is written before the task's last steps in do_exit: its
+ * own samples come up to a few ms after it (-a next to storm: 104 of 1396
+ * processes within 5 s, each a /proc read that failed). The kernel hands
+ * pids out in turn, so the pid's next process comes far later than this.
+ */
+#define REUSE_AFTER_NS (50 * 1000000ULL)
+
 bool proc__threads_left(uint32_t pid, uint32_t *tid)
 {
 	char path[48];
@@ -339,14 +347,14 @@ struct proc *proctab__lookup(struct proctab *t, uint32_t pid, uint64_t time_ns)
 		p = new_generation(t, pid, 0);
 		if (!p)
 			return NULL;
-	} else if (p->exited && time_ns > p->exit_ns) {
+	} else if (p->exited && time_ns > p->exit_ns + REUSE_AFTER_NS) {
 		/*
-		 * Sampled after the exit we know of: another process has the
-		 * pid, whose fork we did not see (a filtered run judged it no
-		 * target then, or the record was lost). Not the dead one's maps:
-		 * its own, from /proc. The exit's time is when the last thread
-		 * was gone (the side band's record or, for a process that may
-		 * have had threads, when it was read).
+		 * Sampled well after the exit we know of: another process has
+		 * the pid, whose fork we did not see (a filtered run judged it
+		 * no target then, or the record was lost). Not the dead one's
+		 * maps: its own, from /proc. The exit's time is when the last
+		 * thread was gone (the side band's record or, for a process that
+		 * may have had threads, when it was read).
 		 */
 		t->stats.unseen++;
 		p = new_generation(t, pid, p->exit_ns + 1);
