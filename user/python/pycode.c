@@ -416,12 +416,11 @@ uint32_t pycode__instr_offset(const struct pyinfo *info, uint64_t code_addr, uin
 static int snap_str(const struct pylayout *l, const struct pysnap_obj *o, const uint8_t *data,
 		    size_t data_len, size_t max, char **out, struct pystr_id *id)
 {
-	int err;
-
 	unsigned kind = (o->state >> l->str_kind_shift) & 7;
 	bool ascii = (o->state >> (l->str_kind_shift + 4)) & 1;
 	int64_t len = (int64_t)o->len;
 	uint64_t want;
+	int err;
 
 	if (len < 0 || len > STR_MAX_LEN || !((o->state >> (l->str_kind_shift + 3)) & 1))
 		return -EINVAL;
