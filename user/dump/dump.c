@@ -17,8 +17,6 @@
  * Python merged, one stack per thread with --per-thread) is printed here as
  * one block per thread instead of being written as a file.
  */
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -36,6 +34,7 @@
 #include "collect/record.h"
 #include "collect/recorder.h"
 #include "dump/dump.h"
+#include "proc/proc.h"
 #include "offcpu.skel.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -194,23 +193,21 @@ static void read_thread(uint32_t pid, struct dthread *t)
 	}
 }
 
+static int add_thread(void *ctx, uint32_t tid)
+{
+	struct dump *d = ctx;
+
+	if (d->n >= MAX_THREADS)
+		return 1;
+	d->t[d->n++].tid = tid;
+	return 0;
+}
+
 static int list_threads(struct dump *d)
 {
-	char path[64];
-	struct dirent *e;
-	DIR *dir;
+	int err = proc__for_each_task(d->pid, add_thread, d);
 
-	snprintf(path, sizeof(path), "/proc/%u/task", d->pid);
-	dir = opendir(path);
-	if (!dir)
-		return -errno;
-	while ((e = readdir(dir)) && d->n < MAX_THREADS) {
-		if (!isdigit((unsigned char)e->d_name[0]))
-			continue;
-		d->t[d->n++].tid = strtoul(e->d_name, NULL, 10);
-	}
-	closedir(dir);
-	return 0;
+	return err < 0 ? err : 0;
 }
 
 static int cmp_tid(const void *a, const void *b)

@@ -257,29 +257,50 @@ static int reload(struct proctab *t, struct proc *p);
  */
 #define REUSE_AFTER_NS (50 * 1000000ULL)
 
-bool proc__threads_left(uint32_t pid, uint32_t *tid)
+int proc__for_each_task(uint32_t pid, int (*fn)(void *ctx, uint32_t tid), void *ctx)
 {
 	char path[48];
 	struct dirent *d;
-	unsigned long v = 0;
+	int ret = 0;
 	DIR *dir;
 
 	snprintf(path, sizeof(path), "/proc/%u/task", pid);
 	dir = opendir(path);
 	if (!dir)
-		return false;
-	while ((d = readdir(dir))) {
-		if (d->d_name[0] < '1' || d->d_name[0] > '9')
-			continue;
-		v = strtoul(d->d_name, NULL, 10);
-		if (v != pid && v <= UINT32_MAX)
-			break;
-		v = 0;
+		return -errno;
+	while (!ret && (d = readdir(dir))) {
+		char *end;
+		unsigned long tid = strtoul(d->d_name, &end, 10);
+
+		if (tid && !*end && tid <= UINT32_MAX)
+			ret = fn(ctx, (uint32_t)tid);
 	}
 	closedir(dir);
+	return ret;
+}
+
+struct other_task {
+	uint32_t pid, tid;
+};
+
+static int other_task(void *ctx, uint32_t tid)
+{
+	struct other_task *o = ctx;
+
+	if (tid == o->pid)
+		return 0;
+	o->tid = tid;
+	return 1;
+}
+
+bool proc__threads_left(uint32_t pid, uint32_t *tid)
+{
+	struct other_task o = { .pid = pid };
+	bool left = proc__for_each_task(pid, other_task, &o) == 1;
+
 	if (tid)
-		*tid = (uint32_t)v;
-	return v != 0;
+		*tid = o.tid;
+	return left;
 }
 
 /*

@@ -81,6 +81,12 @@ void proctab__fork(struct proctab *t, uint32_t ppid, uint32_t pid, uint64_t time
 void proctab__exec(struct proctab *t, uint32_t pid, uint64_t time_ns);
 void proctab__exit(struct proctab *t, uint32_t pid, uint64_t time_ns);
 /*
+ * fn(ctx, tid) for each thread of pid in /proc/PID/task (the leader too, a
+ * zombie if it ended itself), until fn returns non-zero: returns that, 0,
+ * or -errno from opening the directory (-ENOENT: no such process).
+ */
+int proc__for_each_task(uint32_t pid, int (*fn)(void *ctx, uint32_t tid), void *ctx);
+/*
  * Whether pid's process has a thread besides its leader now (the leader may
  * have ended itself: a zombie in /proc/PID/task beside them); *tid: one.
  */

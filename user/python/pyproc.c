@@ -20,7 +20,6 @@
  * translated to this side's tids through /proc/PID/task/TID/status NSpid.
  */
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -304,40 +303,48 @@ struct tasks {
 	size_t n;
 };
 
+struct tasks_ctx {
+	struct tasks *t;
+	pid_t pid;
+	bool nested;
+};
+
+static int add_task(void *ctx, uint32_t tid)
+{
+	struct tasks_ctx *c = ctx;
+	struct tasks *t = c->t;
+	char path[64];
+
+	if (t->n >= MAX_TASKS)
+		return 1;
+	t->v[t->n].tid = tid;
+	t->v[t->n].nstid = tid;
+	if (c->nested) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%u/status", c->pid, tid);
+		t->v[t->n].nstid = proc__nspid(path, 0);
+	}
+	t->n++;
+	return 0;
+}
+
 static int read_tasks(pid_t pid, struct tasks *t)
 {
+	struct tasks_ctx c = { .t = t, .pid = pid };
 	char path[64];
-	struct dirent *de;
-	bool nested;
-	DIR *d;
+	int err;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	nested = proc__nspid(path, 0) != (uint32_t)pid;
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	d = opendir(path);
-	if (!d)
-		return errno == ENOENT ? -ESRCH : -errno;
+	c.nested = proc__nspid(path, 0) != (uint32_t)pid;
 	t->v = calloc(MAX_TASKS, sizeof(*t->v));
-	if (!t->v) {
-		closedir(d);
+	if (!t->v)
 		return -ENOMEM;
-	}
 	t->n = 0;
-	while ((de = readdir(d)) && t->n < MAX_TASKS) {
-		char *end;
-		unsigned long tid = strtoul(de->d_name, &end, 10);
-
-		if (!tid || *end)
-			continue;
-		t->v[t->n].tid = (uint32_t)tid;
-		t->v[t->n].nstid = (uint32_t)tid;
-		if (nested) {
-			snprintf(path, sizeof(path), "/proc/%d/task/%lu/status", pid, tid);
-			t->v[t->n].nstid = proc__nspid(path, 0);
-		}
-		t->n++;
+	err = proc__for_each_task((uint32_t)pid, add_task, &c);
+	if (err < 0) {
+		free(t->v);
+		t->v = NULL;
+		return err == -ENOENT ? -ESRCH : err;
 	}
-	closedir(d);
 	return 0;
 }
 
