@@ -6,7 +6,8 @@ to an [uprobes-trampoline] page it maps in that process only; a child forked
 later keeps the call in its copy of the text page but not the page, and died of
 SIGSEGV at its first sampled allocation: `bpfprof --alloc -- ./fork_alloc` lost
 6 of 8 children, a shell's `$(...)` came back empty, a multiprocessing.Pool hung.
-The preload library's probe points are one-byte nops now."""
+The preload library's probe points are one-byte nops now, and the uprobe path
+never probes a nop of 5 bytes or more (tests/unit/test_uprobes.c)."""
 import os
 import subprocess
 import sys
@@ -45,6 +46,28 @@ def test_forked_children_unharmed_preload(tmp_path, rate):
         assert child >= 8 * CHILD_BYTES, (child, stacks)
     else:  # 720 MB sampled at 512 KiB: ~1400 samples, a 25% bound is > 9 standard errors
         assert child >= 0.75 * 8 * CHILD_BYTES, (child, stacks)
+
+
+def test_forked_children_unharmed_uprobes_nop5(tmp_path):
+    """The uprobe path on an allocator whose functions begin with a 5-byte nop
+    (libnop5_alloc.so, preloaded): the probes go past the nop, the children live
+    and their calls are counted once each."""
+    out = tmp_path / "heap.folded"
+    env = dict(os.environ, LD_PRELOAD=workload("libnop5_alloc.so"))
+    r = run(["-v", "--alloc", "--alloc-uprobes", "--alloc-rate", "1", "--alloc-metric",
+             "alloc_space", "-o", str(out), "--", workload("fork_alloc"), "5"], env=env,
+            timeout=300)
+    assert children_fine(r.stdout), r.stdout + r.stderr
+    assert r.returncode == 0, r.stderr
+    assert "in-process sampling" not in r.stderr, r.stderr
+    stacks = parse_folded(out.read_text())
+    churn = [(f, c) for f, c in stacks if f[-1] == "churn"]
+    # the parent's 20,000 + 8 children's (a thread child: 40,000): each call once,
+    # by the shim's malloc or glibc's (the jump from one to the other is nested)
+    want = (1 + 8 + 1) * CHILD_BYTES
+    got = sum(c for _, c in churn)
+    assert got >= want, (got, want, stacks)
+    assert got <= want + 2 * CHILD_BYTES, (got, want, stacks)  # the exec'd children's
 
 
 def test_shell_command_substitution(tmp_path):
