@@ -102,7 +102,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libbpfprof.a $(HDRS)
 
 # --alloc -- CMD: the in-process heap sampler bpfprof preloads (tools/heap)
 all: $(BUILD)/libbpfprof_heap.so
-$(BUILD)/libbpfprof_heap.so: tools/heap/preload.c tools/heap/Makefile
+$(BUILD)/libbpfprof_heap.so: tools/heap/preload.c tools/heap/exec.c tools/heap/heap.h tools/heap/Makefile
 	$(call msg,HEAP,$@)
 	$(Q)$(MAKE) -s -C tools/heap BUILD=$(abspath $(BUILD))
 
