@@ -272,6 +272,28 @@ __noinline int py_find_tstate(const struct bpf_pyproc *pp, __u64 *out)
 }
 
 /*
+ * Free-threaded 3.14+: a thread other than the first runs its own copy of a
+ * code object's bytecode, code->co_tlbc->entries[index] (a _PyCodeArray:
+ * size, then entries; entry 0 is co_code_adaptive, the copy user space
+ * decodes positions against). The position is moved from the copy onto
+ * entry 0, so that the rest of the pipeline does not know copies exist.
+ * Returns instr_ptr unchanged when the array cannot be read or the index is
+ * not in it (the position then decodes to no line, never to a wrong one:
+ * user space refuses offsets outside the code).
+ */
+__noinline __u64 py_tlbc_rebase(__u64 code, __u32 index, __u32 co_tlbc, __u64 instr_ptr)
+{
+	__u64 arr = 0, head[2] = {}, copy = 0;
+
+	if (py_read(code + co_tlbc, &arr) || !arr ||
+	    bpf_probe_read_user(head, sizeof(head), (const void *)arr) || index >= head[0] ||
+	    index > 4096 || py_read(arr + 8 + 8 * (__u64)index, &copy) || !copy ||
+	    instr_ptr < copy)
+		return instr_ptr;
+	return instr_ptr - copy + head[1];
+}
+
+/*
  * Make the frame's first span bytes present in the window; returns the
  * frame's offset in it, or -1 when they cannot be read. A global function:
  * inlined, its branches multiplied the verifier's states in py_step.
@@ -404,6 +426,9 @@ static long py_step(__u32 i, void *data)
 		return 1;
 	}
 	code &= ~7ULL; /* 3.14 tags f_executable's low bits; objects are 8-aligned */
+	if (pp->frame_tlbc && pp->co_tlbc && !field(b, fo, pp->frame_tlbc, span, &raw) &&
+	    (__u32)raw && code)
+		w = py_tlbc_rebase(code, (__u32)raw, pp->co_tlbc, w);
 	if (pp->frame_globals >= 0 && !(code >> 48) && !field(b, fo, pp->frame_globals, span, &g))
 		tag = PYCODE_TAG(g);
 	if (pp->model == PY_MODEL_FRAMEOBJ) {
@@ -627,8 +652,11 @@ __noinline int python_frames(struct prof_sample *s, __u32 base, struct py_tcache
 		else
 			err = py_read(st.pp->gil_holder, &gil[0]) ||
 			      py_read(st.pp->gil_locked, &gil[1]);
-		if (!err && gil[0] == tstate && (__u32)gil[1])
-			s->hdr.flags |= SAMPLE_F_PY_GIL;
+		if (!err) {
+			s->hdr.flags2 |= SAMPLE_F2_PY_GIL_KNOWN;
+			if (gil[0] == tstate && (__u32)gil[1])
+				s->hdr.flags |= SAMPLE_F_PY_GIL;
+		}
 	}
 	if (py_read(tstate + st.pp->tstate_frame, &p))
 		goto fail;

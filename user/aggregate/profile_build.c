@@ -602,7 +602,7 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 		values[i] = v->v[i];
 	labels[nlabels++] = (struct plabel){ .key = "pid", .num = k->pid };
 	labels[nlabels++] = (struct plabel){ .key = "comm", .str = pcomm };
-	if (k->npython)
+	if (k->npython && (k->flags & STACK_F_GIL_KNOWN))
 		labels[nlabels++] =
 			(struct plabel){ .key = "gil",
 					 .str = k->flags & STACK_F_GIL_HELD ? "held" : "released" };

@@ -30,6 +30,8 @@ struct sframe {
 #define STACK_F_GIL_HELD     32	 /* a Python sample whose thread held the GIL */
 #define STACK_F_HEURISTIC    64	 /* a user frame was reached by a frame-pointer step */
 #define STACK_F_MISSING	     128 /* the native walk stopped before the outermost frame */
+/* the GIL was read (STACK_F_GIL_HELD says the answer); not: no gil label */
+#define STACK_F_GIL_KNOWN 256
 
 struct stack_key {
 	uint32_t pid;

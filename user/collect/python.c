@@ -105,10 +105,12 @@ static void python_summary(struct recorder *r, void *priv, FILE *f)
 		"at its address, %llu found another there",
 		(unsigned long long)ps->codes, (unsigned long long)ps->code_checks,
 		(unsigned long long)ps->code_reused);
-	pr_info("python: the thread held the GIL in %llu of %llu Python samples; %llu "
-		"samples left out by --gil",
-		(unsigned long long)d->gil_held, (unsigned long long)d->py_samples,
-		(unsigned long long)d->gil_left_out);
+	pr_info("python: the thread held the GIL in %llu of %llu Python samples whose GIL was "
+		"read (of %llu; the others' interpreter has none: free-threaded); %llu samples "
+		"left out by --gil, %llu kept with no GIL to hold",
+		(unsigned long long)d->gil_held, (unsigned long long)d->gil_known,
+		(unsigned long long)d->py_samples, (unsigned long long)d->gil_left_out,
+		(unsigned long long)d->gil_none_kept);
 	if (env.per_thread && ps->name_reads)
 		pr_info("python: thread names: %llu threads named by threading.Thread; OS "
 			"name kept for %llu not threading's, %llu unreadable, %llu ended "

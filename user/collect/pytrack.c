@@ -190,7 +190,30 @@ struct pytrack {
 	 * reported; freed by pytrack__gc once their process is gone (continuous).
 	 */
 	struct membudget_cache mb_codes;
+	/* interpreter versions newer than any layout we know, said once each */
+	uint32_t newer_said[8];
+	uint32_t nnewer_said;
 };
+
+/*
+ * A _Py_DebugOffsets block newer than every layout bpfprof knows is decoded
+ * with the newest (pyoffsets.c): said once per version and run, since its
+ * frames are only as right as that guess.
+ */
+static void say_layout(struct pytrack *t, const struct pyinfo *info)
+{
+	uint32_t v = info->version & 0xffff0000u; /* major.minor */
+
+	if (!info->layout || v == info->layout)
+		return;
+	for (uint32_t i = 0; i < t->nnewer_said; i++)
+		if (t->newer_said[i] == v)
+			return;
+	if (t->nnewer_said < sizeof(t->newer_said) / sizeof(t->newer_said[0]))
+		t->newer_said[t->nnewer_said++] = v;
+	pr_warn("python%u.%u: decoded with %u.%u's layout (newer than any bpfprof knows)", v >> 24,
+		(v >> 16) & 0xff, info->layout >> 24, (info->layout >> 16) & 0xff);
+}
 
 /* What ce holds besides its line table, charged again after it changed. */
 static void codes_recharge(struct pytrack *t, struct code_entry *ce)
@@ -485,7 +508,8 @@ static void scan_threads(struct pytrack *t, struct pyp *pp)
 static void set_span(struct bpf_pyproc *b)
 {
 	int32_t offs[] = { b->frame_back,  b->frame_code,     b->frame_instr,
-			   b->frame_owner, b->frame_is_entry, b->frame_globals };
+			   b->frame_owner, b->frame_is_entry, b->frame_globals,
+			   b->frame_tlbc };
 	int32_t max = 0;
 
 	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
@@ -637,6 +661,7 @@ void pytrack__probe(struct pytrack *t, const struct proc *p)
 				   err == -ENOTSUP ? "unsupported version" : strerror(-err));
 			return;
 		}
+		say_layout(t, &pp->info);
 		set_span(&pp->info.bpf);
 		file_learn(t, fe, o, &pp->info, m->start - vaddr);
 		pp->info.bpf.snap_gen = (uint16_t)pp->gen; /* a new image's snapshots */
