@@ -150,6 +150,7 @@ struct pystate {
 	__u32 last; /* index of the last emitted frame's second word + 1, 0: none */
 	__u32 err;
 	__u32 full;
+	struct ustack_sp *sps; /* never NULL: the entry frames met go to sps->shim */
 };
 
 /*
@@ -411,6 +412,13 @@ static long py_step(__u32 i, void *data)
 			return 1;
 		}
 		if ((w & 0xff) >= pp->owner_cstack) {
+			__u32 k = st->sps->nshim;
+
+			/* its address: in the C stack of its eval call (py_mark_eval) */
+			if (k < PY_MAX_SHIMS) {
+				st->sps->shim[k] = st->frame;
+				st->sps->nshim = k + 1;
+			}
 			/* a shim frame between two eval calls: the frame emitted before began one */
 			if (st->last) {
 				idx = st->last - 1;
@@ -579,6 +587,71 @@ __noinline int py_snapshot(__u32 tgid, __u32 tid, __u64 tagged)
 }
 
 /*
+ * Which native frames are eval loop calls. From 3.12 on each call of
+ * _PyEval_EvalFrameDefault links a shim frame (an entry frame, owner
+ * FRAME_OWNED_BY_CSTACK, or INTERPRETER in 3.15) that is a local of that
+ * call: its address lies in that call's stack frame, [sp[i], sp[i+1]) of
+ * the native frame i that the table walk emitted. Such a frame's word gets
+ * UFRAME_F_PYEVAL, and user space merges the Python calls there whatever
+ * the frame's symbol: Debian's 3.14 and 3.15 run the loop in a partition of
+ * _PyEval_EvalFrameDefault that no exported symbol covers, and their
+ * Python frames went to the stack's root. Shims and native frames are both
+ * in stack order (leaf first, addresses rising): one merge pass. Shims
+ * elsewhere (a thread's base frame in its data stack) match no frame.
+ */
+struct py_mark_ctx {
+	struct ustack_sp *sps;
+	struct prof_sample *s;
+	__u32 ubase; /* the sample's native user frames start at frames[ubase] */
+	__u32 n, ns, i, j;
+};
+
+static long py_mark_step(__u32 step, void *data)
+{
+	struct py_mark_ctx *c = data;
+	__u64 a, lo, hi;
+	__u32 i = c->i, j = c->j;
+
+	if (i >= c->n || j >= c->ns || i >= MAX_USTACK || j >= PY_MAX_SHIMS)
+		return 1;
+	a = c->sps->shim[j];
+	lo = c->sps->sp[i];
+	hi = i + 1 < c->n && i + 1 < MAX_USTACK ? c->sps->sp[(i + 1) & (MAX_USTACK - 1)] : ~0ULL;
+	if (a < lo) {
+		c->j = j + 1;
+	} else if (a >= hi) {
+		c->i = i + 1;
+	} else {
+		__u32 idx = c->ubase + i;
+
+		if (idx >= MAX_KSTACK + MAX_USTACK)
+			return 1;
+		c->s->frames[idx] |= UFRAME_F_PYEVAL;
+		c->j = j + 1;
+	}
+	return 0;
+}
+
+__noinline int py_mark_eval(struct prof_sample *s, __u32 ubase, __u32 ulen)
+{
+	struct py_mark_ctx c = {};
+	__u32 zero = 0;
+
+	if (!s || ubase > MAX_KSTACK)
+		return 0;
+	c.sps = bpf_map_lookup_elem(&ustack_sp, &zero);
+	if (!c.sps || c.sps->tid != (__u32)bpf_get_current_pid_tgid() || !c.sps->nshim ||
+	    c.sps->n != ulen || !ulen)
+		return 0;
+	c.s = s;
+	c.ubase = ubase;
+	c.n = ulen > MAX_USTACK ? MAX_USTACK : ulen;
+	c.ns = c.sps->nshim > PY_MAX_SHIMS ? PY_MAX_SHIMS : c.sps->nshim;
+	bpf_loop(MAX_USTACK + PY_MAX_SHIMS, py_mark_step, &c, 0);
+	return 0;
+}
+
+/*
  * A thread's PyThreadState as py_threads gave it, kept by the caller per
  * thread (cpu.bpf.c: in its task storage): valid while py_gen, which user
  * space bumps after each change to py_threads, is still at gen - 1.
@@ -671,6 +744,14 @@ __noinline int python_frames(struct prof_sample *s, __u32 base, struct py_tcache
 		if (st.win)
 			st.win->len = 0;
 	}
+	{
+		__u32 zero = 0;
+
+		st.sps = bpf_map_lookup_elem(&ustack_sp, &zero);
+		if (!st.sps)
+			goto fail;
+		st.sps->nshim = 0;
+	}
 	if (st.pp->code_read) {
 		__u32 zero = 0;
 
@@ -706,6 +787,9 @@ __noinline int python_frames(struct prof_sample *s, __u32 base, struct py_tcache
 		s->hdr.flags |= SAMPLE_F_PY_ERR;
 		count(CNT_PY_READ_FAILED);
 	}
+	/* the native user frames end where the Python ones begin */
+	if (st.n && s->hdr.ustack_len && s->hdr.ustack_len <= base)
+		py_mark_eval(s, base - s->hdr.ustack_len, s->hdr.ustack_len);
 	return st.n;
 fail:
 	s->hdr.flags |= SAMPLE_F_PY_ERR;

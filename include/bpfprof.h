@@ -656,6 +656,14 @@ static inline __u64 sample_hist_floor(__u32 b)
 /* A frame's fields are read in one copy of at most this many bytes. */
 #define PYFRAME_SPAN 128
 
+/*
+ * A native user frame's word: the address, and in its top bit whether it is
+ * a call of the eval loop that ran Python frames of this sample (found by
+ * where its entry frame lies on the stack: python.bpf.h, py_mark_eval).
+ * User addresses are below 2^47.
+ */
+#define UFRAME_F_PYEVAL (1ULL << 63)
+
 /* The second word of a Python frame record: raw position | flags. */
 #define PYFRAME_INSTR_MASK ((1ULL << 56) - 1)
 #define PYFRAME_F_ENTRY	   (1ULL << 63) /* first frame of its _PyEval_EvalFrameDefault call */

@@ -20,6 +20,12 @@ struct sframe {
 
 /* aux of a Python frame: the first frame of its eval loop call */
 #define SFRAME_PY_ENTRY (1u << 31)
+/*
+ * aux of a native frame: a call of the eval loop, found by BPF from where
+ * the call's Python entry frame lies on the stack (UFRAME_F_PYEVAL), not by
+ * the frame's symbol
+ */
+#define SFRAME_PY_EVAL (1u << 30)
 
 /* stack_key.flags */
 #define STACK_F_KERNEL_TRUNC 1 /* more kernel frames existed */

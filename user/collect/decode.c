@@ -150,11 +150,17 @@ int decode__sample(const struct decode_cfg *cfg, const struct decode_ops *ops,
 		ops->user_begin(ops->ctx, h->pid, h->time_ns);
 		for (i = 0; i < nu; i++) {
 			struct sframe *f = &k->frames[nk + i];
+			uint64_t w = s->frames[h->kstack_len + i];
 
 			st->user_frames++;
 			f->aux = 0;
-			if (!ops->user_resolve(ops->ctx, s->frames[h->kstack_len + i], f))
+			if (!ops->user_resolve(ops->ctx, w & ~UFRAME_F_PYEVAL, f))
 				st->user_unmapped++;
+			/* BPF found a Python entry frame in its stack: an eval loop call */
+			if (w & UFRAME_F_PYEVAL) {
+				f->aux |= SFRAME_PY_EVAL;
+				st->py_eval_marked++;
+			}
 		}
 		if (ops->user_end)
 			ops->user_end(ops->ctx, &k->frames[nk], nu, h->time_ns);
