@@ -239,24 +239,33 @@ __noinline int py_early_proc(__u32 tgid)
 
 /*
  * The current thread's PyThreadState, found in the first interpreter's
- * thread list while user space has not read that list yet (pp->ts_walk):
+ * thread list when py_threads does not have it yet (pp->ts_walk):
  * a thread state's thread_id is its thread's pthread_t, which with glibc
  * and musl on x86-64 is the thread's fs base. Without this, a process's
  * samples between its interpreter's start and user space's reaction (a
  * drain, a read of the list; tens of ms on a loaded host: a short script's
- * whole run) had no Python frames. Returns 0 and the state in *out, or -1.
+ * whole run) had no Python frames, nor had a new thread's first samples
+ * (torch's threads: 1041 of 2544 Python samples on a GPU host). New thread
+ * states go to the head of the list: *head is the head when the caller last
+ * missed (0: never), and while it is unchanged the thread is known to have
+ * no state (a C library's thread: one read a sample, no walk); it is set
+ * to the head seen. Returns 0 and the state in *out, or -1.
  */
-__noinline int py_find_tstate(const struct bpf_pyproc *pp, __u64 *out)
+__noinline int py_find_tstate(const struct bpf_pyproc *pp, __u64 *out, __u64 *head)
 {
 #if defined(__TARGET_ARCH_x86)
 	__u64 interp = 0, ts = 0, id = 0, back = 0, fsbase;
 
-	if (!pp || !out || !pp->runtime)
+	if (!pp || !out || !head || !pp->runtime)
 		return -1;
 	fsbase = bpf_get_current_task_btf()->thread.fsbase;
 	if (!fsbase || py_read(pp->runtime + pp->rt_interp_head, &interp) || !interp ||
 	    py_read(interp + pp->is_threads_head, &ts))
 		return -1;
+	/* the list as it was when the caller last missed: still no state for it */
+	if (*head && *head == ts)
+		return -1;
+	*head = ts;
 	for (int i = 0; i < PY_TS_WALK_MAX && ts; i++) {
 		if (py_read(ts + pp->ts_thread_id, &id) || py_read(ts + pp->ts_interp, &back) ||
 		    back != interp)
@@ -660,6 +669,13 @@ struct py_tcache {
 	__u64 tstate;
 	__u32 gen; /* py_gen + 1 when tstate was looked up; 0: empty */
 	__u32 pad;
+	/*
+	 * The thread was not in its interpreter's thread list when that list's
+	 * head was miss_head (0: not looked): CPython puts a new thread state
+	 * at the head, so while the head stays the same, the thread has none
+	 * and the next sample does not walk the list again (one read).
+	 */
+	__u64 miss_head;
 };
 
 /*
@@ -673,7 +689,7 @@ struct py_tcache {
 __noinline int python_frames(struct prof_sample *s, __u32 base, struct py_tcache *tc, __u32 pygen)
 {
 	struct pystate st = { .base = base };
-	__u64 *tsp, tstate = 0, p = 0;
+	__u64 *tsp, tstate = 0, p = 0, miss_head = 0;
 	int early;
 	__u32 tgid, tid;
 
@@ -705,10 +721,15 @@ __noinline int python_frames(struct prof_sample *s, __u32 base, struct py_tcache
 			tc->gen = pygen;
 		}
 	} else if (st.pp->ts_walk && (__u32)bpf_get_current_pid_tgid() == tid &&
-		   !py_find_tstate(st.pp, &tstate)) {
+		   !py_find_tstate(st.pp, &tstate, tc ? &tc->miss_head : &miss_head)) {
 		/* user space rescans when it reads this flag: then py_threads has it */
 		s->hdr.flags |= SAMPLE_F_PY_TS_WALK;
 		count(CNT_PY_TS_WALK);
+		if (tc) {
+			tc->tstate = tstate;
+			tc->gen = pygen;
+			tc->miss_head = 0;
+		}
 	} else {
 		s->hdr.flags |= SAMPLE_F_PY_NO_THREAD;
 		count(CNT_PY_NO_THREAD);

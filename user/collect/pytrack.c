@@ -39,14 +39,6 @@
 #define REVALIDATE_MAX_SHIFT 4
 #define RESCAN_NS	     (20 * 1000000ULL)
 /*
- * BPF looks for a thread missing from py_threads in the thread list itself
- * (bpf_pyproc.ts_walk) for a process's first second: its threads started
- * meanwhile have Python frames from their first sample. After that a new
- * thread waits for a rescan (a few samples), and a thread with no state (a
- * C library's) costs no walk per sample.
- */
-#define TS_WALK_NS (1000 * 1000000ULL)
-/*
  * Thread names: read again at most this often per process (renames, threads
  * that come and go), and at most every RESCAN_NS when a thread is new.
  */
@@ -496,12 +488,6 @@ static void scan_threads(struct pytrack *t, struct pyp *pp)
 	if (pp->ntids)
 		gen_bump(t);
 	t->st.threads += pp->ntids;
-	if (pp->ntids && pp->info.bpf.ts_walk &&
-	    (!pp->start_ns || mono_ns() - pp->start_ns > TS_WALK_NS)) {
-		/* py_threads has its threads; later ones wake us (SAMPLE_F_PY_NO_THREAD) */
-		pp->info.bpf.ts_walk = 0;
-		bpf_map_update_elem(t->procs_fd, &pp->pid, &pp->info.bpf, BPF_ANY);
-	}
 }
 
 /* BPF copies this much of each frame: every field it reads, 8 bytes each. */
@@ -667,7 +653,10 @@ void pytrack__probe(struct pytrack *t, const struct proc *p)
 		pp->info.bpf.snap_gen = (uint16_t)pp->gen; /* a new image's snapshots */
 		if (t->seen_fd < 0)
 			pp->info.bpf.code_read = 0;
-		/* BPF finds its threads' states itself while it is young (TS_WALK_NS) */
+		/*
+		 * BPF finds a thread's state in the list itself when py_threads
+		 * does not have it yet (a new thread: at the list's head)
+		 */
 		pp->info.bpf.ts_walk = 1;
 		pp->start_ns = p->start_ns;
 		if (bpf_map_update_elem(t->procs_fd, &p->pid, &pp->info.bpf, BPF_ANY)) {
