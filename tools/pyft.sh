@@ -122,7 +122,7 @@ for v in "${versions[@]}"; do
 		v=$1 prefix=$2 src=$3
 		cd "$src/python$v"
 		cd "$(find . -mindepth 1 -maxdepth 1 -type d | head -1)"
-		./configure --disable-gil --prefix="$prefix" --without-ensurepip
+		./configure --disable-gil --prefix="$prefix" --without-ensurepip --disable-test-modules
 		make -j"$(nproc)"
 		make altinstall
 		cd "$src" && rm -rf "python$v"

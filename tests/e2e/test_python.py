@@ -455,3 +455,64 @@ def test_new_thread_first_samples_have_python(tmp_path, python):
                                           frames_named(f, "late_work")][:5])
     missed = sum(c for f, c in late if python_missed(f))
     assert missed <= 2 + 0.02 * n, (missed, n)
+
+
+FT = [p for p in interpreters() if p.id.startswith("ft-")]
+
+
+@pytest.mark.parametrize("python", FT + interpreters(("sid-3.14",)))
+def test_threads_in_parallel(tmp_path, python):
+    """Four threads running Python at once (in parallel on a free-threaded
+    build): each thread's samples are its own function's, at its lines, as
+    each thread runs its own copy of the bytecode (3.14t+); a free-threaded
+    interpreter's samples carry no gil label (it has no GIL: not
+    'released'), and --gil keeps them. A GIL build (sid-3.14) labels them."""
+    from test_pprof import go_pprof
+    out = tmp_path / "par.pb.gz"
+    r = run(["--per-thread", "-F", "999", "-o", str(out), "--", python,
+             os.path.join(PYDIR, "ft_parallel.py"), "0.6"])
+    assert r.returncode == 0, r.stderr
+    ft = python in [p.values[0] for p in FT]
+    assert f"gil={not ft}" in r.stdout, r.stdout
+    threads = {int(t): (int(i), float(c)) for i, t, c in
+               re.findall(r"par_(\d) (\d+) cpu=([\d.]+)", r.stdout)}
+    assert len(threads) == 4, r.stdout
+    # the folded view, from a run of its own
+    folded = tmp_path / "par.folded"
+    r2 = run(["--per-thread", "-F", "999", "-o", str(folded), "--", python,
+              os.path.join(PYDIR, "ft_parallel.py"), "0.6"])
+    assert r2.returncode == 0, r2.stderr
+    threads = {int(t): (int(i), float(c)) for i, t, c in
+               re.findall(r"par_(\d) (\d+) cpu=([\d.]+)", r2.stdout)}
+    lines = marker_lines("ft_parallel.py")
+    stacks = parse_folded(folded.read_text())
+    for tid, (i, cpu) in threads.items():
+        mine = [(f, c) for f, c in stacks if f[1].endswith(f"[{tid}]")]
+        n = total(mine)
+        assert n >= 0.6 * 999 * cpu and n > 100, (i, n, cpu, r2.stderr)
+        own = sum(c for f, c in mine if frames_named(f, f"par_{i}"))
+        other = sum(c for f, c in mine for j in range(4)
+                    if j != i and frames_named(f, f"par_{j}"))
+        assert own >= 0.95 * n and other == 0, (i, own, other, n)
+        # lines: the call in par_i, the loop in spin (a position decoded
+        # against another thread's copy of the bytecode would be no line,
+        # or another)
+        bad = 0
+        for f, c in mine:
+            for x in frames_named(f, f"par_{i}"):
+                if int(pyframe(x)["line"]) != lines[f"par_{i}"]:
+                    bad += c
+            for x in frames_named(f, "spin"):
+                if int(pyframe(x)["line"]) not in range(lines["spin"] - 4, lines["spin"] + 1):
+                    bad += c
+        assert bad <= 0.01 * n, (i, bad, n)
+    # the gil label: none on a free-threaded build, held|released on a GIL one
+    tags = go_pprof("-tags", str(out))
+    if ft:
+        assert "gil:" not in tags, tags[:2000]
+        m = re.search(r"(\d+) samples left out by --gil, (\d+) kept with no GIL", run(
+            ["-v", "--gil", "-F", "499", "-o", str(tmp_path / "g.folded"), "--", python,
+             os.path.join(PYDIR, "ft_parallel.py"), "0.3"]).stderr)
+        assert m and int(m.group(2)) > 100, m
+    else:
+        assert re.search(r"gil:.*held", tags, re.S), tags[:2000]
