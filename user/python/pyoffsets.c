@@ -682,7 +682,12 @@ int pyoffsets__from_debug(const void *buf, size_t len, struct pyinfo *info)
 			return -EINVAL;
 		l.str_compact_size = (uint32_t)v;
 	}
-	l.str_kind_shift = 2;
+	/*
+	 * PyASCIIObject.state: interned:2, then kind:3 (bit 2); free-threaded
+	 * 3.14+ make interned a whole byte (read atomically): kind at bit 8
+	 * (Include/cpython/unicodeobject.h).
+	 */
+	l.str_kind_shift = ft && g.d->version >= PYVER(3, 14) ? 8 : 2;
 	l.instr = PY_INSTR_PTR;
 	l.code_tagged = g.d->stackref;
 	l.co_read = code_read_size(&l);
