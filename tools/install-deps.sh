@@ -7,6 +7,7 @@
 #   tools/install-deps.sh test         that, and what make test needs (make test-deps)
 #   tools/install-deps.sh bench        that, and what make bench needs (make bench-deps)
 #   tools/install-deps.sh test bench   both
+#   tools/install-deps.sh --list [GROUP...]   print the packages, install nothing
 #
 # Needs nothing but bash and apt (a minbase Debian 12 root has both): it is
 # how a fresh machine gets make itself. Run as root; non-interactive. Where
@@ -24,6 +25,8 @@ BUILD=(
 	golang-github-google-pprof-dev
 	# --upload (Pyroscope HTTP ingest): curl.h; libcurl is opened at run time
 	libcurl4-openssl-dev
+	# man bpfprof, once make install has put the page in place
+	man-db
 )
 # CUDA: <sys/sdt.h> for the CUPTI injection library's USDT probes, built only
 # where a CUDA toolkit is installed
@@ -72,18 +75,24 @@ BENCH=(
 
 want_test=0
 want_bench=0
+list=0
 for g in "$@"; do
 	case $g in
+	--list) list=1 ;;
 	build) ;;
 	test) want_test=1 ;;
 	bench) want_bench=1 ;;
-	*) echo "usage: tools/install-deps.sh [build] [test] [bench]" >&2; exit 2 ;;
+	*) echo "usage: tools/install-deps.sh [--list] [build] [test] [bench]" >&2; exit 2 ;;
 	esac
 done
 
 PACKAGES=("${BUILD[@]}")
 ((want_test)) && PACKAGES+=("${TEST[@]}")
 ((want_bench)) && PACKAGES+=("${BENCH[@]}")
+if ((list)); then
+	printf '%s\n' "${PACKAGES[@]}"
+	exit 0
+fi
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
