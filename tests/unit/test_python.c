@@ -247,13 +247,21 @@ static void child_stop(struct child *c)
 	c->buf = c->line = NULL;
 }
 
+/* Skips saying which interpreter was not found, and where it was looked for. */
+static void skip_no_exe(const struct pyexe *e)
+{
+	if (e->fixed)
+		skip_because("no CPython %s here (%s)", e->label, e->fixed);
+	skip_because("no CPython %s here (%s/versions/3.%d.*/bin/python3.%d)", e->label,
+		     pyenv_root(), e->minor, e->minor);
+}
+
 static struct pyexe *exe_or_skip(void **state)
 {
 	struct pyexe *e = *state;
 
 	if (!e->path[0])
-		skip_because("no CPython %s here (%s)", e->label,
-			     e->fixed ? e->fixed : "pyenv: $PYENV_ROOT/versions/3.M.*");
+		skip_no_exe(e);
 	return e;
 }
 
@@ -1148,7 +1156,7 @@ static void test_debug_offsets(void **state)
 
 	(void)state;
 	if (!e->path[0])
-		skip_because("no CPython %s here (pyenv: $PYENV_ROOT/versions/3.M.*)", e->label);
+		skip_no_exe(e);
 	lv = calloc(1, sizeof(*lv));
 	assert_non_null(lv);
 	assert_int_equal(child_start(&lv->ch, e->path, "live.py", NULL, NULL), 0);
