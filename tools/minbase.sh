@@ -24,7 +24,8 @@
 # uprobes work as on the host. Mounts end with the namespace.
 #
 # The commands are read from README.md's "Two commands" section: the first
-# and second ```sh blocks under it. Exit status: 0 when every command run
+# and second ```sh blocks under it. Between them, `make install` (which the
+# README names next) must put bpfprof and its man page in place. Exit status: 0 when every command run
 # succeeded; 1 otherwise (the failing command's output is above).
 set -euo pipefail
 
@@ -138,6 +139,8 @@ in_root first "$first" || status=1
 if ((status == 0)); then
 	du_s=$(du -sm "$root" | cut -f1)
 	echo "minbase: root after the first command: $du_s MB"
+	# what the README says next: make install, then man bpfprof works
+	in_root install 'make install && man -w bpfprof && bpfprof --version' || status=1
 fi
 if ((run_test && status == 0)); then
 	in_root second "$second" || status=1
