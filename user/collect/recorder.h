@@ -227,6 +227,13 @@ int rec__share_maps(struct recorder *r, struct bpf_object *obj);
 const struct bpf_object_open_opts *rec__open_opts(struct recorder *r, int attempt);
 bool rec__open_retry(struct recorder *r, int attempt, int err);
 
+/*
+ * The unwind description (and Python's view) of pid is written to BPF again
+ * at the next turn of the run loop: its mappings changed, or a sample found
+ * it undescribed.
+ */
+void rec__want_sync(struct recorder *r, uint32_t pid);
+
 /* Whether pid is being profiled (always, with -a). */
 bool rec__is_target(struct recorder *r, uint32_t pid);
 
