@@ -33,6 +33,7 @@
 #include "aggregate/timeline_log.h"
 #include "bpfprof.h"
 #include "cli.h"
+#include "collect/command.h"
 #include "collect/continuous.h"
 #include "collect/decode_ops.h"
 #include "collect/record.h"
@@ -324,117 +325,6 @@ static int install_signals(void)
 	return 0;
 }
 
-/* Fork CMD, held before exec until everything is attached. */
-static int spawn_held(struct recorder *r)
-{
-	int go[2], err[2];
-
-	if (pipe2(go, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
-		return -errno;
-	r->child = fork();
-	if (r->child < 0)
-		return -errno;
-	if (r->child == 0) {
-		char c;
-		int e;
-
-		close(go[1]);
-		close(err[0]);
-		signal(SIGPIPE, SIG_DFL);
-		if (read(go[0], &c, 1) != 1)
-			_exit(127); /* bpfprof gave up before starting us */
-		execvp(env.cmd_argv[0], env.cmd_argv);
-		e = errno;
-		if (write(err[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(go[0]);
-	close(err[1]);
-	r->go_fd = go[1];
-	r->err_fd = err[0];
-	return 0;
-}
-
-/*
- * -- CMD: the tables of the executable, its interpreter and its libraries,
- * built before it runs, so that its first milliseconds unwind like the rest.
- */
-static void prepare_command_tables(struct recorder *r)
-{
-	uint64_t t0 = mono_ns();
-	uint32_t ready = 0;
-	char **files;
-	size_t n;
-
-	if (!r->unw || needed__files(env.cmd_argv[0], &files, &n))
-		return;
-	for (size_t i = 0; i < n; i++) {
-		struct objfile *o;
-		struct stat st;
-
-		if (stat(files[i], &st))
-			continue;
-		o = objtab__get(r->objs, major(st.st_dev), minor(st.st_dev), st.st_ino, files[i],
-				getpid(), 0, 0);
-		if (o && !unwinder__prepare(r->unw, o->id, mono_ns()))
-			ready++;
-	}
-	pr_verbose("unwind tables of '%s' and its libraries before it starts: %u of %zu files in "
-		   "%.1f ms",
-		   env.cmd_argv[0], ready, n, (mono_ns() - t0) / 1e6);
-	needed__free(files, n);
-}
-
-/* Let CMD exec; returns 0 or -errno of a failed exec (printed). */
-static int release_child(struct recorder *r)
-{
-	ssize_t n;
-	int e = 0;
-
-	if (write(r->go_fd, "g", 1) != 1)
-		return -errno;
-	close(r->go_fd);
-	r->go_fd = -1;
-	n = read(r->err_fd, &e, sizeof(e)); /* EOF: exec succeeded (CLOEXEC) */
-	close(r->err_fd);
-	r->err_fd = -1;
-	if (n == sizeof(e)) {
-		pr_err("cannot run '%s': %s", env.cmd_argv[0], strerror(e));
-		waitpid(r->child, NULL, 0);
-		r->child = 0;
-		return -e;
-	}
-	return 0;
-}
-
-/*
- * Whether CMD can be exec'd as execvp would find it: checked before the
- * ready line, so that a command that cannot run gets its one error line.
- */
-static int command__check(const char *cmd)
-{
-	const char *p = getenv("PATH");
-	char buf[PATH_MAX];
-
-	if (strchr(cmd, '/'))
-		return access(cmd, X_OK) ? -errno : 0;
-	if (!p)
-		p = "/usr/local/bin:/bin:/usr/bin";
-	for (;;) {
-		const char *end = strchrnul(p, ':');
-		int n = end - p;
-
-		if (snprintf(buf, sizeof(buf), "%.*s/%s", n ? n : 1, n ? p : ".", cmd) <
-			    (int)sizeof(buf) &&
-		    !access(buf, X_OK))
-			return 0;
-		if (!*end)
-			return -ENOENT;
-		p = end + 1;
-	}
-}
-
 static size_t appendf(char *buf, size_t size, size_t at, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
@@ -561,18 +451,6 @@ static double ru_secs(const struct rusage *ru)
 {
 	return ru->ru_utime.tv_sec + ru->ru_stime.tv_sec +
 	       (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1e6;
-}
-
-static void check_child(struct recorder *r)
-{
-	int status;
-
-	if (r->child <= 0 || r->child_done)
-		return;
-	if (waitpid(r->child, &status, WNOHANG) == r->child) {
-		r->child_done = true;
-		r->child_status = status;
-	}
 }
 
 /* Every object the binary may load: one CO-RE types file serves them all. */
@@ -1148,7 +1026,7 @@ static int run_loop(struct recorder *r)
 				r->feat[i]->poll(r, r->feat_priv[i]);
 		if (child_changed) {
 			child_changed = 0;
-			check_child(r);
+			command__reap(r);
 		}
 		if (targets_exited()) {
 			pr_verbose("every process -p named has exited");
@@ -1725,7 +1603,7 @@ int record__run(const struct rec_mode *mode)
 			       strerror(-err));
 			goto cleanup;
 		}
-	if (env.cmd_argv && spawn_held(&r)) {
+	if (env.cmd_argv && command__spawn(&r)) {
 		pr_err("cannot start '%s': %s", env.cmd_argv[0], strerror(errno));
 		goto cleanup;
 	}
@@ -1786,8 +1664,8 @@ int record__run(const struct rec_mode *mode)
 	if (!mode->view)
 		print_ready(&r);
 	if (r.child > 0) {
-		prepare_command_tables(&r);
-		err = release_child(&r);
+		command__prepare_tables(&r);
+		err = command__release(&r);
 		if (err) {
 			status = (err == -ENOENT || err == -EACCES) ? EXIT_USAGE : EXIT_RUNTIME;
 			goto cleanup;
@@ -1842,17 +1720,7 @@ cleanup:
 	}
 	if (status != EXIT_OK)
 		output__abort(&r.out);
-	if (r.child > 0 && !r.child_done) {
-		if (r.go_fd >= 0) /* never released: let it die */
-			close(r.go_fd), r.go_fd = -1;
-		if (status != EXIT_OK)
-			kill(r.child, SIGTERM);
-		waitpid(r.child, NULL, 0);
-	}
-	if (r.go_fd >= 0)
-		close(r.go_fd);
-	if (r.err_fd >= 0)
-		close(r.err_fd);
+	command__end(&r, status != EXIT_OK);
 	if (r.epfd >= 0)
 		close(r.epfd);
 	if (r.stats_fd >= 0)
