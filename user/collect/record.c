@@ -39,6 +39,7 @@
 #include "collect/record.h"
 #include "collect/recorder.h"
 #include "collect/sampler.h"
+#include "collect/setup.h"
 #include "collect/pytrack.h"
 #include "collect/sideband.h"
 #include "collect/uprobes.h"
@@ -83,12 +84,6 @@ static volatile sig_atomic_t got_signal;
 static volatile sig_atomic_t child_changed;
 static volatile sig_atomic_t new_interval; /* SIGHUP in continuous mode */
 
-static int libbpf_debug(enum libbpf_print_level level, const char *fmt, va_list args)
-{
-	(void)level;
-	return log__vprintf_raw(fmt, args);
-}
-
 static void on_signal(int sig)
 {
 	if (sig == SIGCHLD) {
@@ -114,12 +109,6 @@ void rec__want_sync(struct recorder *r, uint32_t pid)
 
 	if (r->unw || r->py)
 		htab__upsert(r->dirty, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)), &e);
-}
-
-/* The side band follows the cgroup's processes (--cgroup, no pid filter). */
-static bool sb_by_cgroup(void)
-{
-	return env.cgroup_path && !env.npids && !env.cmd_argv;
 }
 
 bool rec__is_target(struct recorder *r, uint32_t pid)
@@ -259,59 +248,6 @@ uint64_t rec__start_ns(const struct recorder *r)
 	return ts_ns(&r->t_start);
 }
 
-int rec__share_maps(struct recorder *r, struct bpf_object *obj)
-{
-	struct bpf_map *m, *src;
-	int err;
-
-	bpf_object__for_each_map(m, obj) {
-		const char *name = bpf_map__name(m);
-
-		if (bpf_map__is_internal(m)) /* .rodata, .bss: the object's own */
-			continue;
-		src = bpf_object__find_map_by_name(r->skel->obj, name);
-		if (!src)
-			continue;
-		err = bpf_map__reuse_fd(m, bpf_map__fd(src));
-		if (err) {
-			pr_err("cannot share BPF map %s: %s", name, strerror(-err));
-			return err;
-		}
-	}
-	/* every feature object passes here before its load */
-	uprobes__prepare(obj);
-	return 0;
-}
-
-static void raise_nofile(void)
-{
-	struct rlimit rl;
-
-	/* one fd per mapped file is kept until symbolization */
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
-/*
- * fds held open for mapped files (and containers' roots): one per 64 KiB of
- * --mem-budget (2048 at the default 128 MiB), at least 64, at most half of
- * RLIMIT_NOFILE (perf events, BPF objects, links and outputs need the rest).
- * Past it the least recently used are closed and opened again when needed.
- */
-static uint32_t files_fd_cap(void)
-{
-	uint64_t cap = membudget__get() >> 16;
-	struct rlimit rl;
-
-	if (cap < 64)
-		cap = 64;
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY && cap > rl.rlim_cur / 2)
-		cap = rl.rlim_cur / 2 > 16 ? rl.rlim_cur / 2 : 16;
-	return cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
-}
-
 static int install_signals(void)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -382,44 +318,6 @@ static void print_ready(struct recorder *r)
 		(unsigned long long)uprobes__live());
 }
 
-/* CPU seconds this process has used so far */
-static double cpu_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/*
- * --unwind-cache. A DIR named on the command line that cannot be used safely
- * is an error; the default is only warned about (a non-root agent with
- * CAP_BPF cannot create it) and the run goes on without a cache.
- */
-static int open_table_cache(struct recorder *r)
-{
-	uint64_t max = 4ULL * env.unwind_rows * UNWIND_ROW_BYTES;
-	const char *why;
-	int err;
-
-	if (!env.unwind_cache)
-		return 0;
-	err = tcache__open(&r->tcache, env.unwind_cache, max, &why);
-	if (err && env.unwind_cache_given) {
-		pr_err("cannot use '%s' for --unwind-cache: %s (%s)", env.unwind_cache, why,
-		       strerror(-err));
-		return err;
-	}
-	if (err) {
-		pr_warn("unwind tables are not cached between runs: %s: %s (%s); "
-			"--unwind-cache DIR|off",
-			env.unwind_cache, why, strerror(-err));
-		return 0;
-	}
-	unwinder__set_cache(r->unw, r->tcache);
-	return 0;
-}
-
 /* CPU the unwind table builds took so far, and how many tables (built or failed) */
 static void tables_cpu(const struct recorder *r, uint64_t *ns, uint64_t *n)
 {
@@ -453,206 +351,22 @@ static double ru_secs(const struct rusage *ru)
 	       (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1e6;
 }
 
-/* Every object the binary may load: one CO-RE types file serves them all. */
-static int core_objs(struct corebtf_obj *o)
+static int epoll_add(int epfd, int fd)
 {
-	o[0].elf = cpu_bpf__elf_bytes(&o[0].sz);
-	o[1].elf = offcpu_bpf__elf_bytes(&o[1].sz);
-	o[2].elf = alloc_bpf__elf_bytes(&o[2].sz);
-	o[3].elf = cuda_bpf__elf_bytes(&o[3].sz);
-	return 4;
-}
+	struct epoll_event e = { .events = EPOLLIN, .data.fd = fd };
 
-const struct bpf_object_open_opts *rec__open_opts(struct recorder *r, int attempt)
-{
-	memset(&r->feat_open, 0, sizeof(r->feat_open));
-	r->feat_open.sz = sizeof(r->feat_open);
-	r->feat_open.btf_custom_path = !attempt && r->core_btf_used ? r->core_btf : NULL;
-	return &r->feat_open;
-}
-
-bool rec__open_retry(struct recorder *r, int attempt, int err)
-{
-	if (attempt || !r->core_btf_used)
-		return false;
-	pr_debug("a BPF object did not load against %s (%s): the kernel's BTF", r->core_btf,
-		 strerror(-err));
-	return true;
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e) ? -errno : 0;
 }
 
 /*
- * Whether a perf_event program (an NMI with the cycles event) may create
- * task local storage: from 6.4 on its elements come from bpf_mem_alloc,
- * which an NMI may call. Before, from kmalloc (6.1's verifier accepts the
- * call all the same), which an NMI must not: those kernels keep the LRU map.
- * 6.5 and later, a margin over the commit's release.
+ * After set-up: -p targets' descriptions written before the first sample,
+ * the fork/exit tracepoints attached, the ring buffer and side band polled.
  */
-static bool task_storage_in_nmi(void)
+static int open_stream(struct recorder *r)
 {
-	const char *force = getenv("BPFPROF_TASK_STORAGE"); /* "0": the LRU map (tests) */
-	struct utsname u;
-	int major = 0, minor = 0;
+	int err;
 
-	if (force)
-		return strcmp(force, "0") != 0;
-	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2)
-		return false;
-	return major > 6 || (major == 6 && minor >= 5);
-}
-
-/*
- * Open, size and load the CPU object; CO-RE as every object's
- * (rec__open_opts: the cached types file at attempt 0, the kernel's BTF
- * after). 0 or -errno, nothing printed.
- */
-static int cpu_open_load(struct recorder *r, int attempt)
-{
-	uint32_t cpu_last_n;
-	struct bpf_map *ev;
-
-	r->skel = cpu_bpf__open_opts(rec__open_opts(r, attempt));
-	if (!r->skel)
-		return -errno;
-	REC_SET_COMMON_RODATA(r->skel->rodata);
-	r->skel->rodata->want_kernel = !env.no_kernel;
-	r->skel->rodata->want_user = !env.no_user;
-	r->skel->rodata->time_samples = log_level >= 2;
-	r->skel->rodata->period_ns = 1000000000ULL / env.freq;
-	if (env.no_python || env.no_user) {
-		bpf_map__set_max_entries(r->skel->maps.py_procs, 1);
-		bpf_map__set_max_entries(r->skel->maps.py_threads, 1);
-		bpf_map__set_max_entries(r->skel->maps.pycode_seen, 1);
-		bpf_map__set_max_entries(r->skel->maps.py_files, 1);
-	}
-	ev = r->skel->maps.events;
-	bpf_map__set_max_entries(ev, env.ringbuf_bytes);
-	/*
-	 * Only what the chosen events and target need is loaded and sized
-	 * (issue 17: -a start-up): the sampling program only for on-CPU
-	 * samples (--alloc, --off-cpu or --cuda alone have their own objects
-	 * and do not verify it), the fork/exit followers only for `-- CMD`,
-	 * the pid filter's table only when there is a pid filter.
-	 */
-	bpf_program__set_autoload(r->skel->progs.on_cpu_sample, env.ev_cpu);
-	bpf_program__set_autoload(r->skel->progs.on_fork, env.cmd_argv != NULL);
-	bpf_program__set_autoload(r->skel->progs.on_exit, env.cmd_argv != NULL);
-	/* the side band's cgroup filter (sb_is_target) */
-	bpf_program__set_autoload(r->skel->progs.on_exec_in_cgroup, sb_by_cgroup());
-	bpf_map__set_max_entries(r->skel->maps.cgroup_execs, sb_by_cgroup() ? env.max_targets : 1);
-	bpf_map__set_max_entries(r->skel->maps.targets,
-				 env.all && !env.cmd_argv ? 1 : env.max_targets);
-	/*
-	 * Threads whose last sample's CPU time is kept: in task local storage
-	 * where a sample may create it (cpu.bpf.c), else in an LRU map (a dead
-	 * thread's entry goes first).
-	 */
-	r->skel->rodata->cpu_last_task_on = task_storage_in_nmi();
-	cpu_last_n = env.all || env.cgroup_path ? CPU_LAST_MACHINE : CPU_LAST_TARGETS;
-	if (!env.ev_cpu || r->skel->rodata->cpu_last_task_on)
-		cpu_last_n = 1;
-	bpf_map__set_max_entries(r->skel->maps.cpu_last, cpu_last_n);
-	if (env.unwind == UNWIND_FP || env.no_user) {
-		bpf_map__set_max_entries(r->skel->maps.unwind_rows, 1);
-		bpf_map__set_max_entries(r->skel->maps.proc_unwind, 1);
-	} else {
-		bpf_map__set_max_entries(r->skel->maps.unwind_rows, env.unwind_rows);
-		/* the unwinder copies rows in through a mapping (tables.c) */
-		bpf_map__set_map_flags(r->skel->maps.unwind_rows,
-				       bpf_map__map_flags(r->skel->maps.unwind_rows) |
-					       BPF_F_MMAPABLE);
-		bpf_map__set_max_entries(r->skel->maps.proc_unwind, env.unwind_procs);
-	}
-
-	if (log_level >= 3 && env.ev_cpu) /* verifier statistics (-vvv), whole log (-vvvv) */
-		bpf_program__set_log_level(r->skel->progs.on_cpu_sample,
-					   log_level >= 4 ? 1 | 4 : 4);
-	return cpu_bpf__load(r->skel);
-}
-
-static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_t nfeats)
-{
-	int err, nobjs;
-	uint32_t reason = TARGET_GIVEN;
-	double t0 = cpu_s();
-	struct corebtf_obj objs[4];
-
-	nobjs = core_objs(objs);
-	r->core_btf_used = corebtf__cached(objs, nobjs, r->core_btf, sizeof(r->core_btf));
-	for (int attempt = 0;; attempt++) {
-		err = cpu_open_load(r, attempt);
-		if (!err || !r->skel || !rec__open_retry(r, attempt, err))
-			break;
-		cpu_bpf__destroy(r->skel);
-		r->skel = NULL;
-		/* the CPU object needs what every object needs: the file does not fit */
-		pr_debug("the CO-RE types file %s: dropped", r->core_btf);
-		unlink(r->core_btf);
-		r->core_btf_used = false;
-	}
-	if (!r->skel) {
-		pr_err("cannot open the BPF object: %s", strerror(-err));
-		return err;
-	}
-	if (!err)
-		err = rec__add_counters(r, &counters_bpf, bpf_map__fd(r->skel->maps.counters));
-	if (err) {
-		pr_err("cannot load the BPF programs: %s (needs root or CAP_BPF+CAP_PERFMON)",
-		       strerror(-err));
-		return err;
-	}
-	/* written after the run (util/corebtf.h), for the next ones */
-	r->core_btf_todo = !r->core_btf_used && r->core_btf[0];
-	r->su_load = cpu_s() - t0;
-	for (size_t i = 0; i < env.npids; i++) {
-		if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.targets), &env.pids[i], &reason,
-					BPF_ANY)) {
-			err = -errno;
-			pr_err("cannot add pid %u to the filter: %s", env.pids[i], strerror(-err));
-			return err;
-		}
-	}
-	if (env.cgroup_path &&
-	    (err = cgroup__set_filter(bpf_map__fd(r->skel->maps.target_cgroup), env.cgroup_path))) {
-		pr_err("cannot set the cgroup filter to '%s': %s", env.cgroup_path, strerror(-err));
-		return err;
-	}
-	if (r->child > 0 &&
-	    bpf_map_update_elem(bpf_map__fd(r->skel->maps.targets), &r->child, &reason, BPF_ANY)) {
-		err = -errno;
-		pr_err("cannot add the command's pid to the filter: %s", strerror(-err));
-		return err;
-	}
-	if (env.unwind != UNWIND_FP && !env.no_user) {
-		err = unwinder__new_bpf(&r->unw, bpf_map__fd(r->skel->maps.unwind_rows),
-					env.unwind_rows, bpf_map__fd(r->skel->maps.proc_unwind),
-					bpf_map__fd(r->skel->maps.unwind_gen), r->objs);
-		if (err) {
-			pr_err("cannot map the unwind tables: %s", strerror(-err));
-			return err;
-		}
-		unwinder__set_file_map(r->unw, bpf_map__fd(r->skel->maps.file_unwind));
-		/* a few named targets: all their tables; the machine: what samples want */
-		unwinder__set_eager(r->unw, !env.all);
-		unwinder__set_partial(r->unw, env.unwind_rows / UNWIND_PARTIAL_SHARE);
-		err = open_table_cache(r);
-		if (err)
-			return err;
-	}
-	if (env.ev_cpu) { /* CPU values first: pprof's first sample types, as always */
-		r->cpu_samples = rec__value(r, "samples", "count");
-		r->cpu_ns = rec__value(r, "cpu", "nanoseconds");
-	}
-	t0 = cpu_s();
-	for (size_t i = 0; i < nfeats; i++) {
-		r->feat[r->nfeat] = feats[i];
-		err = feats[i]->setup(r, &r->feat_priv[r->nfeat]);
-		r->nfeat++; /* destroy() even after a failed setup */
-		if (err)
-			return err;
-	}
-	r->su_features = cpu_s() - t0;
 	if (r->unw || r->py) {
-		/* -p targets get their tables before the first sample */
 		for (size_t i = 0; i < env.npids; i++)
 			rec__want_sync(r, env.pids[i]);
 		sync_dirty(r);
@@ -668,47 +382,14 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 		pr_err("cannot create the ring buffer: %s", strerror(-err));
 		return err;
 	}
+	r->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (r->epfd < 0 || epoll_add(r->epfd, ring_buffer__epoll_fd(r->rb)) ||
+	    epoll_add(r->epfd, sideband__epoll_fd(r->sb))) {
+		err = -errno;
+		pr_err("cannot set up epoll: %s", strerror(-err));
+		return err;
+	}
 	return 0;
-}
-
-/*
- * At the exec of a process not known the cgroup's: BPF saw whether the exec
- * happened in the cgroup (no /proc read for each exec on the host).
- */
-static bool sb_exec_in_cgroup(void *ctx, uint32_t pid)
-{
-	struct recorder *r = ctx;
-	uint32_t v;
-
-	return !bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.cgroup_execs), &pid, &v);
-}
-
-/*
- * The side band's filter: a pid filter's targets (the map is_target()
- * reads), else the cgroup's processes: those BPF saw exec in it
- * (cgroup_execs), and the others as /proc/PID/cgroup says (one gone
- * already is not followed; a sample of it marks it, dec_user_begin).
- */
-static bool sb_is_target(void *ctx, uint32_t pid)
-{
-	if (!sb_by_cgroup())
-		return rec__is_target(ctx, pid);
-	return sb_exec_in_cgroup(ctx, pid) || cgroup__pid_under(pid, env.cgroup_rel) == 1;
-}
-
-/* A cgroup process's exit was read: its pid's next process is judged afresh. */
-static void sb_forget(void *ctx, uint32_t pid)
-{
-	struct recorder *r = ctx;
-
-	bpf_map_delete_elem(bpf_map__fd(r->skel->maps.cgroup_execs), &pid);
-}
-
-static int epoll_add(int epfd, int fd)
-{
-	struct epoll_event e = { .events = EPOLLIN, .data.fd = fd };
-
-	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e) ? -errno : 0;
 }
 
 int rec__add_counters(struct recorder *r, const struct counter_family *f, int map_fd)
@@ -1556,8 +1237,7 @@ int record__run(const struct rec_mode *mode)
 	}
 	if (!mode->view && output__open(&r.out, env.output))
 		return EXIT_USAGE;
-	raise_nofile();
-	libbpf_set_print(log_level >= 3 ? libbpf_debug : NULL);
+	setup__process();
 	err = install_signals();
 	r.key = malloc(decode__key_size());
 	membudget__set(env.mem_budget);
@@ -1574,7 +1254,7 @@ int record__run(const struct rec_mode *mode)
 	r.procs = r.objs ? proctab__new(r.objs) : NULL;
 	if (r.objs) {
 		objtab__set_frames(r.objs, stack_frames, &r);
-		objtab__set_fd_cap(r.objs, files_fd_cap());
+		objtab__set_fd_cap(r.objs, setup__fd_cap());
 	}
 	r.jit = perfmaps__new();
 	r.stacks = stacks__new();
@@ -1607,45 +1287,22 @@ int record__run(const struct rec_mode *mode)
 		pr_err("cannot start '%s': %s", env.cmd_argv[0], strerror(errno));
 		goto cleanup;
 	}
-	if (setup_bpf(&r, feats, nfeats))
+	if (setup__bpf(&r, feats, nfeats) || open_stream(&r) || setup__sideband_filter(&r))
 		goto cleanup;
-	/*
-	 * The side band follows the targets: -p, -- CMD (the targets map, filled
-	 * in setup_bpf and at forks), --cgroup (its processes).
-	 */
-	if (env.npids || env.cmd_argv || env.cgroup_path) {
-		struct sideband_filter f = { .is_target = sb_is_target,
-					     .ctx = &r,
-					     .follow_children = env.cmd_argv != NULL,
-					     .by_cgroup = sb_by_cgroup(),
-					     .at_exec = sb_by_cgroup() ? sb_exec_in_cgroup : NULL,
-					     .forget = sb_by_cgroup() ? sb_forget : NULL };
-
-		if ((err = sideband__set_filter(r.sb, &f))) {
-			pr_err("cannot set the side-band filter: %s", strerror(-err));
-			goto cleanup;
-		}
-	}
 	decode_ops__init(&r);
-	r.epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (r.epfd < 0 || epoll_add(r.epfd, ring_buffer__epoll_fd(r.rb)) ||
-	    epoll_add(r.epfd, sideband__epoll_fd(r.sb))) {
-		pr_err("cannot set up epoll: %s", strerror(errno));
-		goto cleanup;
-	}
 	/* what a sample costs in BPF, for -v (kernel.bpf_stats_enabled for us only) */
 	if (log_level >= 2)
 		r.stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	clock_gettime(CLOCK_REALTIME, &r.wall_start);
 	clock_gettime(CLOCK_MONOTONIC, &r.t_start);
-	su_start = cpu_s();
+	su_start = process_cpu_s();
 	/* -p targets' tables, built above, wait for no sample from here on */
 	if (r.unw)
 		unwinder__sampling_started(r.unw, mono_ns());
 	for (uint32_t i = 0; i < r.nfeat; i++)
 		if (r.feat[i]->start && r.feat[i]->start(&r, r.feat_priv[i]))
 			goto cleanup;
-	su_start = cpu_s() - su_start;
+	su_start = process_cpu_s() - su_start;
 	if (r.child > 0 && (err = command__check(env.cmd_argv[0]))) {
 		pr_err("cannot run '%s': %s", env.cmd_argv[0], strerror(-err));
 		status = (err == -ENOENT || err == -EACCES) ? EXIT_USAGE : EXIT_RUNTIME;
@@ -1711,13 +1368,7 @@ int record__run(const struct rec_mode *mode)
 		continuous__summary(r.cont);
 	status = EXIT_OK;
 cleanup:
-	if (r.core_btf_todo) {
-		struct corebtf_obj objs[4];
-		int nobjs = core_objs(objs);
-
-		if ((err = corebtf__write(objs, nobjs, r.core_btf)))
-			pr_debug("CO-RE types not cached in %s: %s", r.core_btf, strerror(-err));
-	}
+	setup__save_core_btf(&r);
 	if (status != EXIT_OK)
 		output__abort(&r.out);
 	command__end(&r, status != EXIT_OK);
