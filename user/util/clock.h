@@ -18,6 +18,11 @@ static inline uint64_t mono_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
 }
 
+static inline uint64_t timespec_ns(const struct timespec *t)
+{
+	return (uint64_t)t->tv_sec * 1000000000ULL + t->tv_nsec;
+}
+
 static inline uint64_t thread_cpu_ns(void)
 {
 	struct timespec t;
