@@ -7,66 +7,46 @@
  * print what was taken and what was lost.
  */
 #include <errno.h>
-#include <malloc.h>
 #include <fcntl.h>
-#include <limits.h>
+#include <malloc.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
-#include <sys/utsname.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "aggregate/profile.h"
 #include "aggregate/profile_build.h"
 #include "aggregate/stacks.h"
 #include "aggregate/timeline_log.h"
-#include "bpfprof.h"
 #include "cli.h"
 #include "collect/command.h"
 #include "collect/continuous.h"
 #include "collect/decode_ops.h"
+#include "collect/pytrack.h"
 #include "collect/record.h"
-#include "collect/report.h"
 #include "collect/recorder.h"
+#include "collect/report.h"
 #include "collect/sampler.h"
 #include "collect/setup.h"
-#include "collect/pytrack.h"
 #include "collect/sideband.h"
-#include "collect/uprobes.h"
 #include "collect/writeout.h"
-#include "symbolize/perfmap.h"
-#include "alloc.skel.h"
 #include "cpu.skel.h"
-#include "cuda.skel.h"
-#include "offcpu.skel.h"
 #include "proc/cgroup.h"
 #include "proc/objfile.h"
 #include "proc/proc.h"
 #include "symbolize/ksyms.h"
-#include "unwind/needed.h"
+#include "symbolize/perfmap.h"
 #include "unwind/tables.h"
 #include "unwind/tcache.h"
-#include "util/bpfmap.h"
-#include "util/htab.h"
 #include "util/clock.h"
-#include "util/corebtf.h"
-#include "util/counters.h"
+#include "util/htab.h"
 #include "util/log.h"
 #include "util/membudget.h"
-#include "util/tfile.h"
 #include "write/output.h"
-#include "write/writers.h"
 
 /* CFI compiling per loop turn: the rest of the wanted tables waits a turn */
 #define BALANCE_NS     (20 * 1000000ULL)
@@ -334,36 +314,13 @@ static void housekeeping(struct recorder *r, uint64_t *last_ns)
 }
 
 /*
- * -p: whether every process it names has exited (gone, or a zombie its
- * parent has not reaped yet), as perf record -p ends then. Not for the
- * continuous agent, which keeps running for processes to come.
+ * -p: every process it names has exited, as perf record -p ends then. Not
+ * for the continuous agent, which keeps running for processes to come.
  */
 static bool targets_exited(void)
 {
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
-
-	if (!env.npids || env.cmd_argv || env.continuous_dir)
-		return false;
-	for (size_t i = 0; i < env.npids; i++) {
-		snprintf(path, sizeof(path), "/proc/%u/stat", env.pids[i]);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue; /* gone */
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		p = strrchr(buf, ')'); /* comm may hold anything: the state follows its last ')' */
-		if (!p || (p[1] == ' ' && p[2] != 'Z' && p[2] != 'X'))
-			return false;
-		/* a leader that ended itself is a zombie while its threads run on */
-		if (proc__threads_left(env.pids[i], NULL))
-			return false;
-	}
-	return true;
+	return env.npids && !env.cmd_argv && !env.continuous_dir &&
+	       proc__all_exited(env.pids, env.npids);
 }
 
 static int run_loop(struct recorder *r)
@@ -446,6 +403,35 @@ static size_t run_features(const struct rec_mode *mode, const struct rec_feature
 	if (mode->view && n < REC_MAX_FEATURES)
 		out[n++] = mode->view;
 	return n;
+}
+
+/* Everything the run opened, in reverse order; NULL and -1 tolerated. */
+static void teardown(struct recorder *r)
+{
+	if (r->epfd >= 0)
+		close(r->epfd);
+	if (r->stats_fd >= 0)
+		close(r->stats_fd);
+	for (uint32_t i = 0; i < r->nfeat; i++)
+		if (r->feat[i]->destroy)
+			r->feat[i]->destroy(r, r->feat_priv[i]);
+	ring_buffer__free(r->rb);
+	if (r->procs)
+		proctab__on_change(r->procs, NULL, NULL);
+	unwinder__free(r->unw);
+	tcache__free(r->tcache);
+	continuous__free(r->cont);
+	cgroups__free(r->cg);
+	htab__free(r->dirty);
+	sideband__free(r->sb);
+	cpu_bpf__destroy(r->skel);
+	ksyms__free(r->ks);
+	stacks__free(r->stacks);
+	tl_log__free(r->tl);
+	proctab__free(r->procs);
+	perfmaps__free(r->jit);
+	objtab__free(r->objs);
+	free(r->key);
 }
 
 int record__run(const struct rec_mode *mode)
@@ -594,29 +580,6 @@ cleanup:
 	if (status != EXIT_OK)
 		output__abort(&r.out);
 	command__end(&r, status != EXIT_OK);
-	if (r.epfd >= 0)
-		close(r.epfd);
-	if (r.stats_fd >= 0)
-		close(r.stats_fd);
-	for (uint32_t i = 0; i < r.nfeat; i++)
-		if (r.feat[i]->destroy)
-			r.feat[i]->destroy(&r, r.feat_priv[i]);
-	ring_buffer__free(r.rb);
-	if (r.procs)
-		proctab__on_change(r.procs, NULL, NULL);
-	unwinder__free(r.unw);
-	tcache__free(r.tcache);
-	continuous__free(r.cont);
-	cgroups__free(r.cg);
-	htab__free(r.dirty);
-	sideband__free(r.sb);
-	cpu_bpf__destroy(r.skel);
-	ksyms__free(r.ks);
-	stacks__free(r.stacks);
-	tl_log__free(r.tl);
-	proctab__free(r.procs);
-	perfmaps__free(r.jit);
-	objtab__free(r.objs);
-	free(r.key);
+	teardown(&r);
 	return status;
 }

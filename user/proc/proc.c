@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "proc/objfile.h"
 #include "proc/proc.h"
@@ -594,4 +596,30 @@ uint32_t proc__nspid(const char *status_path, uint32_t no_line)
 	}
 	fclose(f);
 	return last;
+}
+
+bool proc__all_exited(const uint32_t *pids, size_t npids)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	for (size_t i = 0; i < npids; i++) {
+		snprintf(path, sizeof(path), "/proc/%u/stat", pids[i]);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* gone */
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		p = strrchr(buf, ')'); /* comm may hold anything: the state follows its last ')' */
+		if (!p || (p[1] == ' ' && p[2] != 'Z' && p[2] != 'X'))
+			return false;
+		/* a leader that ended itself is a zombie while its threads run on */
+		if (proc__threads_left(pids[i], NULL))
+			return false;
+	}
+	return true;
 }

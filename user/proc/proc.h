@@ -91,6 +91,11 @@ int proc__for_each_task(uint32_t pid, int (*fn)(void *ctx, uint32_t tid), void *
  * have ended itself: a zombie in /proc/PID/task beside them); *tid: one.
  */
 bool proc__threads_left(uint32_t pid, uint32_t *tid);
+/*
+ * Whether every one of these processes has exited: gone, or a zombie its
+ * parent has not reaped yet and whose other threads have ended too.
+ */
+bool proc__all_exited(const uint32_t *pids, size_t n);
 /* A thread was created in pid's process (a PERF_RECORD_FORK within it). */
 void proctab__thread(struct proctab *t, uint32_t pid);
 /* Whether pid's process may have threads besides its leader: not known from birth, or threaded. */
