@@ -385,19 +385,12 @@ static int run_loop(struct recorder *r)
 	return 0;
 }
 
-const struct rec_mode rec_mode_record = { .name = "record" };
-
-int record__main(void)
-{
-	return record__run(&rec_mode_record);
-}
-
 /* The features this run has: those env asks for, then the mode's view. */
 static size_t run_features(const struct rec_mode *mode, const struct rec_feature **out)
 {
 	size_t n = 0;
 
-	for (const struct rec_feature *const *f = rec_features; *f; f++)
+	for (const struct rec_feature *const *f = mode->features; f && *f; f++)
 		if ((*f)->wanted && (*f)->wanted() && n < REC_MAX_FEATURES)
 			out[n++] = *f;
 	if (mode->view && n < REC_MAX_FEATURES)

@@ -274,7 +274,4 @@ uint64_t rec__start_ns(const struct recorder *r);
 		(rodata)->unwind_mode = env.no_user ? UNWIND_FP : env.unwind; \
 	} while (0)
 
-/* The features, in the order they are set up (record.c). */
-extern const struct rec_feature *const rec_features[];
-
 #endif

@@ -34,6 +34,7 @@
 #include "collect/record.h"
 #include "collect/recorder.h"
 #include "dump/dump.h"
+#include "registry.h"
 #include "proc/proc.h"
 #include "offcpu.skel.h"
 #include "util/clock.h"
@@ -582,8 +583,8 @@ int dump__main(int argc, char **argv)
 	env.no_kernel = true; /* the BPF kernel stack is the ptrace stop: /proc has the real one */
 	env.per_thread = true;
 	log_level = verbose ? 1 + verbose : 0;
-	status =
-		record__run(&(struct rec_mode){ .name = "dump", .view = &dump_feature, .arg = &d });
+	status = record__run(&(struct rec_mode){
+		.name = "dump", .features = rec_features, .view = &dump_feature, .arg = &d });
 	if (status == EXIT_OK) {
 		if (json)
 			print_json(&d, stdout);

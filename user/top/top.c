@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "collect/record.h"
 #include "collect/recorder.h"
+#include "registry.h"
 #include "symbolize/ksyms.h"
 #include "top/top.h"
 #include "util/array.h"
@@ -349,5 +350,6 @@ int top__run(void)
 	if (env.thread_filter)
 		env.per_thread = true; /* samples keep their thread */
 	env.ev_cpu = true;
-	return record__run(&(struct rec_mode){ .name = "top", .view = &top_feature });
+	return record__run(
+		&(struct rec_mode){ .name = "top", .features = rec_features, .view = &top_feature });
 }
