@@ -149,7 +149,6 @@ void command__reap(struct recorder *r)
 	}
 }
 
-
 /*
  * The run is over (status: whether bpfprof failed): a command never released
  * dies with its held pipe; one still running after a failure is asked to end.

@@ -184,4 +184,3 @@ struct stack_key *rec__key(struct recorder *r, const struct prof_sample *s, size
 		return NULL;
 	return r->key;
 }
-

@@ -520,7 +520,6 @@ void report__summary(struct recorder *r, const struct build_stats *bs, size_t np
 	}
 }
 
-
 /*
  * The ready line is next: the agent's CPU so far (start-up) and the
  * tables, symbols and maps read by then, which the recording's cost leaves

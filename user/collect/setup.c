@@ -370,7 +370,6 @@ static void sb_forget(void *ctx, uint32_t pid)
 	bpf_map_delete_elem(bpf_map__fd(r->skel->maps.cgroup_execs), &pid);
 }
 
-
 /* Before anything is opened: file limits, libbpf's messages (-vv). */
 void setup__process(void)
 {

@@ -22,6 +22,7 @@
 #include "aggregate/timeline_log.h"
 #include "cli.h"
 #include "collect/continuous.h"
+#include "collect/pytrack.h"
 #include "collect/recorder.h"
 #include "collect/sideband.h"
 #include "collect/writeout.h"
@@ -46,13 +47,41 @@ static uint32_t feature_labels(void *arg, size_t stack, struct plabel *out, uint
 	return n;
 }
 
+static int py_describe(const void *arg, uint64_t id, uint32_t off, const char **qualname,
+		       const char **file, uint32_t *line)
+{
+	return pytrack__describe(arg, id, off, qualname, file, line);
+}
+
+static uint32_t py_first_line(const void *arg, uint64_t id)
+{
+	return pytrack__first_line(arg, id);
+}
+
+static const char *py_thread_name(const void *arg, uint32_t pid, uint32_t tid)
+{
+	return pytrack__thread_name(arg, pid, tid);
+}
+
+static const struct build_python py_names = {
+	.describe = py_describe,
+	.first_line = py_first_line,
+	.thread_name = py_thread_name,
+};
+
+void writeout__python(const struct recorder *r, struct build_opts *bo)
+{
+	bo->py = r->py ? &py_names : NULL;
+	bo->py_arg = r->py;
+}
+
 /* What profile__build needs from this run: roots, labels, value types. */
 static void build_opts_init(struct recorder *r, struct build_opts *bo)
 {
 	memset(bo, 0, sizeof(*bo));
 	bo->per_pid = env.per_pid;
 	bo->per_thread = env.per_thread;
-	bo->py = r->py;
+	writeout__python(r, bo);
 	bo->per_container = env.per_container;
 	bo->cg = r->cg;
 	bo->synth_name = r->synth_name;
@@ -321,7 +350,6 @@ int writeout__profile(struct recorder *r, size_t *nprocs, struct build_stats *bs
 	}
 	return output__commit(&r->out);
 }
-
 
 /* The object table names the frames the aggregated stacks hold (objtab__name_frames). */
 void writeout__init(struct recorder *r)

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+struct build_opts;
 struct build_stats;
 struct recorder;
 struct stacks;
@@ -15,6 +16,8 @@ void writeout__init(struct recorder *r);
 int writeout__profile(struct recorder *r, size_t *nprocs, struct build_stats *bs);
 /* --continuous: this interval's file, then an empty stack table; 0 or -errno. */
 int writeout__interval(struct recorder *r);
+/* Python's frame and thread names (the run's tracker) into bo; none without Python. */
+void writeout__python(const struct recorder *r, struct build_opts *bo);
 /* Distinct processes in a stack table. */
 size_t writeout__processes(const struct stacks *st);
 

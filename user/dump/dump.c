@@ -33,6 +33,7 @@
 #include "collect/offcpu.h"
 #include "collect/record.h"
 #include "collect/recorder.h"
+#include "collect/writeout.h"
 #include "dump/dump.h"
 #include "registry.h"
 #include "proc/proc.h"
@@ -330,9 +331,10 @@ static void dump_poll(struct recorder *r, void *priv)
 static void dump_finish(struct recorder *r, void *priv)
 {
 	struct dump *d = priv;
-	struct build_opts bo = { .per_thread = true, .nvalues = r->nvalues, .py = r->py };
+	struct build_opts bo = { .per_thread = true, .nvalues = r->nvalues };
 	struct build_stats bs;
 
+	writeout__python(r, &bo);
 	memcpy(bo.value_types, r->values, sizeof(r->values));
 	if (profile__build(&d->prof, r->stacks, r->objs, NULL, &bo, &bs)) {
 		pr_err("cannot symbolize the stacks");
