@@ -35,6 +35,7 @@
 #include "util/log.h"
 #include "util/membudget.h"
 #include "write/output.h"
+#include "write/writers.h"
 
 static uint32_t feature_labels(void *arg, size_t stack, struct plabel *out, uint32_t max)
 {
@@ -294,7 +295,9 @@ int writeout__profile(struct recorder *r, size_t *nprocs, struct build_stats *bs
 		close_rss(r, "stacks aggregated");
 		objtab__name_frames(r->objs, bo.lines != BUILD_LINES_NONE);
 		close_rss(r, "frames named");
-		err = tl_log__write(r->tl, r->objs, r->ks, &bo, r->out.f, bs, &r->st.written);
+		err = tl_log__build(r->tl, r->objs, r->ks, &bo, bs, &r->st.written);
+		if (!err)
+			err = chrome__write(tl_log__timeline(r->tl), r->out.f);
 		if (err) {
 			pr_err("cannot write the trace: %s", strerror(-err));
 			return err;
