@@ -571,33 +571,6 @@ size_t proctab__close_unused_files(struct proctab *t)
 	return objtab__close_unused(t->objs);
 }
 
-uint32_t proc__nspid(const char *status_path, uint32_t no_line)
-{
-	char line[256];
-	uint32_t last = no_line;
-	FILE *f = fopen(status_path, "re");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line + 6, *end;
-
-		if (strncmp(line, "NSpid:", 6))
-			continue;
-		for (;;) {
-			unsigned long v = strtoul(p, &end, 10);
-
-			if (end == p || v > UINT32_MAX)
-				break;
-			last = (uint32_t)v;
-			p = end;
-		}
-		break;
-	}
-	fclose(f);
-	return last;
-}
-
 bool proc__all_exited(const uint32_t *pids, size_t npids)
 {
 	char path[64], buf[512], *p;

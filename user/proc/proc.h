@@ -138,11 +138,4 @@ int proc__insert_mapping(struct proc *p, const struct mapping *m);
  */
 size_t proctab__close_unused_files(struct proctab *t);
 
-/*
- * The innermost (last) NSpid of a /proc/PID[/task/TID]/status file: the id
- * the task knows itself by in its own pid namespace. 0 when the file cannot
- * be read; no_line when it has no NSpid line (kernels before 4.1).
- */
-uint32_t proc__nspid(const char *status_path, uint32_t no_line);
-
 #endif
