@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The recorder's insides, shared with the event features (heap, off-CPU,
- * CUDA) that plug into a recording. record.c owns the life cycle; a feature
+ * CUDA) that plug into a recording. record.c owns the life cycle (the run
+ * loop; its jobs in command.c, setup.c, decode_ops.c, writeout.c and
+ * report.c); user/registry.c lists the features; a feature
  * is a struct rec_feature: it loads its own BPF object (whose maps are shared
  * with the CPU object by name, so there is one ring buffer, one pid filter,
  * one set of unwind tables), attaches, turns its ring buffer records into
