@@ -425,6 +425,7 @@ static void teardown(struct recorder *r)
 	perfmaps__free(r->jit);
 	objtab__free(r->objs);
 	free(r->key);
+	report__free(r);
 }
 
 int record__run(const struct rec_mode *mode)

@@ -282,6 +282,61 @@ static void print_cost(const struct recorder *r, const struct rusage *end)
 		   n ? rest * 1e6 / n : 0.0);
 }
 
+int rec__warn(struct recorder *r, const char *remedy, const char *problem_fmt, ...)
+{
+	char *problem, *line, **w;
+	va_list ap;
+	int n;
+
+	va_start(ap, problem_fmt);
+	n = vasprintf(&problem, problem_fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -ENOMEM;
+	n = remedy && *remedy ? asprintf(&line, "%s; %s", problem, remedy)
+			      : asprintf(&line, "%s", problem);
+	free(problem);
+	if (n < 0)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < r->nwarnings; i++)
+		if (!strcmp(r->warnings[i], line)) {
+			free(line);
+			return 0;
+		}
+	w = realloc(r->warnings, (r->nwarnings + 1) * sizeof(*w));
+	if (!w) {
+		free(line);
+		return -ENOMEM;
+	}
+	r->warnings = w;
+	r->warnings[r->nwarnings++] = line;
+	return 0;
+}
+
+uint64_t rec__samples(const struct recorder *r)
+{
+	return r->st.written_known ? r->st.written : r->st.received - r->st.before_exec;
+}
+
+/* Each feature's warnings(), then every warning, one line each (not with -q). */
+static void print_warnings(struct recorder *r)
+{
+	for (uint32_t i = 0; i < r->nfeat; i++)
+		if (r->feat[i]->warnings)
+			r->feat[i]->warnings(r, r->feat_priv[i]);
+	for (uint32_t i = 0; i < r->nwarnings; i++)
+		pr_warn("%s", r->warnings[i]);
+}
+
+void report__free(struct recorder *r)
+{
+	for (uint32_t i = 0; i < r->nwarnings; i++)
+		free(r->warnings[i]);
+	free(r->warnings);
+	r->warnings = NULL;
+	r->nwarnings = 0;
+}
+
 void report__summary(struct recorder *r, const struct build_stats *bs, size_t nprocs)
 {
 	uint64_t rb_full = rec__counter(r, CNT_RB_FULL);
@@ -299,9 +354,7 @@ void report__summary(struct recorder *r, const struct build_stats *bs, size_t np
 			 (unsigned long long)(r->st.bad + r->st.dec.bad + r->st.unknown_kind),
 			 (unsigned long long)sb_lost);
 	pr_info("%llu samples, %llu lost%s, %zu processes, %.1f%% frames unresolved, %.1f s",
-		(unsigned long long)(r->st.written_known ? r->st.written
-							 : r->st.received - r->st.before_exec),
-		(unsigned long long)lost, why, nprocs,
+		(unsigned long long)rec__samples(r), (unsigned long long)lost, why, nprocs,
 		bs->frames ? 100.0 * bs->unresolved / bs->frames : 0.0, secs);
 	{
 		const struct sideband_stats *ss = sideband__stats(r->sb);
@@ -518,6 +571,7 @@ void report__summary(struct recorder *r, const struct build_stats *bs, size_t np
 			   ru.ru_maxrss > r->hwm_run_kib ? ru.ru_maxrss : r->hwm_run_kib);
 		print_cost(r, &ru);
 	}
+	print_warnings(r);
 }
 
 /*

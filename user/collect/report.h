@@ -14,7 +14,12 @@ void report__mark_ready(struct recorder *r, double su_start);
 void report__ready_line(struct recorder *r);
 /* The recording stopped: its cost so far. */
 void report__mark_stop(struct recorder *r);
-/* The end-of-run summary (bs, nprocs: what the written profile holds). */
+/*
+ * The end-of-run summary (bs, nprocs: what the written profile holds), then
+ * the warnings (rec__warn, each feature's warnings()).
+ */
 void report__summary(struct recorder *r, const struct build_stats *bs, size_t nprocs);
+/* Free the warnings. */
+void report__free(struct recorder *r);
 
 #endif
