@@ -19,7 +19,7 @@
 
 #include "bpfprof.h"
 #include "cli.h"
-#include "collect/upload.h"
+#include "upload/upload.h"
 #include "proc/cgroup.h"
 #include "util/log.h"
 

@@ -8,7 +8,6 @@
 #include "aggregate/profile.h"
 #include "aggregate/profile_build.h"
 #include "aggregate/stacks.h"
-#include "collect/pytrack.h"
 #include "proc/cgroup.h"
 #include "python/python.h"
 #include "proc/objfile.h"
@@ -23,7 +22,8 @@ struct builder {
 	const struct ksyms *ks;
 	struct htab *cache; /* (sframe, caller) -> frame index + 1, high bit: unresolved */
 	struct build_stats *bs;
-	const struct pytrack *py;
+	const struct build_python *py;
+	const void *py_arg;
 	const char *eval_name; /* the interned "_PyEval_EvalFrameDefault", once seen */
 	uint32_t cv;	       /* build_opts.count_value */
 	const struct build_opts *o;
@@ -239,8 +239,8 @@ static int python_frame(struct builder *b, const struct sframe *f, struct pframe
 
 	pf->kind = FRAME_PYTHON;
 	pf->mapping = -1;
-	if (!b->py ||
-	    pytrack__describe(b->py, f->addr, f->aux & ~SFRAME_PY_ENTRY, &qualname, &file, &line)) {
+	if (!b->py || b->py->describe(b->py_arg, f->addr, f->aux & ~SFRAME_PY_ENTRY, &qualname,
+				      &file, &line)) {
 		pf->name = "[python: unreadable]";
 		*unresolved = true;
 		return 0;
@@ -253,7 +253,7 @@ static int python_frame(struct builder *b, const struct sframe *f, struct pframe
 	pf->sysname = b->sysbuf;
 	pf->file = file;
 	pf->line = line;
-	pf->start_line = pytrack__first_line(b->py, f->addr);
+	pf->start_line = b->py->first_line ? b->py->first_line(b->py_arg, f->addr) : 0;
 	return 0;
 }
 
@@ -568,8 +568,8 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 	if (o->per_thread) {
 		comm_str(tcomm, k->tcomm);
 		/* a Python thread's threading name, else its OS name (comm) */
-		if (b->py)
-			tname = pytrack__thread_name(b->py, k->pid, k->tid);
+		if (b->py && b->py->thread_name)
+			tname = b->py->thread_name(b->py_arg, k->pid, k->tid);
 		if (!tname)
 			tname = tcomm;
 		snprintf(tframe, sizeof(tframe), "%s [%u]", tname, k->tid);
@@ -630,7 +630,9 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 int profile__build(struct profile **out, const struct stacks *st, struct objtab *objs,
 		   const struct ksyms *ks, const struct build_opts *o, struct build_stats *bs)
 {
-	struct builder b = { .objs = objs, .ks = ks, .bs = bs, .py = o->py, .o = o };
+	struct builder b = {
+		.objs = objs, .ks = ks, .bs = bs, .py = o->py, .py_arg = o->py_arg, .o = o
+	};
 	const struct stack_vals *v;
 	const struct stack_key *k;
 	uint32_t *idx = NULL;
