@@ -575,8 +575,6 @@ int record__run(const struct rec_mode *mode)
 		goto cleanup;
 	}
 	report__summary(&r, &bs, nprocs);
-	if (r.cont)
-		continuous__summary(r.cont);
 	status = EXIT_OK;
 cleanup:
 	setup__save_core_btf(&r);
