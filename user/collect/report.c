@@ -799,14 +799,11 @@ static void recorder_warnings(struct recorder *r, const struct build_stats *bs)
 void report__summary(struct recorder *r, const struct build_stats *bs, size_t nprocs)
 {
 	double secs = (timespec_ns(&r->t_stop) - timespec_ns(&r->t_start)) / 1e9;
-	char cpu[64] = "";
+	uint64_t n = rec__samples(r);
 
-	if (r->cpu_ns >= 0 && r->st.written_known)
-		snprintf(cpu, sizeof(cpu), " (%.2f s of CPU)", r->st.written_cpu_ns / 1e9);
-	pr_info("%llu %s%s, %llu lost, %zu %s, %.1f%% frames unresolved, %.1f s",
-		(unsigned long long)rec__samples(r), rec__samples(r) == 1 ? "sample" : "samples",
-		cpu, (unsigned long long)lost_samples(r), nprocs,
-		nprocs == 1 ? "process" : "processes",
+	pr_info("%llu %s, %llu lost, %zu %s, %.1f%% frames unresolved, %.1f s",
+		(unsigned long long)n, n == 1 ? "sample" : "samples",
+		(unsigned long long)lost_samples(r), nprocs, nprocs == 1 ? "process" : "processes",
 		bs->frames ? 100.0 * bs->unresolved / bs->frames : 0.0, secs);
 	if (r->cont)
 		continuous__summary(r->cont);
