@@ -140,7 +140,8 @@ def test_partial_cfi_frame_pointer_step(tmp_path):
     have no row and goes on with the tables. Without that step every walk
     stopped in work_X ("unsupported rule")."""
     out = tmp_path / "pc.folded"
-    r = run(["--unwind", "auto", "-F", "999", "-o", str(out), "--", workload("partial_cfi"), "4"])
+    r = run(["-v", "--unwind", "auto", "-F", "999", "-o", str(out), "--", workload("partial_cfi"),
+             "4"])
     assert r.returncode == 0, r.stderr
     good, n = reach_main_share(parse_folded(out.read_text()), "partial_cfi")
     # most of the CPU time its work got (it prints it) at 999 Hz, not a fixed 1000
@@ -166,7 +167,7 @@ def test_missing_frames_marker(tmp_path, fmt):
     the native walk cannot get past it, the Python frames below are known.
     Between them goes one [missing frames] marker, in every format."""
     out = tmp_path / f"nc.{fmt}"
-    r = run(["-f", fmt, "-F", "999", "-o", str(out), "--", "python3", NOCFI_PY,
+    r = run(["-v", "-f", fmt, "-F", "999", "-o", str(out), "--", "python3", NOCFI_PY,
              workload("libnocfi.so"), "3"])
     assert r.returncode == 0, r.stderr
     m = re.search(r"(\d+) samples with a \[missing frames\] marker", r.stderr)

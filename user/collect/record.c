@@ -65,6 +65,7 @@ static volatile sig_atomic_t exiting;
 static volatile sig_atomic_t got_signal;
 static volatile sig_atomic_t child_changed;
 static volatile sig_atomic_t new_interval; /* SIGHUP in continuous mode */
+static bool final_drain;		   /* the events are off: read the ring buffer to its end */
 
 static void on_signal(int sig)
 {
@@ -169,6 +170,13 @@ static int handle_record(void *ctx, void *data, size_t size)
 	struct recorder *r = ctx;
 	const struct prof_sample_hdr *h = data;
 
+	/*
+	 * Ctrl-C while the buffer refills as fast as it is read (a loaded host):
+	 * ring_buffer__consume() reads until it is empty, so the stop waited
+	 * minutes. Stop here; what is left is read once the events are off.
+	 */
+	if (exiting && !final_drain)
+		return -EINTR;
 	r->st.received++;
 	r->st.bytes += size;
 	if (size < sizeof(*h)) {
@@ -550,6 +558,7 @@ int record__run(const struct rec_mode *mode)
 	if (got_signal && r.child > 0 && !r.child_done)
 		kill(r.child, got_signal);
 	/* everything already in the buffers is part of the profile */
+	final_drain = true;
 	sideband__consume(r.sb);
 	ring_buffer__consume(r.rb);
 	for (uint32_t i = 0; i < r.nfeat; i++)
@@ -566,8 +575,6 @@ int record__run(const struct rec_mode *mode)
 		goto cleanup;
 	}
 	report__summary(&r, &bs, nprocs);
-	if (r.cont)
-		continuous__summary(r.cont);
 	status = EXIT_OK;
 cleanup:
 	setup__save_core_btf(&r);
