@@ -102,8 +102,15 @@ cleanup() {
 trap cleanup EXIT
 cp -a "$BASE" "$root"
 rm -f "$root/.bpfprof-minbase-ok"
-# a fresh machine's resolver, as the installer writes it
+# what a machine on this network is given: its resolver, as the installer
+# writes it, and the site's own CA certificates (a TLS-inspecting proxy's:
+# without them npm ci fails with SELF_SIGNED_CERT_IN_CHAIN), which the
+# ca-certificates package adds to the store when make test-deps installs it
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
+	mkdir -p "$root/usr/local/share/ca-certificates"
+	cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+fi
 commit=$(git -C "$tree" rev-parse --short "$rev")
 mkdir -p "$root/root"
 git -C "$tree" archive --prefix=bpfprof/ "$rev" | tar -x -C "$root/root"
