@@ -93,6 +93,11 @@ fi
 work=$(mktemp -d /var/tmp/bpfprof-minbase.XXXXXX)
 root=$work/root
 cleanup() {
+	local p
+	# what still runs in the root (an interrupted command, a daemon a test left)
+	for p in /proc/[0-9]*; do
+		[[ $(readlink "$p/root" 2>/dev/null) == "$root" ]] && kill -KILL "${p#/proc/}" 2>/dev/null
+	done
 	if ((keep)); then
 		echo "minbase: kept $root"
 	else
@@ -100,10 +105,19 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 cp -a "$BASE" "$root"
 rm -f "$root/.bpfprof-minbase-ok"
-# a fresh machine's resolver, as the installer writes it
+# what a machine on this network is given: its resolver, as the installer
+# writes it, and the site's own CA certificates (a TLS-inspecting proxy's:
+# without them npm ci fails with SELF_SIGNED_CERT_IN_CHAIN), which the
+# ca-certificates package adds to the store when make test-deps installs it
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
+	mkdir -p "$root/usr/local/share/ca-certificates"
+	cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+fi
 commit=$(git -C "$tree" rev-parse --short "$rev")
 mkdir -p "$root/root"
 git -C "$tree" archive --prefix=bpfprof/ "$rev" | tar -x -C "$root/root"
@@ -126,7 +140,8 @@ in_root() { # LABEL COMMAND
 		mount --rbind /dev "$r/dev"
 		exec chroot "$r" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
 			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-			/bin/bash -c "cd /root/bpfprof && $2"' bash "$root" "$cmd" </dev/null || rc=$?
+			/bin/bash -c "cd /root/bpfprof && $2"' bash "$root" "$cmd" </dev/null &
+	wait $! || rc=$? # in the background: a signal to this script is taken at once
 	t1=$(date +%s)
 	echo "minbase: [$label] exit $rc after $((t1 - t0)) s ($(cut -d' ' -f1-3 /proc/loadavg) load)"
 	timings+=("$label: $((t1 - t0)) s, exit $rc")
