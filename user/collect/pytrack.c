@@ -182,29 +182,30 @@ struct pytrack {
 	 * reported; freed by pytrack__gc once their process is gone (continuous).
 	 */
 	struct membudget_cache mb_codes;
-	/* interpreter versions newer than any layout we know, said once each */
-	uint32_t newer_said[8];
-	uint32_t nnewer_said;
 };
 
 /*
  * A _Py_DebugOffsets block newer than every layout bpfprof knows is decoded
- * with the newest (pyoffsets.c): said once per version and run, since its
- * frames are only as right as that guess.
+ * with the newest (pyoffsets.c): kept, once per version, for the end of
+ * the run's warning (python.c), since its frames are only as right as that
+ * guess.
  */
-static void say_layout(struct pytrack *t, const struct pyinfo *info)
+static void note_layout(struct pytrack *t, const struct pyinfo *info)
 {
 	uint32_t v = info->version & 0xffff0000u; /* major.minor */
+	struct pytrack_stats *st = &t->st;
 
 	if (!info->layout || v == info->layout)
 		return;
-	for (uint32_t i = 0; i < t->nnewer_said; i++)
-		if (t->newer_said[i] == v)
+	for (uint32_t i = 0; i < st->nnewer; i++)
+		if (st->newer_version[i] == v)
 			return;
-	if (t->nnewer_said < sizeof(t->newer_said) / sizeof(t->newer_said[0]))
-		t->newer_said[t->nnewer_said++] = v;
-	pr_warn("python%u.%u: decoded with %u.%u's layout (newer than any bpfprof knows)", v >> 24,
-		(v >> 16) & 0xff, info->layout >> 24, (info->layout >> 16) & 0xff);
+	if (st->nnewer < sizeof(st->newer_version) / sizeof(st->newer_version[0])) {
+		st->newer_version[st->nnewer] = v;
+		st->newer_layout[st->nnewer++] = info->layout;
+	}
+	pr_verbose("python%u.%u: decoded with %u.%u's layout (newer than any bpfprof knows)",
+		   v >> 24, (v >> 16) & 0xff, info->layout >> 24, (info->layout >> 16) & 0xff);
 }
 
 /* What ce holds besides its line table, charged again after it changed. */
@@ -641,13 +642,15 @@ void pytrack__probe(struct pytrack *t, const struct proc *p)
 			return;
 		}
 		if (err) {
-			if (err == -ENOTSUP)
+			if (err == -ENOTSUP) {
 				t->st.unsupported++;
+				t->st.unsupported_version = pp->info.version & 0xffff0000u;
+			}
 			pr_verbose("pid %u: %s: no Python stacks (%s)", p->pid, o->path,
 				   err == -ENOTSUP ? "unsupported version" : strerror(-err));
 			return;
 		}
-		say_layout(t, &pp->info);
+		note_layout(t, &pp->info);
 		set_span(&pp->info.bpf);
 		file_learn(t, fe, o, &pp->info, m->start - vaddr);
 		pp->info.bpf.snap_gen = (uint16_t)pp->gen; /* a new image's snapshots */
