@@ -55,6 +55,8 @@ TEST=(
 	tmux
 	# systemd-analyze security/verify of packaging/bpfprof.service
 	systemd
+	# tools/sidroot.sh: the Debian sid root with python3.13/3.14/3.15 (make test-roots)
+	debootstrap
 )
 
 # make bench: the peers and the real-host workloads

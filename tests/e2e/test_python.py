@@ -37,7 +37,7 @@ def frames_named(f, q):
     return [x for x in f if pyframe(x) and pyframe(x)["q"] == q]
 
 
-@pytest.mark.parametrize("python", interpreters())
+@pytest.mark.parametrize("python", interpreters() + interpreters(("sid-3.13",)))
 def test_split_lines_threads(tmp_path, python):
     out = tmp_path / "py.folded"
     r = run(["--per-thread", "-F", "999", "-o", str(out), "--", python,
