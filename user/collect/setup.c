@@ -31,6 +31,7 @@
 #include "proc/cgroup.h"
 #include "unwind/tables.h"
 #include "unwind/tcache.h"
+#include "util/caps.h"
 #include "util/clock.h"
 #include "util/corebtf.h"
 #include "util/counters.h"
@@ -279,8 +280,10 @@ int setup__bpf(struct recorder *r, const struct rec_feature **feats, size_t nfea
 	if (!err)
 		err = rec__add_counters(r, &counters_bpf, bpf_map__fd(r->skel->maps.counters));
 	if (err) {
-		pr_err("cannot load the BPF programs: %s (needs root or CAP_BPF+CAP_PERFMON)",
-		       strerror(-err));
+		char why[256];
+
+		pr_err("cannot load the BPF programs: %s%s", strerror(-err),
+		       caps__why(err, CAPS_RECORD, why, sizeof(why)));
 		return err;
 	}
 	/* written after the run (util/corebtf.h), for the next ones */
