@@ -584,6 +584,7 @@ cleanup:
 	if (status != EXIT_OK)
 		output__abort(&r.out);
 	command__end(&r, status != EXIT_OK);
+	status = command__exit_status(&r, status);
 	teardown(&r);
 	return status;
 }

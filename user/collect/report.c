@@ -790,7 +790,7 @@ static void recorder_warnings(struct recorder *r, const struct build_stats *bs)
 			  (unsigned long long)unnamed);
 	}
 	/* a user-space file (not [kernel.kallsyms] or [vdso]): a debug package names it */
-	if (bs->frames && 100.0 * bs->unresolved / bs->frames >= UNRESOLVED_WARN_SHARE &&
+	if (n >= 10 && bs->frames && 100.0 * bs->unresolved / bs->frames >= UNRESOLVED_WARN_SHARE &&
 	    bs->unresolved_file[0] && bs->unresolved_file[0] != '[')
 		rec__warn(r,
 			  "install its debug symbols (Debian: its -dbgsym or -dbg package; "
