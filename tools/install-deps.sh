@@ -10,6 +10,8 @@ PACKAGES=(
 	# build: BPF objects, skeletons, the agent
 	clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev liblzma-dev
 	protobuf-c-compiler libprotobuf-c-dev make gcc g++ binutils pkg-config
+	# unwind tables shared only between files whose CFI hashes alike (SHA-256)
+	nettle-dev
 	# --upload (Pyroscope HTTP ingest)
 	libcurl4-openssl-dev
 	# native source lines (DWARF) through elfutils' libdw

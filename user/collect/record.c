@@ -1561,7 +1561,7 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			const struct unwinder_stats *us = unwinder__stats(r->unw);
 
 			pr_verbose(
-				"unwind tables: %llu files (%llu without, %llu shared by build id), "
+				"unwind tables: %llu files (%llu without, %llu shared with identical files), "
 				"%llu rows in use, peak %llu of %llu (%.1f MiB), %llu evicted (%llu built "
 				"again), "
 				"%llu refused for room (%llu built later), %.1f ms compiling CFI, "
