@@ -1479,7 +1479,18 @@ static void print_summary(struct recorder *r, const struct build_stats *bs, size
 			(unsigned long long)js->files, (unsigned long long)js->entries,
 			(unsigned long long)js->bad, (unsigned long long)js->found,
 			(unsigned long long)js->missed);
+		pr_verbose("jit: %.1f MiB of perf maps parsed in %.3f s, %llu reads put off (a "
+			   "map's share of time), %llu maps replaced, %llu read no further (%llu "
+			   "past their share of --mem-budget, %llu past 64 MiB)",
+			   js->bytes / 1048576.0, js->read_ns / 1e9,
+			   (unsigned long long)js->deferred, (unsigned long long)js->replaced,
+			   (unsigned long long)(js->over_budget + js->capped),
+			   (unsigned long long)js->over_budget, (unsigned long long)js->capped);
 	}
+	if (r->jit && perfmaps__stats(r->jit)->refused)
+		pr_warn("%llu perf maps not read: not their process's own regular file (a "
+			"symlink, or another user's file in its /tmp)",
+			(unsigned long long)perfmaps__stats(r->jit)->refused);
 	if (r->st.dec.missing_frames)
 		pr_info("unwinding: %llu samples with a [missing frames] marker where the walk "
 			"stopped (reasons above)",

@@ -595,3 +595,20 @@ uint32_t proc__nspid(const char *status_path, uint32_t no_line)
 	fclose(f);
 	return last;
 }
+
+int proc__uids(const char *status_path, uint32_t uids[4])
+{
+	char line[256];
+	int n = 0;
+	FILE *f = fopen(status_path, "re");
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Uid:", 4)) {
+			n = sscanf(line + 4, "%u %u %u %u", &uids[0], &uids[1], &uids[2], &uids[3]);
+			break;
+		}
+	fclose(f);
+	return n == 4 ? 0 : -ENOENT;
+}
