@@ -19,7 +19,7 @@
 
 #include "bpfprof.h"
 #include "cli.h"
-#include "collect/upload.h"
+#include "upload/upload.h"
 #include "proc/cgroup.h"
 #include "util/log.h"
 
@@ -416,6 +416,27 @@ static int parse_mem_budget(const char *s)
 		return -EINVAL;
 	}
 	env.mem_budget = v;
+	return 0;
+}
+
+/*
+ * --ring-mb: the ring buffer every BPF program hands its records to. The
+ * kernel wants a power of two of pages; MiB keeps the number readable.
+ */
+static int parse_ring_mb(const char *s)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v < 1 || v > 1024 || (v & (v - 1))) {
+		pr_err("invalid size '%s' for --ring-mb: expected a power of two from 1 to 1024 "
+		       "(MiB)",
+		       s);
+		return -EINVAL;
+	}
+	env.ringbuf_bytes = (uint32_t)v << 20;
 	return 0;
 }
 
@@ -850,6 +871,9 @@ static const struct cli_opt opts[] = {
 	  "; 'off': none). DIR is created 0700 and must be the agent's own, with no directory "
 	  "above it writable by another user (root's sticky /tmp is fine); at most four times "
 	  "--unwind-mem, least recently used deleted first" },
+	{ "ring-mb", 0, "MIB", S_OPTIONS, NULL, parse_ring_mb,
+	  "the ring buffer that carries samples from the kernel to bpfprof, in MiB (a power "
+	  "of two, default 8): raise it when the summary warns that samples were lost" },
 	{ "mem-budget", 0, "SIZE", S_OPTIONS, NULL, parse_mem_budget,
 	  "memory for what the agent keeps of targets (symbols, Python line tables, perf maps, "
 	  "process state, unwinder and cgroup bookkeeping, the profile at the end; stacks up to "

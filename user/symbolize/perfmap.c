@@ -8,11 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proc/proc.h"
 #include "symbolize/perfmap.h"
 #include "util/clock.h"
 #include "util/htab.h"
 #include "util/membudget.h"
+#include "util/procfs.h"
 #include "util/tfile.h"
 
 /* A map is looked at again (size, mtime) on a miss, at most this often. */
@@ -46,6 +46,7 @@ struct pmap {
 	int64_t size;	   /* its size when last read to the end (-1: not read to the end) */
 	int64_t mtime_ns;  /* and its mtime then */
 	bool full;	   /* over its share of the budget or PERFMAP_MAX_BYTES: read no further */
+	bool refused;	   /* not the process's own regular file (counted once) */
 	uint32_t nspid;	   /* the pid the process knows itself by (0: not read yet) */
 	uint32_t uids[4];  /* its uids: whose map it may read */
 	uint64_t checked;  /* mono_ns of the last look at the file */
@@ -398,8 +399,8 @@ static void pmap_load(struct perfmaps *pm, uint32_t pid, struct pmap *m)
 		 * it knows itself by; 0: the process is gone.
 		 */
 		snprintf(path, sizeof(path), "/proc/%u/status", pid);
-		m->nspid = proc__nspid(path, pid);
-		if (m->nspid && proc__uids(path, m->uids))
+		m->nspid = procfs__nspid(path, pid);
+		if (m->nspid && procfs__uids(path, m->uids))
 			m->nspid = 0;
 	}
 	if (!m->nspid)
@@ -416,8 +417,10 @@ static void pmap_load(struct perfmaps *pm, uint32_t pid, struct pmap *m)
 	fd = tfile__open_own(root, path, m->uids, 4, &st);
 	close(root);
 	if (fd < 0) {
-		if (fd == -EPERM)
+		if (fd == -EPERM && !m->refused) {
+			m->refused = true;
 			pm->st.refused++;
+		}
 		return;
 	}
 	if ((uint64_t)st.st_dev != m->dev || (uint64_t)st.st_ino != m->ino ||

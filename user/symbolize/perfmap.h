@@ -33,7 +33,7 @@ struct perfmap_stats {
 	uint64_t bad;	      /* lines that are no entry */
 	uint64_t found;	      /* lookups that found a name */
 	uint64_t missed;      /* anonymous-code addresses no map names */
-	uint64_t refused;     /* maps not read: not the process's own regular file */
+	uint64_t refused;     /* processes whose map was not read: not their own regular file */
 	uint64_t replaced;    /* maps found replaced or truncated: read again from the start */
 	uint64_t deferred;    /* reads put off: the map had had its share of the agent's time */
 	uint64_t capped;      /* maps larger than PERFMAP_MAX_BYTES: read no further */
