@@ -21,6 +21,8 @@ set -euo pipefail
 BUILD=(
 	make gcc clang bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev liblzma-dev
 	protobuf-c-compiler libprotobuf-c-dev
+	# SHA-256 of the CFI an unwind table is made from: files share a table by it
+	nettle-dev
 	# pprof's profile.proto, compiled by protoc-c
 	golang-github-google-pprof-dev
 	# --upload (Pyroscope HTTP ingest): curl.h; libcurl is opened at run time

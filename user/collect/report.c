@@ -483,6 +483,15 @@ static void detail(struct recorder *r, const struct build_stats *bs)
 			(unsigned long long)js->files, (unsigned long long)js->entries,
 			(unsigned long long)js->bad, (unsigned long long)js->found,
 			(unsigned long long)js->missed);
+		pr_info("jit: %.1f MiB of perf maps parsed in %.3f s, %llu reads put off (a "
+			"map's share of time), %llu maps replaced, %llu read no further (%llu "
+			"past their share of --mem-budget, %llu past 64 MiB), %llu refused (not "
+			"their process's own regular file)",
+			js->bytes / 1048576.0, js->read_ns / 1e9, (unsigned long long)js->deferred,
+			(unsigned long long)js->replaced,
+			(unsigned long long)(js->over_budget + js->capped),
+			(unsigned long long)js->over_budget, (unsigned long long)js->capped,
+			(unsigned long long)js->refused);
 	}
 	if (r->st.dec.missing_frames)
 		pr_info("unwinding: %llu samples with a [missing frames] marker where the walk "
@@ -544,7 +553,7 @@ static void detail(struct recorder *r, const struct build_stats *bs)
 			const struct unwinder_stats *us = unwinder__stats(r->unw);
 
 			pr_verbose(
-				"unwind tables: %llu files (%llu without, %llu shared by build id), "
+				"unwind tables: %llu files (%llu without, %llu shared with identical files), "
 				"%llu rows in use, peak %llu of %llu (%.1f MiB), %llu evicted (%llu built "
 				"again), "
 				"%llu refused for room (%llu built later), %.1f ms compiling CFI, "
@@ -800,6 +809,13 @@ static void recorder_warnings(struct recorder *r, const struct build_stats *bs)
 			  bs->unresolved_file_frames * 2 >= bs->unresolved ? "most of them"
 									   : "the most of any file",
 			  bs->unresolved_file);
+	if (r->jit && perfmaps__stats(r->jit)->refused)
+		rec__warn(r,
+			  "a JIT's map must be its own regular file in its /tmp, as perf requires "
+			  "(not a symlink, not another user's file)",
+			  "JIT frames of %llu processes are not named: their perf maps were not "
+			  "read, not being their process's own regular file",
+			  (unsigned long long)perfmaps__stats(r->jit)->refused);
 	if (r->cpu_samples >= 0 && !n && !r->mode->view && !r->cont) {
 		snprintf(remedy, sizeof(remedy),
 			 "record for longer (-d) or more often (-F, now %u Hz)", env.freq);
