@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import BPFPROF, have, parse_folded, pyenv_pythons, run, workload
+from conftest import BPFPROF, have, parse_folded, pyenv_pythons, python_params, run, workload
 
 PYDIR = os.path.join(os.path.dirname(__file__), "../workloads/py")
 MIB = 1 << 20
@@ -316,7 +316,8 @@ def pythons():
     found = pyenv_pythons()
     # oldest, a frame-object and the newest interpreter layout
     pick = [p for p in found if p[0] in ("3.8", "3.11", "3.13")] or found[-1:]
-    return [pytest.param(path, id=f"pyenv-{v}") for v, path in pick]
+    return [pytest.param(path, id=f"pyenv-{v}") for v, path in pick] + \
+        python_params(("sid-3.14", "sid-3.15", "ft-3.13t", "ft-3.14t"))
 
 
 @pytest.mark.skipif(not have("go"), reason="go (golang-go) not installed")
@@ -613,7 +614,9 @@ def finalize_pythons():
     pyenv one (from libpython3.X.so)."""
     found = [pytest.param(sys.executable, id="sys")]
     shared = [(v, p) for v, p in pyenv_pythons() if v in ("3.12", "3.11")]
-    return found + [pytest.param(p, id=f"pyenv-{v}") for v, p in shared[-1:]]
+    # and Debian's newest, in their root (Py_FinalizeEx in the executable)
+    return found + [pytest.param(p, id=f"pyenv-{v}") for v, p in shared[-1:]] + \
+        python_params(("sid-3.14", "sid-3.15", "ft-3.14t"))
 
 
 @pytest.mark.skipif(not have("go"), reason="go (golang-go) not installed")

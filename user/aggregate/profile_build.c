@@ -312,7 +312,8 @@ static int frame_index(struct builder *b, const struct sframe *f, bool caller, b
 {
 	struct cache_key k = { .f = *f, .caller = caller };
 
-	k.f.aux &= ~SFRAME_PY_ENTRY; /* the same frame whether or not it began an eval call */
+	/* the same frame whether or not it began (or is) an eval call */
+	k.f.aux &= ~(SFRAME_PY_ENTRY | SFRAME_PY_EVAL);
 	struct pframe pf = { 0 };
 	struct htab_entry *e;
 	char buf[512];
@@ -481,7 +482,8 @@ static bool is_eval_loop(struct builder *b, int idx)
 
 /*
  * User frames root first, with each native _PyEval_EvalFrameDefault frame
- * replaced by the Python calls it was running (as py-spy --native does), so
+ * (by its name, or by BPF's finding that its stack holds a Python entry
+ * frame: SFRAME_PY_EVAL) replaced by the Python calls it was running (as py-spy --native does), so
  * that C extension frames sit above their Python caller. A Python frame
  * flagged SFRAME_PY_ENTRY begins the run of one eval call. When the counts
  * disagree (an eval frame the native unwinder missed), calls and eval frames
@@ -497,6 +499,7 @@ static int user_and_python(struct builder *b, const struct stack_key *k, const s
 	int32_t uidx[MAX_USTACK_FRAMES], pidx[MAX_PY_FRAMES];
 	uint32_t gstart[MAX_PY_FRAMES + 1];
 	bool unresolved, uunres[MAX_USTACK_FRAMES], punres[MAX_PY_FRAMES];
+	bool ueval[MAX_USTACK_FRAMES];
 	int ret;
 
 	if (nu > MAX_USTACK_FRAMES || np > MAX_PY_FRAMES)
@@ -510,7 +513,8 @@ static int user_and_python(struct builder *b, const struct stack_key *k, const s
 			return ret;
 		uidx[i] = ret;
 		uunres[i] = unresolved;
-		m += np && is_eval_loop(b, ret);
+		ueval[i] = np && ((uf[j].aux & SFRAME_PY_EVAL) || is_eval_loop(b, ret));
+		m += ueval[i];
 	}
 	/* Python frames root first, cut into one group per eval call */
 	for (uint32_t i = 0; i < np; i++) {
@@ -551,7 +555,7 @@ static int user_and_python(struct builder *b, const struct stack_key *k, const s
 	for (uint32_t i = 0, e = 0; i < nu; i++) {
 		uint32_t first, last;
 
-		if (!(np && m && is_eval_loop(b, uidx[i]))) {
+		if (!(np && m && ueval[i])) {
 			EMIT(uidx[i], uunres[i]);
 			continue;
 		}
@@ -653,7 +657,7 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 		values[i] = v->v[i];
 	labels[nlabels++] = (struct plabel){ .key = "pid", .num = k->pid };
 	labels[nlabels++] = (struct plabel){ .key = "comm", .str = pcomm };
-	if (k->npython)
+	if (k->npython && (k->flags & STACK_F_GIL_KNOWN))
 		labels[nlabels++] =
 			(struct plabel){ .key = "gil",
 					 .str = k->flags & STACK_F_GIL_HELD ? "held" : "released" };
