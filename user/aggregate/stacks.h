@@ -20,6 +20,11 @@ struct sframe {
 
 /* aux of a Python frame: the first frame of its eval loop call */
 #define SFRAME_PY_ENTRY (1u << 31)
+/*
+ * aux of an anonymous-code frame (OBJ_ANON, OBJ_JIT): in copies of a
+ * trampoline (unwind/anoncode.h), CPython's perf trampolines (-X perf)
+ */
+#define SFRAME_TRAMPOLINE (1u << 30)
 
 /* stack_key.flags */
 #define STACK_F_KERNEL_TRUNC 1 /* more kernel frames existed */

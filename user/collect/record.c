@@ -246,6 +246,8 @@ static bool dec_user_resolve(void *ctx, uint64_t ip, struct sframe *f)
 
 		*f = id ? (struct sframe){ .obj = OBJ_JIT, .addr = id }
 			: (struct sframe){ .obj = OBJ_ANON, .addr = ip };
+		if (r->unw && unwinder__trampoline(r->unw, r->dpid, ip))
+			f->aux = SFRAME_TRAMPOLINE;
 	} else {
 		*f = (struct sframe){ .obj = m->obj, .addr = ip - m->start + m->pgoff };
 		objtab__sampled(r->objs, m->obj);
@@ -921,6 +923,9 @@ static int setup_bpf(struct recorder *r, const struct rec_feature **feats, size_
 		/* a few named targets: all their tables; the machine: what samples want */
 		unwinder__set_eager(r->unw, !env.all);
 		unwinder__set_partial(r->unw, env.unwind_rows / UNWIND_PARTIAL_SHARE);
+		if (objtab__vdso(r->objs) && unwinder__set_vdso(r->unw, objtab__vdso(r->objs)->id))
+			pr_verbose(
+				"no unwind table for the vDSO: its frames end walks of new processes");
 		err = open_table_cache(r);
 		if (err)
 			return err;

@@ -1,0 +1,87 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Native stacks at their edges (issue 28): the vDSO and the loader's entry
+frame in processes BPF walks before user space has described them, and
+anonymous code the process's description does not hold yet."""
+import os
+import re
+import subprocess
+
+from conftest import BPFPROF, parse_folded, workload
+
+# user space never describes a process: every sample is walked from what BPF
+# keeps itself (test_unwind.py's UNDESCRIBED), as a 2 ms program's are
+UNDESCRIBED = {"BPFPROF_TEST_UNDESCRIBED": "1"}
+
+
+def storm_children(tmp_path, mode_args):
+    """`bpfprof -- storm 3 2 MODE_ARGS` with user space describing no process
+    (its children are followed): the stacks of storm's children (pid above
+    the parent's, which prints its own first), bpfprof's stderr and storm's
+    output."""
+    out = tmp_path / "storm.folded"
+    r = subprocess.run([BPFPROF, "--per-pid", "-F", "999", "-v", "-o", str(out), "--",
+                        workload("storm"), "3", "2"] + mode_args, capture_output=True, text=True,
+                       timeout=300, env=dict(os.environ, **UNDESCRIBED))
+    assert r.returncode == 0, r.stderr
+    parent = int(r.stdout.split()[1])
+    kids = []
+    for f, c in parse_folded(out.read_text()):
+        m = re.match(r"^storm \[(\d+)\]$", f[0])
+        if m and int(m.group(1)) > parent:
+            kids.append((f, c))
+    return kids, r.stderr, r.stdout
+
+
+def test_vdso_of_processes_not_described_yet(tmp_path):
+    """2 ms processes that spend their time in clock_gettime: BPF finds the
+    vDSO at mm->context.vdso and walks it with the table user space built
+    for it at start (file_unwind), so their vDSO samples reach main. Before,
+    the vDSO was anonymous code to BPF and the vDSO keeps no frame pointer:
+    every such sample ended in [missing frames] at __vdso_clock_gettime."""
+    kids, err, out = storm_children(tmp_path, ["vdso"])
+    vdso = [(f, c) for f, c in kids if any(x.startswith(("__vdso_", "[vdso]")) for x in f)]
+    n = sum(c for _, c in vdso)
+    reach = sum(c for f, c in vdso if "main" in f and "storm_clock" in f)
+    print(out.strip().splitlines()[-1], n, reach)
+    assert n > 50, (n, out, err[-2000:])
+    assert reach >= 0.9 * n, (reach, n, [f for f, _ in vdso if "main" not in f][:5])
+
+
+def test_loader_entry_frame_is_not_missing_frames(tmp_path):
+    """A short process's start-up runs in the dynamic loader under its _start,
+    which has no CFI: its frame is the process's entry (the stack pointer
+    at mm->start_stack), not a walk cut short. Before, every such sample
+    (a third of a 2 ms program's) had a [missing frames] marker."""
+    kids, err, out = storm_children(tmp_path, [])
+    dl = [(f, c) for f, c in kids if "_dl_start" in f]
+    n = sum(c for _, c in dl)
+    missing = sum(c for f, c in dl if "[missing frames]" in f)
+    assert n > 30, (n, out, err[-2000:])
+    assert missing <= 0.05 * n, (missing, n, [f for f, _ in dl if "[missing frames]" in f][:5])
+    assert "unwind: process entry" in err, err
+
+
+def test_jit_code_made_executable_after_description(tmp_path):
+    """A JIT without a perf map that makes new code executable with mprotect
+    every 10 ms of CPU and calls through it (anon_jit): the process's
+    description lags behind its newest code, so BPF looks the code up
+    itself (bpf_find_vma: anonymous, executable) and takes the validated
+    frame-pointer step through it. Before, the walk stopped there ("no
+    mapping") until user space had caught up: 13-14% of the samples lost
+    main on this host."""
+    out = tmp_path / "anon_jit.folded"
+    r = subprocess.run([BPFPROF, "-F", "999", "-vv", "-o", str(out), "--",
+                        workload("anon_jit"), "2"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    own = [(f, c) for f, c in parse_folded(out.read_text())
+           if f[0] == "anon_jit" and "jit_callback" in f]
+    n = sum(c for _, c in own)
+    reach = sum(c for f, c in own
+                if f[f.index("jit_callback") - 2:f.index("jit_callback")] == ["call_jit", "[unknown]"]
+                and "main" in f)
+    assert n > 300, (n, r.stderr[-2000:])
+    assert reach >= 0.98 * n, (reach, n, [f for f, _ in own if "main" not in f][:5])
+    m = re.search(r"unwind: anonymous code found by BPF (\d+)", r.stderr)
+    assert m and int(m.group(1)) > 0, r.stderr[-2000:]
+    # the steps are frame-pointer steps: flagged as such
+    assert "unwind: frame-pointer steps" in r.stderr
