@@ -168,7 +168,17 @@ static int user_frame(struct builder *b, const struct sframe *f, bool caller, st
 			}
 		}
 	} else {
-		snprintf(buf, len, "%s+0x%" PRIx64, o->name, vaddr);
+		uint64_t func;
+
+		/*
+		 * No symbol: the function by its FDE (module+0xSTART), one frame
+		 * for all of it, as a symbol would be; pprof keeps the address
+		 * in the location. No FDE either: the address itself.
+		 */
+		if (!objfile__function(o, off, &func))
+			snprintf(buf, len, "%s+0x%" PRIx64, o->name, func);
+		else
+			snprintf(buf, len, "%s+0x%" PRIx64, o->name, vaddr);
 		pf->name = buf;
 		*unresolved = true;
 		flags |= PMAP_UNNAMED;

@@ -23,6 +23,7 @@
 
 struct symmemo {
 	uint64_t off, vaddr;
+	uint64_t func;	  /* no symbol there: its function's start by the CFI, 0: none */
 	const char *name; /* in the memo's own pool; NULL: no symbol there */
 	const char *file; /* source file (memo_lines), in the pool; NULL: none */
 	uint32_t line, start_line;
@@ -523,6 +524,27 @@ int objfile__symbolize(struct objfile *obj, uint64_t file_off, const char **name
 	return 0;
 }
 
+int objfile__function(struct objfile *obj, uint64_t file_off, uint64_t *start)
+{
+	uint64_t vaddr;
+
+	if (!obj->syms && obj->nmemo) {
+		const struct symmemo *m = memo_find(obj, file_off);
+
+		if (m) {
+			*start = m->func;
+			return m->func ? 0 : -ENOENT;
+		}
+	}
+	if (!obj->loaded)
+		load_syms(obj);
+	if (!obj->syms)
+		return -ENOENT;
+	if (elfsym__offset_to_vaddr(obj->syms, file_off, &vaddr))
+		vaddr = file_off;
+	return elfsym__function(obj->syms, vaddr, start);
+}
+
 void objfile__note_mapping(struct objfile *o, uint64_t start, uint64_t end, uint64_t pgoff)
 {
 	if (!o || o->has_map || end <= start)
@@ -825,6 +847,8 @@ static void build_memo(struct objtab *t, struct objfile *o, const struct frame_r
 			goto fail;
 		prev = nm;
 		m[i].name = nm ? (const char *)name_at : NULL;
+		if (!nm && elfsym__function(o->syms, m[i].vaddr, &m[i].func))
+			m[i].func = 0;
 		if (!lines || !nm || objtab__lines(t, o, m[i].vaddr, &dl) || !dl.file)
 			continue;
 		if ((!file_at || strcmp(pool + file_at - 1, dl.file)) &&

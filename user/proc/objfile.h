@@ -151,6 +151,12 @@ uint32_t objtab__count(const struct objtab *t);
  * file's symbols are unavailable (then *vaddr is still set).
  */
 int objfile__symbolize(struct objfile *obj, uint64_t file_off, const char **name, uint64_t *vaddr);
+/*
+ * For a file offset no symbol names (objfile__symbolize gave no name): the
+ * ELF vaddr where its function starts by the file's CFI, so that one
+ * function is one frame (module+0xSTART). 0 and *start, or -ENOENT.
+ */
+int objfile__function(struct objfile *obj, uint64_t file_off, uint64_t *start);
 /* Build id (hex) or NULL, available once symbols are loaded. */
 const char *objfile__build_id(struct objfile *obj);
 /* The file's device as the kernel numbers it (s_dev: major << 20 | minor), as BPF keys files. */

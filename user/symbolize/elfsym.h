@@ -52,6 +52,13 @@ void elfsym__free(struct elfsym *es);
 const char *elfsym__lookup(const struct elfsym *es, uint64_t vaddr, uint64_t *off);
 
 /*
+ * The start of the function holding vaddr by the file's CFI (its FDE), for
+ * an address no symbol names: loaded only where the symbols are not the
+ * full set (.dynsym alone, MiniDebugInfo, none). 0 and *start, or -ENOENT.
+ */
+int elfsym__function(const struct elfsym *es, uint64_t vaddr, uint64_t *start);
+
+/*
  * Convert a file offset (what /proc/PID/maps pgoff + (ip - start) gives) into
  * an ELF virtual address using the PT_LOAD program headers. Returns 0 or
  * -ENOENT when no PT_LOAD segment contains the offset.
