@@ -12,8 +12,11 @@ PACKAGES=(
 	protobuf-c-compiler libprotobuf-c-dev make gcc g++ binutils pkg-config
 	# --upload (Pyroscope HTTP ingest)
 	libcurl4-openssl-dev
-	# native source lines (DWARF) through elfutils' libdw
-	libdw-dev
+	# native source lines (DWARF) through elfutils' libdw; debug files by build id
+	# from debuginfod servers (DEBUGINFOD_URLS) through its libdebuginfod
+	libdw-dev libdebuginfod-dev
+	# tests: a debuginfod server on 127.0.0.1 over test debug files
+	debuginfod
 	# pprof's profile.proto (build) and go tool pprof (tests)
 	golang-go golang-github-google-pprof-dev
 	# tests

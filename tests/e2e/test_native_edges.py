@@ -128,3 +128,193 @@ def test_stripped_python_one_frame_per_function(tmp_path):
     assert len(frames) > 20, frames
     off = [x for x in frames if int(x.split("+0x")[1], 16) not in starts]
     assert not off, (len(off), len(frames), sorted(off)[:10])
+
+
+STRIPPED_PROG = r"""
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static double cpu_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static __attribute__((noinline)) uint64_t hidden_spin(uint64_t n)
+{
+	uint64_t x = 1;
+
+	for (uint64_t i = 0; i < n; i++) {
+		x = x * 6364136223846793005ULL + i;
+		__asm__ volatile("" : "+r"(x));
+	}
+	return x;
+}
+
+static __attribute__((noinline)) uint64_t hidden_outer(uint64_t n)
+{
+	return hidden_spin(n) + 1;
+}
+
+int main(int argc, char **argv)
+{
+	double end = cpu_now() + atof(argv[1]);
+	uint64_t s = 0;
+
+	while (cpu_now() < end)
+		s += hidden_outer(1000000);
+	printf("%lu\n", (unsigned long)(s & 1));
+	return 0;
+}
+"""
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def stripped_prog(tmp_path):
+    """A program stripped of every symbol (no .gnu_debuglink) and its separate
+    debug file (objcopy --only-keep-debug) in a directory of its own."""
+    src = tmp_path / "prog.c"
+    src.write_text(STRIPPED_PROG)
+    full, prog, srv = tmp_path / "prog.full", tmp_path / "prog", tmp_path / "srv"
+    srv.mkdir()
+    subprocess.run(["gcc", "-O2", "-g", "-Wl,--build-id", str(src), "-o", str(full)], check=True)
+    subprocess.run(["objcopy", "--only-keep-debug", str(full), str(srv / "prog.debug")],
+                   check=True)
+    subprocess.run(["strip", "-s", str(full), "-o", str(prog)], check=True)
+    bid = re.search(r"Build ID: ([0-9a-f]+)", subprocess.run(
+        ["readelf", "-n", str(prog)], capture_output=True, text=True, check=True).stdout).group(1)
+    return prog, srv, bid
+
+
+@pytest.fixture
+def debuginfod_server(tmp_path, stripped_prog):
+    """Debian's debuginfod on 127.0.0.1 (a free port) over the debug file; its URL,
+    once it serves the program's debug file."""
+    import shutil
+    import time
+    import urllib.request
+    if not shutil.which("debuginfod"):
+        pytest.skip("debuginfod (Debian package debuginfod) not installed")
+    _, srv, bid = stripped_prog
+    port = free_port()
+    p = subprocess.Popen(["debuginfod", "-F", "-p", str(port), "-d", str(tmp_path / "db.sqlite"),
+                          str(srv)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/buildid/{bid}/debuginfo", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            assert p.poll() is None, p.stderr.read().decode()
+            assert time.monotonic() < deadline, "debuginfod never served the debug file"
+            time.sleep(0.3)
+        yield url
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+
+
+def hidden_named(stacks):
+    """Samples in hidden_spin under hidden_outer (gcc may name its clones .constprop.0)."""
+    n = 0
+    for f, c in stacks:
+        base = [x.split(".")[0] for x in f]
+        if "hidden_spin" in base and base[base.index("hidden_spin") - 1] == "hidden_outer":
+            n += c
+    return n
+
+
+def test_debuginfod_names_stripped_code(tmp_path, stripped_prog, debuginfod_server):
+    """With DEBUGINFOD_URLS, the stripped program's debug file comes from the
+    server (fetched on a thread while the program runs, kept in the
+    client's cache): its static functions are named. Without it: the FDE
+    starts. A later run, the server gone, names them from the cache."""
+    prog, _, bid = stripped_prog
+    cache = tmp_path / "cache"
+    env = dict(os.environ, DEBUGINFOD_URLS=debuginfod_server, DEBUGINFOD_CACHE_PATH=str(cache))
+
+    def once(name, env):
+        out = tmp_path / f"{name}.folded"
+        r = subprocess.run([BPFPROF, "-F", "499", "-v", "-o", str(out), "--", str(prog), "1"],
+                           capture_output=True, text=True, timeout=300, env=env)
+        assert r.returncode == 0, r.stderr
+        own = [(f, c) for f, c in parse_folded(out.read_text()) if f[0] == "prog"]
+        return own, r.stderr
+
+    plain = dict(os.environ)
+    plain.pop("DEBUGINFOD_URLS", None)
+    own, err = once("plain", plain)
+    n = sum(c for _, c in own)
+    assert n > 250 and hidden_named(own) == 0, own[:3]
+    assert "debuginfod:" not in err
+    own, err = once("fetched", env)
+    n = sum(c for _, c in own)
+    assert hidden_named(own) >= 0.9 * n, (hidden_named(own), n, own[:3], err[-1500:])
+    m = re.search(r"debuginfod: (\d+) stripped files asked for, (\d+) debug files received", err)
+    assert m and int(m.group(2)) >= 1, err[-1500:]
+    assert any(bid in p for p, _, _ in os.walk(cache)), list(os.walk(cache))
+    # no server: from the cache
+    own, err = once("cached", dict(env, DEBUGINFOD_URLS=f"http://127.0.0.1:{free_port()}"))
+    assert hidden_named(own) >= 0.9 * sum(c for _, c in own), (own[:3], err[-1500:])
+
+
+def test_debuginfod_never_holds_the_run(tmp_path, stripped_prog):
+    """A server that accepts and never answers: the recording goes on (the
+    fetch is on its own thread), the end waits --debuginfod-wait and says
+    so, and the profile is written, the program's functions by FDE."""
+    import socket
+    import threading
+    import time
+    prog, _, _ = stripped_prog
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    held = []
+    stop = threading.Event()
+
+    def accept():
+        srv.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(srv.accept()[0])
+            except OSError:
+                pass
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    try:
+        env = dict(os.environ, DEBUGINFOD_URLS=f"http://127.0.0.1:{srv.getsockname()[1]}",
+                   DEBUGINFOD_CACHE_PATH=str(tmp_path / "cache"), DEBUGINFOD_TIMEOUT="600")
+        out = tmp_path / "held.folded"
+        t0 = time.monotonic()
+        r = subprocess.run([BPFPROF, "-F", "499", "--debuginfod-wait", "2", "-o", str(out), "--",
+                            str(prog), "2"], capture_output=True, text=True, timeout=300, env=env)
+        took = time.monotonic() - t0
+    finally:
+        stop.set()
+        t.join()
+        for c in held:
+            c.close()
+        srv.close()
+    assert r.returncode == 0, r.stderr
+    assert "still coming from debuginfod after 2 s" in r.stderr, r.stderr
+    own = [(f, c) for f, c in parse_folded(out.read_text()) if f[0] == "prog"]
+    # 2 s of CPU at 499 Hz: the samples were taken while the fetch hung
+    assert sum(c for _, c in own) > 500, own[:3]
+    assert any(x.startswith("prog+0x") for f, _ in own for x in f), own[:3]
+    # the program's 2 s of CPU, the 2 s wait, start-up and output on a loaded host
+    assert took < 60, took

@@ -1374,6 +1374,7 @@ static void print_files_summary(struct recorder *r)
 		   (unsigned long long)os->closed, os->fds, os->fds_peak, os->fd_cap,
 		   (unsigned long long)os->parked, (unsigned long long)os->reopened,
 		   (unsigned long long)os->reopen_failed);
+	objtab__debuginfod_report(r->objs);
 }
 
 /*
@@ -1866,6 +1867,7 @@ int record__run(const struct rec_mode *mode)
 	r.procs = r.objs ? proctab__new(r.objs) : NULL;
 	if (r.objs) {
 		objtab__set_frames(r.objs, stack_frames, &r);
+		objtab__set_debuginfod(r.objs, (uint64_t)(env.debuginfod_wait * 1e9));
 		objtab__set_fd_cap(r.objs, files_fd_cap());
 	}
 	r.jit = perfmaps__new();

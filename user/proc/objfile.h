@@ -78,6 +78,12 @@ struct objfile {
 	 */
 	bool parked;
 	bool pinned;
+	/*
+	 * Its separate debug file from debuginfod (objtab__set_debuginfod),
+	 * -1: none (yet); asked: queued once.
+	 */
+	int debug_fd;
+	bool debuginfod_asked;
 	uint64_t fd_used;  /* last use of its fd (LRU) */
 	uint32_t last_pid; /* the last live mapping seen of it, for a reopen */
 	uint64_t last_start, last_end;
@@ -177,6 +183,17 @@ void objtab__sampled(struct objtab *t, uint32_t id);
 void objfile__mark_used(struct objtab *t, uint32_t id);
 size_t objtab__close_unused(struct objtab *t);
 const struct objtab_stats *objtab__stats(const struct objtab *t);
+
+/*
+ * Separate debug files from the servers DEBUGINFOD_URLS names, for sampled
+ * files without their full symbols: fetched on a thread of their own
+ * (symbolize/debuginfod.h), a file's names taken from its debug file once
+ * it arrived; the end of a run (objtab__name_frames) waits for those still
+ * coming at most wait_ns. No-op without DEBUGINFOD_URLS.
+ */
+void objtab__set_debuginfod(struct objtab *t, uint64_t wait_ns);
+/* The -v line of debuginfod's work, and the warning when the end did not wait long enough. */
+void objtab__debuginfod_report(struct objtab *t);
 
 /*
  * Where the frames that still need names are: fn calls visit(arg, obj, off)

@@ -648,6 +648,25 @@ static const char *opt_debug_root(const struct elfsym_opts *opts)
 	return opts && opts->debug_root ? opts->debug_root : DEFAULT_DEBUG_ROOT;
 }
 
+/* The debug file the caller found (opts->debug_fd), if its build id is the file's. */
+static int open_given(struct elfimg *dbg, const uint8_t *id, int idlen,
+		      const struct elfsym_opts *opts)
+{
+	uint8_t dbg_id[BUILD_ID_MAX];
+	int err;
+
+	if (!opts || !opts->has_debug_fd || idlen <= 0)
+		return -ENOENT;
+	err = img_from_fd(dbg, opts->debug_fd, false);
+	if (err)
+		return err;
+	if (find_build_id(dbg->elf, dbg_id, sizeof(dbg_id)) != idlen || memcmp(dbg_id, id, idlen)) {
+		img_close(dbg);
+		return -ESTALE;
+	}
+	return 0;
+}
+
 static int open_by_build_id(struct elfimg *dbg, const uint8_t *id, int idlen, int root_fd,
 			    const struct elfsym_opts *opts, const struct stat *main_st)
 {
@@ -900,6 +919,7 @@ static int collect_separate(struct elfsym *es, struct cands *cs, struct elfimg *
 			    const struct elfsym_opts *opts, const struct stat *main_st)
 {
 	static const char *const sources[] = {
+		"debuginfod",
 		"build-id debug file",
 		".gnu_debuglink",
 		".gnu_debugdata",
@@ -907,10 +927,12 @@ static int collect_separate(struct elfsym *es, struct cands *cs, struct elfimg *
 	size_t k;
 	int n, err;
 
-	for (k = 0; k < 3; k++) {
+	for (k = 0; k < 4; k++) {
 		if (k == 0)
-			err = open_by_build_id(dbg, id, idlen, root_fd, opts, main_st);
+			err = open_given(dbg, id, idlen, opts);
 		else if (k == 1)
+			err = open_by_build_id(dbg, id, idlen, root_fd, opts, main_st);
+		else if (k == 2)
 			err = open_by_debuglink(dbg, elf, path, root_fd, opts, main_st);
 		else
 			err = open_minidebug(dbg, elf);
@@ -1236,6 +1258,16 @@ int elfsym__dwarf_fd(int fd, const char *path, const struct elfsym_opts *opts)
 	if (err)
 		goto out;
 	idlen = find_build_id(main_img.elf, id, sizeof(id));
+	err = open_given(&dbg, id, idlen, opts);
+	if (!err && !has_section(dbg.elf, ".debug_line")) {
+		img_close(&dbg);
+		err = -ENOENT;
+	}
+	if (!err) {
+		ret = fcntl(opts->debug_fd, F_DUPFD_CLOEXEC, 0);
+		err = ret < 0 ? -errno : 0;
+		goto out;
+	}
 	err = idlen > 0 ? open_by_build_id(&dbg, id, idlen, root_fd, opts, &st) : -ENOENT;
 	if (err == -ENOMEM)
 		goto out;

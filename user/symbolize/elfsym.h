@@ -32,6 +32,12 @@ struct elfsym_opts {
 	 */
 	bool has_root_fd;
 	int root_fd;
+	/*
+	 * With has_debug_fd, a separate debug file already found (debuginfod):
+	 * tried first, taken only with the file's own build id.
+	 */
+	bool has_debug_fd;
+	int debug_fd;
 };
 
 /*
