@@ -19,7 +19,7 @@
 
 #include "bpfprof.h"
 #include "cli.h"
-#include "collect/upload.h"
+#include "upload/upload.h"
 #include "proc/cgroup.h"
 #include "util/log.h"
 
@@ -433,6 +433,27 @@ static int parse_mem_budget(const char *s)
 		return -EINVAL;
 	}
 	env.mem_budget = v;
+	return 0;
+}
+
+/*
+ * --ring-mb: the ring buffer every BPF program hands its records to. The
+ * kernel wants a power of two of pages; MiB keeps the number readable.
+ */
+static int parse_ring_mb(const char *s)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v < 1 || v > 1024 || (v & (v - 1))) {
+		pr_err("invalid size '%s' for --ring-mb: expected a power of two from 1 to 1024 "
+		       "(MiB)",
+		       s);
+		return -EINVAL;
+	}
+	env.ringbuf_bytes = (uint32_t)v << 20;
 	return 0;
 }
 
@@ -872,6 +893,9 @@ static const struct cli_opt opts[] = {
 	  "background by build id (libdebuginfod, cached on disk) and their functions named "
 	  "when they arrive; the end of the run waits at most SECS for those still coming "
 	  "(default 10; 0: none)" },
+	{ "ring-mb", 0, "MIB", S_OPTIONS, NULL, parse_ring_mb,
+	  "the ring buffer that carries samples from the kernel to bpfprof, in MiB (a power "
+	  "of two, default 8): raise it when the summary warns that samples were lost" },
 	{ "mem-budget", 0, "SIZE", S_OPTIONS, NULL, parse_mem_budget,
 	  "memory for what the agent keeps of targets (symbols, Python line tables, perf maps, "
 	  "process state, unwinder and cgroup bookkeeping, the profile at the end; stacks up to "

@@ -89,8 +89,8 @@ struct env {
 	bool alloc_metric_set;
 	bool inverted;	   /* svg: icicle (callers) view */
 	const char *title; /* svg: title, NULL for the default */
-	/* sizing (not on the CLI yet: sane defaults, see record.c) */
-	uint32_t ringbuf_bytes;
+	/* sizing (defaults in cli.c) */
+	uint32_t ringbuf_bytes; /* --ring-mb */
 	uint32_t max_targets;
 	uint32_t unwind_rows;	  /* capacity of the BPF unwind row array (--unwind-mem) */
 	const char *unwind_cache; /* --unwind-cache DIR, NULL: off */

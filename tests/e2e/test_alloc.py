@@ -112,7 +112,7 @@ def test_default_rate_estimates(tmp_path):
     (14% each: a 10% bound failed a correct profiler in 4e-4 of runs for the leak,
     3e-4 for the churn, by the exact binomial); no churn in use."""
     pb = tmp_path / "heap.pb.gz"
-    r = run(["--alloc", "-o", str(pb), "--", workload("alloc_known")])
+    r = run(["-v", "--alloc", "-o", str(pb), "--", workload("alloc_known")])
     assert r.returncode == 0, r.stderr
     types, samples = pprof_samples(pb)
     assert types == ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space",
@@ -378,7 +378,7 @@ def test_chrome_heap_counter(tmp_path):
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../tools"))
     import check_chrome
     out = tmp_path / "heap.json"
-    r = run(["--alloc", "--alloc-rate", "1", "-o", str(out), "--", workload("alloc_known"),
+    r = run(["-v", "--alloc", "--alloc-rate", "1", "-o", str(out), "--", workload("alloc_known"),
              "1"])
     assert r.returncode == 0, r.stderr
     trace = json.loads(out.read_text())
@@ -458,7 +458,7 @@ def test_allocator_early_leak(tmp_path, allocator, rate):
     if not os.path.exists(lib):
         pytest.skip(f"{lib} not installed (make deps)")
     out = tmp_path / "heap.folded"
-    r = run(["--alloc", "--alloc-rate", rate, "-o", str(out), "--", workload("alloc_early")],
+    r = run(["-v", "--alloc", "--alloc-rate", rate, "-o", str(out), "--", workload("alloc_early")],
             env=dict(os.environ, LD_PRELOAD=lib))
     assert r.returncode == 0, r.stderr
     assert "in-process sampling" in r.stderr, r.stderr
@@ -488,7 +488,8 @@ def test_uprobes_linked_allocator_early_leak(tmp_path, allocator):
                        capture_output=True, text=True)
     assert c.returncode == 0, c.stderr
     out = tmp_path / "heap.folded"
-    r = run(["--alloc", "--alloc-uprobes", "--alloc-rate", "1", "-o", str(out), "--", str(exe)])
+    r = run(["-v", "--alloc", "--alloc-uprobes", "--alloc-rate", "1", "-o", str(out), "--",
+             str(exe)])
     assert r.returncode == 0, r.stderr
     assert "in-process sampling" not in r.stderr, r.stderr
     stacks = parse_folded(out.read_text())
@@ -518,7 +519,7 @@ def test_static_binary_falls_back_to_uprobes(tmp_path):
     if c.returncode:
         pytest.skip("no static libc: " + c.stderr[-200:])
     out = tmp_path / "heap.folded"
-    r = run(["--alloc", "--alloc-rate", "1", "-o", str(out), "--", str(exe)])
+    r = run(["-v", "--alloc", "--alloc-rate", "1", "-o", str(out), "--", str(exe)])
     assert r.returncode == 0, r.stderr
     assert "in-process sampling" not in r.stderr, r.stderr
     stacks = parse_folded(out.read_text())

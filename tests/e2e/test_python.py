@@ -198,7 +198,7 @@ def test_thread_names(tmp_path, python):
     ('worker-a [tid]'), and each thread's own functions sit under it; a
     thread threading does not know keeps its OS name."""
     out = tmp_path / "threads.folded"
-    r = run(["--per-thread", "-F", "999", "-o", str(out), "--", python,
+    r = run(["-v", "--per-thread", "-F", "999", "-o", str(out), "--", python,
              os.path.join(PYDIR, "threads.py"), "4"])
     assert r.returncode == 0, r.stderr
     tids, raw_tid = {}, None

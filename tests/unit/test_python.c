@@ -36,6 +36,8 @@
 
 #include <cmocka.h>
 
+#include "skip.h"
+
 #include <bpf/bpf.h>
 #include <linux/types.h>
 
@@ -245,12 +247,21 @@ static void child_stop(struct child *c)
 	c->buf = c->line = NULL;
 }
 
+/* Skips saying which interpreter was not found, and where it was looked for. */
+static void skip_no_exe(const struct pyexe *e)
+{
+	if (e->fixed)
+		skip_because("no CPython %s here (%s)", e->label, e->fixed);
+	skip_because("no CPython %s here (%s/versions/3.%d.*/bin/python3.%d)", e->label,
+		     pyenv_root(), e->minor, e->minor);
+}
+
 static struct pyexe *exe_or_skip(void **state)
 {
 	struct pyexe *e = *state;
 
 	if (!e->path[0])
-		skip();
+		skip_no_exe(e);
 	return e;
 }
 
@@ -810,8 +821,10 @@ static void test_pid_namespace(void **state)
 	FILE *f;
 	int n, i;
 
-	if (geteuid() || access(argv[0], X_OK))
-		skip();
+	if (geteuid())
+		skip_because("not root: needs a new pid namespace");
+	if (access(argv[0], X_OK))
+		skip_because("no %s", argv[0]);
 	snprintf(spath, sizeof(spath), "%s/live.py", scripts);
 	lv = calloc(1, sizeof(*lv));
 	assert_non_null(lv);
@@ -1143,7 +1156,7 @@ static void test_debug_offsets(void **state)
 
 	(void)state;
 	if (!e->path[0])
-		skip();
+		skip_no_exe(e);
 	lv = calloc(1, sizeof(*lv));
 	assert_non_null(lv);
 	assert_int_equal(child_start(&lv->ch, e->path, "live.py", NULL, NULL), 0);
@@ -1517,7 +1530,7 @@ static void test_pytrack(void **state)
 	pid_t pid;
 
 	if (geteuid())
-		skip(); /* BPF maps */
+		skip_because("not root: creates BPF maps");
 	procs_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "t_py_procs", sizeof(__u32),
 				  sizeof(struct bpf_pyproc), 16, NULL);
 	threads_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "t_py_threads", sizeof(__u32), sizeof(__u64),

@@ -21,6 +21,8 @@
 
 #include <cmocka.h>
 
+#include "skip.h"
+
 #include "unwind/cfi.h"
 #include "unwind/tcache.h"
 
@@ -61,8 +63,10 @@ static struct tcache *fresh(uint64_t max)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);
 	err = tcache__open(&c, dir, max, &why);
-	if (err == -EPERM)
-		skip(); /* the build tree itself sits under a directory others may write */
+	if (err == -EPERM) /* the build tree itself sits under a directory others may write */
+		skip_because(
+			"cache directory %s refused (%s): a directory above it is writable by others",
+			dir, why);
 	assert_int_equal(err, 0);
 	return c;
 }

@@ -8,7 +8,6 @@
 #include "aggregate/profile.h"
 #include "aggregate/profile_build.h"
 #include "aggregate/stacks.h"
-#include "collect/pytrack.h"
 #include "proc/cgroup.h"
 #include "python/python.h"
 #include "proc/objfile.h"
@@ -17,15 +16,24 @@
 #include "symbolize/perfmap.h"
 #include "util/htab.h"
 
+/* Weights per profile mapping: which file holds the most of something. */
+struct file_tally {
+	uint64_t *n;
+	size_t cap;
+};
+
 struct builder {
 	struct profile *p;
 	struct objtab *objs;
 	const struct ksyms *ks;
 	struct htab *cache; /* (sframe, caller) -> frame index + 1, high bit: unresolved */
 	struct build_stats *bs;
-	const struct pytrack *py;
-	const char *eval_name; /* the interned "_PyEval_EvalFrameDefault", once seen */
-	uint32_t cv;	       /* build_opts.count_value */
+	const struct build_python *py;
+	const void *py_arg;
+	const char *eval_name;	      /* the interned "_PyEval_EvalFrameDefault", once seen */
+	struct file_tally unresolved; /* unresolved frames (weighted) per profile mapping */
+	struct file_tally stopped;    /* [missing frames] stacks by their outermost frame's file */
+	uint32_t cv;		      /* build_opts.count_value */
 	const struct build_opts *o;
 	char sysbuf[512]; /* a Python frame's dotted name, until profile__add_frame copies it */
 };
@@ -253,8 +261,8 @@ static int python_frame(struct builder *b, const struct sframe *f, struct pframe
 
 	pf->kind = FRAME_PYTHON;
 	pf->mapping = -1;
-	if (!b->py ||
-	    pytrack__describe(b->py, f->addr, f->aux & ~SFRAME_PY_ENTRY, &qualname, &file, &line)) {
+	if (!b->py || b->py->describe(b->py_arg, f->addr, f->aux & ~SFRAME_PY_ENTRY, &qualname,
+				      &file, &line)) {
 		pf->name = "[python: unreadable]";
 		*unresolved = true;
 		return 0;
@@ -267,8 +275,50 @@ static int python_frame(struct builder *b, const struct sframe *f, struct pframe
 	pf->sysname = b->sysbuf;
 	pf->file = file;
 	pf->line = line;
-	pf->start_line = pytrack__first_line(b->py, f->addr);
+	pf->start_line = b->py->first_line ? b->py->first_line(b->py_arg, f->addr) : 0;
 	return 0;
+}
+
+/* Weight w to the file of profile frame ix (none for frames in no file). */
+static void tally_add(struct builder *b, struct file_tally *t, uint32_t ix, int64_t w)
+{
+	int32_t m = b->p->frames[ix].mapping;
+
+	if (m < 0 || w <= 0)
+		return;
+	if ((size_t)m >= t->cap) {
+		size_t n = (size_t)m + 16;
+		uint64_t *a = realloc(t->n, n * sizeof(*a));
+
+		if (!a)
+			return; /* only the file a warning names is lost */
+		memset(a + t->cap, 0, (n - t->cap) * sizeof(*a));
+		t->n = a;
+		t->cap = n;
+	}
+	t->n[m] += (uint64_t)w;
+}
+
+/* The file with the most weight in t: its path into file, the weight into *count. */
+static void tally_top(const struct builder *b, const struct file_tally *t, char *file, size_t len,
+		      uint64_t *count)
+{
+	size_t best = 0;
+
+	for (size_t i = 1; i < t->cap; i++)
+		if (t->n[i] > t->n[best])
+			best = i;
+	if (!t->cap || !t->n[best] || best >= b->p->nmappings || !b->p->mappings[best].path)
+		return;
+	snprintf(file, len, "%s", b->p->mappings[best].path);
+	*count = t->n[best];
+}
+
+/* An unresolved frame (profile frame ix) in a sample of weight w: counted, and per file. */
+static void unresolved_in(struct builder *b, uint32_t ix, int64_t w)
+{
+	b->bs->unresolved += w;
+	tally_add(b, &b->unresolved, ix, w);
 }
 
 /* Profile frame index for f, symbolizing it on first sight. */
@@ -502,12 +552,12 @@ static int user_and_python(struct builder *b, const struct stack_key *k, const s
 	if (np && m != g)
 		b->bs->py_merge_mismatch++;
 
-#define EMIT(ix, un)                                      \
-	do {                                              \
-		idx[(*n)++] = (ix);                       \
-		b->bs->frames += v->v[b->cv];             \
-		if (un)                                   \
-			b->bs->unresolved += v->v[b->cv]; \
+#define EMIT(ix, un)                                       \
+	do {                                               \
+		idx[(*n)++] = (ix);                        \
+		b->bs->frames += v->v[b->cv];              \
+		if (un)                                    \
+			unresolved_in(b, ix, v->v[b->cv]); \
 	} while (0)
 
 	if (np && !m) {
@@ -520,6 +570,7 @@ static int user_and_python(struct builder *b, const struct stack_key *k, const s
 		if (ret < 0)
 			return ret;
 		EMIT(ret, false);
+		tally_add(b, &b->stopped, uidx[0], v->v[b->cv]);
 	}
 	for (uint32_t i = 0, e = 0; i < nu; i++) {
 		uint32_t first, last;
@@ -594,8 +645,8 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 	if (o->per_thread) {
 		comm_str(tcomm, k->tcomm);
 		/* a Python thread's threading name, else its OS name (comm) */
-		if (b->py)
-			tname = pytrack__thread_name(b->py, k->pid, k->tid);
+		if (b->py && b->py->thread_name)
+			tname = b->py->thread_name(b->py_arg, k->pid, k->tid);
 		if (!tname)
 			tname = tcomm;
 		snprintf(tframe, sizeof(tframe), "%s [%u]", tname, k->tid);
@@ -622,7 +673,7 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 		idx[n++] = ret;
 		b->bs->frames += v->v[b->cv];
 		if (unresolved)
-			b->bs->unresolved += v->v[b->cv];
+			unresolved_in(b, ret, v->v[b->cv]);
 	}
 	for (i = 0; i < (int)o->nvalues; i++)
 		values[i] = v->v[i];
@@ -656,7 +707,9 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 int profile__build(struct profile **out, const struct stacks *st, struct objtab *objs,
 		   const struct ksyms *ks, const struct build_opts *o, struct build_stats *bs)
 {
-	struct builder b = { .objs = objs, .ks = ks, .bs = bs, .py = o->py, .o = o };
+	struct builder b = {
+		.objs = objs, .ks = ks, .bs = bs, .py = o->py, .py_arg = o->py_arg, .o = o
+	};
 	const struct stack_vals *v;
 	const struct stack_key *k;
 	uint32_t *idx = NULL;
@@ -709,11 +762,17 @@ int profile__build(struct profile **out, const struct stacks *st, struct objtab 
 		if (ob && ob->frames && !ob->syms && !ob->info_known)
 			bs->objects_without_symbols++;
 	}
+	tally_top(&b, &b.unresolved, bs->unresolved_file, sizeof(bs->unresolved_file),
+		  &bs->unresolved_file_frames);
+	tally_top(&b, &b.stopped, bs->stopped_file, sizeof(bs->stopped_file),
+		  &bs->stopped_file_samples);
 	*out = b.p;
 	b.p = NULL;
 	err = 0;
 cleanup:
 	profile__free(b.p);
+	free(b.unresolved.n);
+	free(b.stopped.n);
 	htab__free(b.cache);
 	free(idx);
 	return err;

@@ -116,6 +116,7 @@ int decode__sample(const struct decode_cfg *cfg, const struct decode_ops *ops,
 		st->bad++;
 		return -EINVAL;
 	}
+	st->stacks++;
 	nk = cfg->kernel ? h->kstack_len : 0;
 	nu = cfg->user ? h->ustack_len : 0;
 

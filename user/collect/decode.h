@@ -60,7 +60,8 @@ struct decode_ops {
 };
 
 struct decode_stats {
-	uint64_t bad; /* malformed records */
+	uint64_t bad;	 /* malformed records */
+	uint64_t stacks; /* records decoded into a stack (the base of the shares below) */
 	uint64_t user_frames;
 	uint64_t user_unmapped; /* user addresses in no known mapping */
 	uint64_t kstack_err, ustack_err, ktrunc, utrunc;

@@ -745,10 +745,11 @@ void objtab__debuginfod_report(struct objtab *t)
 		(unsigned long long)(st.asked - st.skipped), (unsigned long long)st.found,
 		st.bytes / 1048576.0, (unsigned long long)st.not_found,
 		(unsigned long long)st.failed, (unsigned long long)st.skipped, st.wait_ns / 1e9);
-	if (t->dinfod_late)
-		pr_warn("%llu debug files were still coming from debuginfod after %.0f s: their "
-			"functions are named module+0xADDR (raise --debuginfod-wait)",
-			(unsigned long long)t->dinfod_late, t->dinfod_wait_ns / 1e9);
+}
+
+uint64_t objtab__debuginfod_late(const struct objtab *t)
+{
+	return t->dinfod_late;
 }
 
 void objtab__sampled(struct objtab *t, uint32_t id)

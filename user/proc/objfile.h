@@ -192,8 +192,10 @@ const struct objtab_stats *objtab__stats(const struct objtab *t);
  * coming at most wait_ns. No-op without DEBUGINFOD_URLS.
  */
 void objtab__set_debuginfod(struct objtab *t, uint64_t wait_ns);
-/* The -v line of debuginfod's work, and the warning when the end did not wait long enough. */
+/* The -v line of debuginfod's work. */
 void objtab__debuginfod_report(struct objtab *t);
+/* Debug files still coming when the end's wait was over (the summary warns). */
+uint64_t objtab__debuginfod_late(const struct objtab *t);
 
 /*
  * Where the frames that still need names are: fn calls visit(arg, obj, off)

@@ -30,6 +30,7 @@
 #include "proc/proc.h"
 #include "python/pyimpl.h"
 #include "util/log.h"
+#include "util/procfs.h"
 
 /* Bounds of the walks over the target's lists. */
 #define MAX_INTERPS 64
@@ -321,7 +322,7 @@ static int add_task(void *ctx, uint32_t tid)
 	t->v[t->n].nstid = tid;
 	if (c->nested) {
 		snprintf(path, sizeof(path), "/proc/%d/task/%u/status", c->pid, tid);
-		t->v[t->n].nstid = proc__nspid(path, 0);
+		t->v[t->n].nstid = procfs__nspid(path, 0);
 	}
 	t->n++;
 	return 0;
@@ -334,7 +335,7 @@ static int read_tasks(pid_t pid, struct tasks *t)
 	int err;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	c.nested = proc__nspid(path, 0) != (uint32_t)pid;
+	c.nested = procfs__nspid(path, 0) != (uint32_t)pid;
 	t->v = calloc(MAX_TASKS, sizeof(*t->v));
 	if (!t->v)
 		return -ENOMEM;
@@ -505,7 +506,7 @@ int pyproc__threads(pid_t pid, const struct pyinfo *info, struct pythread *out, 
 		char path[64];
 
 		snprintf(path, sizeof(path), "/proc/%d/status", pid);
-		need_tasks = proc__nspid(path, 0) != (uint32_t)pid;
+		need_tasks = procfs__nspid(path, 0) != (uint32_t)pid;
 	}
 	if (need_tasks && n) {
 		err = read_tasks(pid, &tasks);

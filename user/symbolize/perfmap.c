@@ -7,11 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proc/proc.h"
 #include "symbolize/perfmap.h"
 #include "util/clock.h"
 #include "util/htab.h"
 #include "util/membudget.h"
+#include "util/procfs.h"
 #include "util/tfile.h"
 
 /* A map is looked at again (size) on a miss, at most this often. */
@@ -241,7 +241,7 @@ static void pmap_load(struct perfmaps *pm, uint32_t pid, struct pmap *m)
 		 * it knows itself by; 0: the process is gone.
 		 */
 		snprintf(path, sizeof(path), "/proc/%u/status", pid);
-		m->nspid = proc__nspid(path, pid);
+		m->nspid = procfs__nspid(path, pid);
 	}
 	if (!m->nspid)
 		return;

@@ -49,7 +49,7 @@
  * 0.35-0.5 s of samples by frame pointers through libblas, libtorch_cpu
  * and libtorch_python, each found wanting a drain after the one before:
  * 21-30% of a 3 s profile's samples with missing frames, 13-21% at 0.2 s,
- * 7-11% with the pending files below (bench/RESULTS.md, "`-p` on a
+ * 7-11% with the pending files below (bench/history/2026-11.md, "`-p` on a
  * running PyTorch process").
  */
 #define SPECULATIVE_COLD_NS 200000000ULL
