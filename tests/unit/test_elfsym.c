@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "symbolize/elfsym.h"
+#include "unwind/cfi.h"
 #include "util/tfile.h"
 
 /* A debug root that has nothing, for tests that must not find debug files. */
@@ -120,7 +121,9 @@ static uint64_t nm_addr(const char *file, const char *name, uint64_t *size)
 static int open_fixture(struct elfsym **es, const char *file, const char *path,
 			const char *debug_root, const char *root)
 {
-	struct elfsym_opts opts = { .debug_root = debug_root, .root = root };
+	struct elfsym_opts opts = { .debug_root = debug_root,
+				    .root = root,
+				    .functions = cfi__functions };
 	char full[PATH_MAX];
 	int fd, err;
 

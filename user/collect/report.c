@@ -782,14 +782,19 @@ static void recorder_warnings(struct recorder *r, const struct build_stats *bs)
 	}
 	if (bs->frames && 100.0 * bs->unresolved / bs->frames >= UNRESOLVED_WARN_SHARE &&
 	    bs->unresolved_file[0])
-		rec__warn(r,
-			  "install its debug symbols (Debian: its -dbgsym or -dbg package; "
-			  "bpfprof finds them by build id)",
-			  "%.1f%% of frames have no name (module+0x... in the profile), %s in %s",
-			  100.0 * bs->unresolved / bs->frames,
-			  bs->unresolved_file_frames * 2 >= bs->unresolved ? "most of them"
-									   : "the most of any file",
-			  bs->unresolved_file);
+		rec__warn(
+			r,
+			getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS")
+				? "install its debug symbols (Debian: its -dbgsym or -dbg package; "
+				  "bpfprof finds them by build id)"
+				: "install its debug symbols (Debian: its -dbgsym or -dbg package; "
+				  "bpfprof finds them by build id), or set DEBUGINFOD_URLS to a "
+				  "debuginfod server that has them",
+			"%.1f%% of frames have no name (module+0x... in the profile), %s in %s",
+			100.0 * bs->unresolved / bs->frames,
+			bs->unresolved_file_frames * 2 >= bs->unresolved ? "most of them"
+									 : "the most of any file",
+			bs->unresolved_file);
 	if (r->cpu_samples >= 0 && !n && !r->mode->view && !r->cont) {
 		snprintf(remedy, sizeof(remedy),
 			 "record for longer (-d) or more often (-F, now %u Hz)", env.freq);

@@ -48,6 +48,7 @@ struct objtab {
 	uint64_t dinfod_wait_ns;
 	uint64_t dinfod_late; /* still coming when the end's wait was over */
 	bool dinfod_waited;
+	elfsym_functions_fn functions; /* objtab__set_functions */
 };
 
 static size_t lines_evict(void *ctx, size_t want);
@@ -462,6 +463,7 @@ static void load_syms(struct objfile *o)
 	o->loaded = true;
 	opts.has_debug_fd = o->debug_fd >= 0;
 	opts.debug_fd = o->debug_fd;
+	opts.functions = t->functions;
 	c0 = thread_cpu_ns();
 	if (objfile__fd(o) >= 0) {
 		opts.root_fd =
@@ -723,6 +725,11 @@ static void dinfod_apply(struct objtab *t)
 		o->lines_err = 0;
 		pr_debug("%s: debug file from debuginfod", o->path);
 	}
+}
+
+void objtab__set_functions(struct objtab *t, elfsym_functions_fn fn)
+{
+	t->functions = fn;
 }
 
 void objtab__set_debuginfod(struct objtab *t, uint64_t wait_ns)

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "symbolize/elfsym.h"
+
 struct elfsym;
 struct dwlines;
 struct dwline;
@@ -134,6 +136,11 @@ int objfile__fd(struct objfile *o);
 void objfile__pin(struct objfile *o);
 /* Remember start-end at file offset pgoff as o's mapping, unless it has one (pprof Mapping). */
 void objfile__note_mapping(struct objfile *o, uint64_t start, uint64_t end, uint64_t pgoff);
+/*
+ * What names a stripped file's addresses by function (elfsym_opts.functions:
+ * the CFI parser, unwind/cfi.h's cfi__functions); NULL: module+0xADDR.
+ */
+void objtab__set_functions(struct objtab *t, elfsym_functions_fn fn);
 /* Whether o is a program rather than a library (loads its symbols). */
 bool objfile__executable(struct objfile *o);
 /*

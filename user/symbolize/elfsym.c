@@ -23,7 +23,6 @@
 #include <zlib.h>
 
 #include "symbolize/elfsym.h"
-#include "unwind/cfi.h"
 #include "util/tfile.h"
 
 #define DEFAULT_DEBUG_ROOT "/usr/lib/debug"
@@ -977,12 +976,12 @@ static int root_open(const struct elfsym_opts *opts, int *root_fd)
 }
 
 /* The file's functions by its CFI, into es->funcs; no CFI is no error. -ENOMEM only. */
-static int load_funcs(struct elfsym *es, int fd)
+static int load_funcs(struct elfsym *es, int fd, elfsym_functions_fn functions)
 {
-	struct cfi_func *v;
+	struct elfsym_func *v;
 	size_t n, k = 0;
 
-	if (cfi__functions(fd, &v, &n))
+	if (!functions || functions(fd, &v, &n))
 		return 0;
 	if (n) {
 		es->funcs_base = v[0].start;
@@ -1074,7 +1073,7 @@ int elfsym__open(struct elfsym **out, int fd, const char *path, const struct elf
 	 */
 	if (!err && (!strcmp(es->source, ".dynsym") || !strcmp(es->source, "none") ||
 		     !strcmp(es->source, ".gnu_debugdata")))
-		err = load_funcs(es, fd);
+		err = load_funcs(es, fd, opts ? opts->functions : NULL);
 cleanup:
 	if (changed_since(fd, &st)) {
 		/* truncated or rewritten while we read it: what we read may be torn */

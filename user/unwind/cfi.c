@@ -1560,11 +1560,11 @@ cleanup:
 	return err;
 }
 
-int cfi__functions(int fd, struct cfi_func **out, size_t *n)
+int cfi__functions(int fd, struct elfsym_func **out, size_t *n)
 {
 	struct cfi_stats stats;
 	struct ctx c = { .stats = &stats, .gap = &no_row };
-	struct cfi_func *v = NULL;
+	struct elfsym_func *v = NULL;
 	size_t k = 0;
 	Elf *elf = NULL;
 	int err;
@@ -1578,7 +1578,7 @@ int cfi__functions(int fd, struct cfi_func **out, size_t *n)
 		/* one function an FDE start: of FDEs at one address, the first in the sections */
 		if (k && v[k - 1].start == c.runs[i].start)
 			continue;
-		v[k++] = (struct cfi_func){ c.runs[i].start, c.runs[i].end };
+		v[k++] = (struct elfsym_func){ c.runs[i].start, c.runs[i].end };
 	}
 	ctx_free(&c, elf);
 	if (err) {
