@@ -36,6 +36,7 @@ struct env env = {
 	.min_block_ns = 1000000,
 	.alloc_rate = 512 * 1024,
 	.alloc_max_live = 1 << 19,
+	.debuginfod_wait = 10,
 };
 
 /* options whose defaults depend on whether they were given */
@@ -175,6 +176,22 @@ static int parse_duration(const char *s)
 		return -EINVAL;
 	}
 	env.duration = v;
+	return 0;
+}
+
+static int parse_debuginfod_wait(const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 3600) {
+		pr_err("invalid time '%s' for --debuginfod-wait: expected seconds from 0 to 3600",
+		       s);
+		return -EINVAL;
+	}
+	env.debuginfod_wait = v;
 	return 0;
 }
 
@@ -873,6 +890,11 @@ static const struct cli_opt opts[] = {
 	  "; 'off': none). DIR is created 0700 and must be the agent's own, with no directory "
 	  "above it writable by another user (root's sticky /tmp is fine); at most four times "
 	  "--unwind-mem, least recently used deleted first" },
+	{ "debuginfod-wait", 0, "SECS", S_OPTIONS, NULL, parse_debuginfod_wait,
+	  "with DEBUGINFOD_URLS set, debug files of stripped binaries are fetched in the "
+	  "background by build id (libdebuginfod, cached on disk) and their functions named "
+	  "when they arrive; the end of the run waits at most SECS for those still coming "
+	  "(default 10; 0: none)" },
 	{ "ring-mb", 0, "MIB", S_OPTIONS, NULL, parse_ring_mb,
 	  "the ring buffer that carries samples from the kernel to bpfprof, in MiB (a power "
 	  "of two, default 8): raise it when the summary warns that samples were lost" },

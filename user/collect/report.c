@@ -238,6 +238,7 @@ static void print_files_summary(struct recorder *r)
 		   (unsigned long long)os->closed, os->fds, os->fds_peak, os->fd_cap,
 		   (unsigned long long)os->parked, (unsigned long long)os->reopened,
 		   (unsigned long long)os->reopen_failed);
+	objtab__debuginfod_report(r->objs);
 }
 
 /*
@@ -790,6 +791,14 @@ static void recorder_warnings(struct recorder *r, const struct build_stats *bs)
 			  (unsigned long long)r->st.agg_failed,
 			  (unsigned long long)stacks__refused());
 	}
+	if (objtab__debuginfod_late(r->objs)) {
+		snprintf(remedy, sizeof(remedy), "raise --debuginfod-wait (now %g s)",
+			 env.debuginfod_wait);
+		rec__warn(r, remedy,
+			  "%llu debug files were still coming from debuginfod at the end: their "
+			  "functions are named module+0x...",
+			  (unsigned long long)objtab__debuginfod_late(r->objs));
+	}
 	if (unnamed) {
 		snprintf(remedy, sizeof(remedy), "raise --mem-budget (now %.0f MiB)",
 			 membudget__get() / 1048576.0);
@@ -801,14 +810,19 @@ static void recorder_warnings(struct recorder *r, const struct build_stats *bs)
 	/* a user-space file (not [kernel.kallsyms] or [vdso]): a debug package names it */
 	if (n >= 10 && bs->frames && 100.0 * bs->unresolved / bs->frames >= UNRESOLVED_WARN_SHARE &&
 	    bs->unresolved_file[0] && bs->unresolved_file[0] != '[')
-		rec__warn(r,
-			  "install its debug symbols (Debian: its -dbgsym or -dbg package; "
-			  "bpfprof finds them by build id)",
-			  "%.1f%% of frames have no name (module+0x... in the profile), %s in %s",
-			  100.0 * bs->unresolved / bs->frames,
-			  bs->unresolved_file_frames * 2 >= bs->unresolved ? "most of them"
-									   : "the most of any file",
-			  bs->unresolved_file);
+		rec__warn(
+			r,
+			getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS")
+				? "install its debug symbols (Debian: its -dbgsym or -dbg package; "
+				  "bpfprof finds them by build id)"
+				: "install its debug symbols (Debian: its -dbgsym or -dbg package; "
+				  "bpfprof finds them by build id), or set DEBUGINFOD_URLS to a "
+				  "debuginfod server that has them",
+			"%.1f%% of frames have no name (module+0x... in the profile), %s in %s",
+			100.0 * bs->unresolved / bs->frames,
+			bs->unresolved_file_frames * 2 >= bs->unresolved ? "most of them"
+									 : "the most of any file",
+			bs->unresolved_file);
 	if (r->jit && perfmaps__stats(r->jit)->refused)
 		rec__warn(r,
 			  "a JIT's map must be its own regular file in its /tmp, as perf requires "

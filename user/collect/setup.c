@@ -29,6 +29,7 @@
 #include "cuda.skel.h"
 #include "offcpu.skel.h"
 #include "proc/cgroup.h"
+#include "proc/objfile.h"
 #include "unwind/tables.h"
 #include "unwind/tcache.h"
 #include "util/caps.h"
@@ -320,6 +321,9 @@ int setup__bpf(struct recorder *r, const struct rec_feature **feats, size_t nfea
 		/* a few named targets: all their tables; the machine: what samples want */
 		unwinder__set_eager(r->unw, !env.all);
 		unwinder__set_partial(r->unw, env.unwind_rows / UNWIND_PARTIAL_SHARE);
+		if (objtab__vdso(r->objs) && unwinder__set_vdso(r->unw, objtab__vdso(r->objs)->id))
+			pr_verbose(
+				"no unwind table for the vDSO: its frames end walks of new processes");
 		err = open_table_cache(r);
 		if (err)
 			return err;
