@@ -316,8 +316,13 @@ def pythons():
     found = pyenv_pythons()
     # oldest, a frame-object and the newest interpreter layout
     pick = [p for p in found if p[0] in ("3.8", "3.11", "3.13")] or found[-1:]
+    ft = pytest.mark.xfail(strict=True, reason="a free-threaded CPython allocates its objects "
+                           "through the mimalloc built into it, not malloc: --alloc sees its "
+                           "segments (anonymous mmap), not the objects (docs/python.md)")
     return [pytest.param(path, id=f"pyenv-{v}") for v, path in pick] + \
-        python_params(("sid-3.14", "sid-3.15", "ft-3.13t", "ft-3.14t"))
+        python_params(("sid-3.14", "sid-3.15")) + \
+        [pytest.param(*p.values, id=p.id, marks=list(p.marks) + [ft])
+         for p in python_params(("ft-3.13t", "ft-3.14t"))]
 
 
 @pytest.mark.skipif(not have("go"), reason="go (golang-go) not installed")

@@ -516,3 +516,35 @@ def test_threads_in_parallel(tmp_path, python):
         assert m and int(m.group(2)) > 100, m
     else:
         assert re.search(r"gil:.*held", tags, re.S), tags[:2000]
+
+
+@pytest.mark.parametrize("python", interpreters(("sid-3.15",)))
+def test_newer_version_decoded_with_newest_layout(tmp_path, python):
+    """A CPython whose _Py_DebugOffsets says 3.20 (Debian's 3.15 with its
+    version word raised: what a release newer than bpfprof looks like when
+    it kept 3.15's block) is decoded with 3.15's layout, its frames right,
+    and the run says so once, as a warning."""
+    p = subprocess.Popen([python, os.path.join(PYDIR, "raise_version.py"), "20", "1.5"],
+                         stdout=subprocess.PIPE, text=True, env=dict(os.environ,
+                                                                    RAISE_VERSION_WAIT="4"))
+    try:
+        line = p.stdout.readline()
+        m = re.match(r"ready (\d+)", line)
+        assert m, line
+        out = tmp_path / "newer.folded"
+        r = run(["-p", m.group(1), "-F", "499", "-o", str(out)], timeout=120)
+        assert r.returncode == 0, r.stderr
+    finally:
+        p.kill()
+        p.wait()
+    warned = [l for l in r.stderr.splitlines()
+              if "python3.20: decoded with 3.15's layout" in l]
+    assert len(warned) == 1 and warned[0].startswith("bpfprof: warning: "), r.stderr
+    stacks = parse_folded(out.read_text())
+    lines = marker_lines("raise_version.py")
+    spin = [(f, c) for f, c in stacks if frames_named(f, "spin_newer")]
+    assert total(spin) > 200, (total(spin), r.stderr)
+    good = sum(c for f, c in spin for x in frames_named(f, "spin_newer")
+               if pyframe(x)["file"] == "raise_version.py"
+               and int(pyframe(x)["line"]) in (lines["spin_newer"], lines["spin_newer"] - 1))
+    assert good >= 0.98 * total(spin), (good, total(spin))
