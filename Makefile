@@ -45,7 +45,7 @@ WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
 CFLAGS   += $(WARN) -std=gnu11 -D_GNU_SOURCE -DBPFPROF_VERSION='"$(VERSION)"' \
 	    -Iinclude -Iuser -I$(BUILD) -I$(BUILD)/pprof $(SAN_FLAGS)
-LDLIBS   := -lbpf -ldw -lelf -lz -llzma -lprotobuf-c -lstdc++ -lpthread -lm
+LDLIBS   := -lbpf -ldw -ldebuginfod -lelf -lz -llzma -lprotobuf-c -lnettle -lstdc++ -lpthread -lm
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) -Wno-unused-parameter \
 	      -Ivmlinux/$(ARCH) -Iinclude -Ibpf
 

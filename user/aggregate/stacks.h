@@ -26,6 +26,11 @@ struct sframe {
  * the frame's symbol
  */
 #define SFRAME_PY_EVAL (1u << 30)
+/*
+ * aux of an anonymous-code frame (OBJ_ANON, OBJ_JIT): in copies of a
+ * trampoline (unwind/anoncode.h), CPython's perf trampolines (-X perf)
+ */
+#define SFRAME_TRAMPOLINE (1u << 29)
 
 /* stack_key.flags */
 #define STACK_F_KERNEL_TRUNC 1 /* more kernel frames existed */
