@@ -1,12 +1,16 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
 # make            build build/bpfprof
-# make test       unit tests (no root) then end-to-end tests (root, real BPF)
-# make bench      overhead benchmark against perf (not part of make test)
+# make deps       install the Debian packages building and running need (tools/install-deps.sh)
+# make test       test-deps, then unit tests, end-to-end tests (root, real BPF) and the fuzz
+#                 smoke, each run whatever the one before did; one line of results at the end
+# make bench      bench-deps, then the overhead benchmark against perf (not part of make test)
+# make test-deps / make bench-deps   what make test / make bench need, installed by them
+# make check-readme   the README's first command in a fresh minbase Debian 12 root
+#                 (tools/minbase.sh; TEST=1: its second command too)
 # make verifier-stats   instructions the verifier processes per BPF program (root)
 # make fuzz       FUZZ_SECS=N: each libFuzzer harness (tests/fuzz) for N seconds
 # make test SANITIZE=1   the same tests against an ASan+UBSan build in build-san/
-# make deps       install every Debian package the build, tests and bench need
 # make install    PREFIX=/usr/local DESTDIR= (binary, man page, systemd unit)
 # make V=1        show commands
 
@@ -41,7 +45,7 @@ WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
 CFLAGS   += $(WARN) -std=gnu11 -D_GNU_SOURCE -DBPFPROF_VERSION='"$(VERSION)"' \
 	    -Iinclude -Iuser -I$(BUILD) -I$(BUILD)/pprof $(SAN_FLAGS)
-LDLIBS   := -lbpf -ldw -lelf -lz -llzma -lprotobuf-c -lstdc++ -lpthread -lm
+LDLIBS   := -lbpf -ldw -ldebuginfod -lelf -lz -llzma -lprotobuf-c -lnettle -lstdc++ -lpthread -lm
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) -Wno-unused-parameter \
 	      -Ivmlinux/$(ARCH) -Iinclude -Ibpf
 
@@ -58,8 +62,8 @@ HDRS      := $(shell find include user bpf -name '*.h') $(BPF_SKELS) $(BUILD)/pp
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all test unit e2e bench deps install clean format format-check fuzz fuzz-build verifier-stats \
-	fuzz-smoke fuzz-seeds
+.PHONY: all test unit e2e bench deps test-deps test-roots bench-deps install clean format format-check fuzz \
+	fuzz-build verifier-stats fuzz-smoke fuzz-seeds check-readme
 .SECONDARY:
 all: $(BUILD)/bpfprof
 
@@ -95,7 +99,7 @@ $(BUILD)/bpfprof: $(MAIN_OBJ) $(BUILD)/libbpfprof.a
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libbpfprof.a $(HDRS)
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libbpfprof.a $(HDRS) $(wildcard tests/unit/*.h)
 	$(call msg,CC,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -Itests/unit $< $(BUILD)/libbpfprof.a $(LDLIBS) -lcmocka -o $@
@@ -126,15 +130,22 @@ cupti-skipped:
 .PHONY: cupti-skipped
 endif
 
-# Unit tests need no root; each binary is a cmocka group.
-# Fixtures (small ELF files with known symbols) are built by tests/unit/fixtures/Makefile.
+# Unit tests need no root; each binary is a cmocka group. Every binary runs,
+# whatever the ones before it did; a skipped test says why ("[  SKIP    ]"
+# line, tests/unit/skip.h). Fixtures (small ELF files with known symbols) are
+# built by tests/unit/fixtures/Makefile.
 unit: $(UNIT_BINS)
 	$(Q)$(MAKE) -s -C tests/unit/fixtures BUILD=$(abspath $(BUILD))/fixtures
 	$(Q)$(MAKE) -s -C tests/unit/fixtures/cfi BUILD=$(abspath $(BUILD))/fixtures/cfi
 	$(Q)$(MAKE) -s -C tests/unit/fixtures/python BUILD=$(abspath $(BUILD))/fixtures/python
-	$(Q)set -e; for t in $(UNIT_BINS); do FIXTURES=$(abspath $(BUILD))/fixtures $$t; done
+	$(Q)failed=; for t in $(UNIT_BINS); do \
+		FIXTURES=$(abspath $(BUILD))/fixtures $$t || failed="$$failed $${t##*/}"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "unit: FAILED:$$failed"; exit 1; fi; \
+	echo "unit: $(words $(UNIT_BINS)) groups passed"
 
-# End-to-end: real BPF, real processes, as root. pytest's summary line ends the run.
+# End-to-end: real BPF, real processes, as root. pytest's summary line ends the run,
+# after the reason of every skipped test (-rs).
 # Under SANITIZE=1 the default is a subset through every stage of a record
 # run (CLI, BPF, side band, symbols, CFI, Python, writers, dump), without the
 # tests that assert sample counts, or signal the agent after a fixed delay, which
@@ -154,7 +165,7 @@ E2E_TESTS ?= tests/e2e
 e2e: $(BUILD)/bpfprof
 	$(Q)$(MAKE) -s -C tests/workloads BUILD=$(abspath $(BUILD))/workloads
 	$(Q)BPFPROF=$(abspath $(BUILD))/bpfprof WORKLOADS=$(abspath $(BUILD))/workloads \
-		$(PYTHON) -m pytest -q -p no:cacheprovider $(E2E_TESTS) $(E2E_SELECT) $(PYTEST_ARGS)
+		$(PYTHON) -m pytest -q -rs -p no:cacheprovider $(E2E_TESTS) $(E2E_SELECT) $(PYTEST_ARGS)
 
 # Fuzzing: one libFuzzer harness per parser of untrusted bytes (tests/fuzz/fuzz_NAME.c),
 # linked with the library built by clang under ASan+UBSan in $(FUZZ_BUILD). Seeds are in
@@ -233,14 +244,24 @@ fuzz: fuzz-build
 fuzz-smoke: fuzz-build
 	$(call fuzz_run,$(FUZZ_SMOKE_SECS))
 
-# The sanitized build's own test run is unit + e2e; the fuzzers are sanitized anyway.
+# make test: each step runs whatever the one before did (a failing e2e test
+# still leaves the fuzzers their run), and the last line gives all results;
+# the status is non-zero if any step failed. The sanitized build's own test
+# run is unit + e2e; the fuzzers are sanitized anyway.
 ifeq ($(SANITIZE),1)
-test: unit e2e
+TEST_STEPS ?= unit e2e
 else
-test: unit e2e fuzz-smoke
+TEST_STEPS ?= unit e2e fuzz-smoke
 endif
+test: test-deps
+	$(Q)st=0; res=; for s in $(TEST_STEPS); do \
+		echo "  TEST     $$s"; \
+		if $(MAKE) --no-print-directory $$s; then res="$$res, $$s passed"; \
+		else res="$$res, $$s FAILED"; st=1; fi; \
+	done; echo "make test: $${res#, }"; exit $$st
 
-bench: $(BUILD)/bpfprof
+bench: bench-deps
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/bpfprof
 	$(Q)$(MAKE) -s -C tests/workloads BUILD=$(abspath $(BUILD))/workloads
 	$(Q)BPFPROF=$(abspath $(BUILD))/bpfprof WORKLOADS=$(abspath $(BUILD))/workloads tools/bench.sh
 
@@ -253,8 +274,29 @@ $(BUILD)/bpf_insns: tools/bpf_insns.c
 verifier-stats: $(BUILD)/bpf_insns $(BPF_OBJS)
 	$(Q)for o in $(BPF_OBJS); do $(BUILD)/bpf_insns $$o filter_pids=0 || exit 1; done
 
+# Debian packages (tools/install-deps.sh): building and running; test; bench.
+# Each installs only what is missing, and touches no network when nothing is.
 deps:
 	tools/install-deps.sh
+test-deps:
+	tools/install-deps.sh test
+
+# What the Python tests run besides pyenv's interpreters, built once and cached
+# under /var/cache/bpfprof: the Debian sid root (python3.13/3.14/3.15, torch;
+# ~6 min) and free-threaded interpreters built from Debian's sources in it
+# (~10 min each where the mirror has the source). One that cannot be made is
+# skipped by the tests with one line saying why: this step does not fail.
+# .ci/run runs it before make test, which it would otherwise slow by as much.
+test-roots:
+	tools/sidroot.sh
+	-tools/pyft.sh
+bench-deps:
+	tools/install-deps.sh bench
+
+# The README's first command (TEST=1: and its second) in a fresh minbase
+# Debian 12 root with a copy of this tree at HEAD (root; docs/testing.md).
+check-readme:
+	tools/minbase.sh $(if $(filter 1,$(TEST)),--test)
 
 install: $(BUILD)/bpfprof $(BUILD)/libbpfprof_heap.so
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) \

@@ -21,7 +21,8 @@
 #
 # Environment: BPFPROF, WORKLOADS (default: build/ of this checkout), ROUNDS (7),
 # ITERS (bench_cpu's, default its own ~2 s), READY_SLEEP (1 s given to a
-# profiler to start), BENCH_RECORD=1 to append the figures to bench/RESULTS.md.
+# profiler to start), BENCH_RECORD=1 to append the figures as dated rows to
+# bench/history/runs.md (bench/RESULTS.md, the current figures, is edited by hand).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -699,17 +700,17 @@ PY
 }
 
 if [[ $BENCH_RECORD == 1 ]]; then
-	results=$root/bench/RESULTS.md
+	results=$root/bench/history/runs.md
 	mkdir -p "$(dirname "$results")"
-	if [[ ! -f $results ]]; then
-		cat >"$results" <<'HEADER'
-<!-- SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) -->
-# bpfprof benchmark results
+	# tools/cost.sh (section 0) may have made the file with its own section only
+	[[ -f $results ]] || printf '%s\n' '<!-- SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) -->' \
+		'# bpfprof benchmark runs' '' \
+		'Rows are appended by `BENCH_RECORD=1 make bench`; the current figures are in ../RESULTS.md.' \
+		>"$results"
+	if ! grep -q '^## Whole machine' "$results"; then
+		cat >>"$results" <<'HEADER'
 
-Rows are appended by `BENCH_RECORD=1 make bench` (tools/bench.sh), as root, on
-an otherwise idle machine.
-
-Method:
+Method of the whole-machine rows:
 - **Slowdown**: `bench_cpu` (tests/workloads) runs a fixed register-only hash
   loop on one thread per online CPU and prints its wall time. It runs alone,
   under `bpfprof -a -F 99` and under `perf record -a -g -F 99` (each profiler

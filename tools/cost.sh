@@ -46,7 +46,7 @@
 #
 # Environment: BPFPROF, WORKLOADS, COST_FREQS ("19 99 999"), COST_SECS (5),
 # COST_REPS (3), COST_IRQ_SECS (20), BENCH_RECORD=1 to add a row to
-# bench/RESULTS.md.
+# bench/history/runs.md.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -237,8 +237,22 @@ done
 stop_load
 
 if [[ $BENCH_RECORD == 1 ]]; then
-	results=$root/bench/RESULTS.md
-	grep -q '^## Cost' "$results" || die "no '## Cost' section in $results"
+	results=$root/bench/history/runs.md
+	mkdir -p "$(dirname "$results")"
+	[[ -f $results ]] || printf '%s\n' '<!-- SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) -->' \
+		'# bpfprof benchmark runs' '' \
+		'Rows are appended by `BENCH_RECORD=1 make bench`; the current figures are in ../RESULTS.md.' \
+		>"$results"
+	if ! grep -q '^## Cost' "$results"; then
+		head="| date | runs | irq µs (empty prog) | irq µs perf -g"
+		sep="|---|---|---|---"
+		for f in $COST_FREQS; do
+			head+=" | $f Hz"
+			sep+="|---"
+		done
+		printf '\n## Cost\n\nColumns as in bench/history/2026-11.md, "Cost".\n\n%s\n%s\n' \
+			"$head | start-up s CPU |" "$sep|---|" >>"$results"
+	fi
 	row="| $(date -u +%Y-%m-%dT%H:%MZ) | $COST_REPS | $irq_empty_pool ($irq_empty_pool_sp) | $irq_p_pool ($irq_p_pool_sp)"
 	cell() { echo "$(cut -d' ' -f1 <<<"${res[$1]}") ($(cut -d' ' -f2 <<<"${res[$1]}"))"; }
 	for f in $COST_FREQS; do

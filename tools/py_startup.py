@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """Python start-up attribution: how much of short Python commands' profile
-lacks Python frames (bench/RESULTS.md, "Python start-up attribution").
+lacks Python frames (bench/history/2026-11.md, "Python start-up attribution").
 
   py_startup.py BPFPROF PYTHON [K [SECS [cpu|alloc|cmd]]]
 

@@ -8,7 +8,7 @@ Run by `make bench` (WALK_FLOOR=0 skips it) or alone, as root:
     tools/walk_floor.py [--rounds N] [--secs S] [--py PYTHON] [--smoke]
 
 Why: on this shared VM one binary's per-sample BPF time moves by 3x from one
-run to the next (bench/RESULTS.md "Cost"), so two builds timed in separate
+run to the next (bench/history/2026-11.md "Cost"), so two builds timed in separate
 runs cannot be told apart, and an absolute target in µs says more about the
 host than about the code. Here every figure is a difference or a ratio
 between two variants timed in the same run, on alternating samples.

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "collect/record.h"
 #include "dump/dump.h"
+#include "registry.h"
 #include "flamegraph.h"
 #include "top/top.h"
 #include "util/log.h"
@@ -20,8 +21,14 @@ struct command {
 	int (*main)(int argc, char **argv); /* parses its own arguments */
 };
 
+/* `bpfprof [record]`: every feature the options ask for, the profile written to -o */
+static int record_main(void)
+{
+	return record__run(&(struct rec_mode){ .name = "record", .features = rec_features });
+}
+
 static const struct command commands[] = {
-	{ "record", record__main, NULL },
+	{ "record", record_main, NULL },
 	{ "top", top__run, NULL },
 	{ "dump", NULL, dump__main },
 	{ "flamegraph", NULL, flamegraph__main },

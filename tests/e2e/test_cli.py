@@ -3,7 +3,9 @@
 (usage) or 1 (runtime), and leave no output file behind."""
 import os
 import re
+import signal
 import subprocess
+import time
 
 import pytest
 
@@ -151,17 +153,40 @@ def test_sigint_writes_complete_output(tmp_path):
     assert [f.name for f in tmp_path.iterdir()] == ["run.folded"]
 
 
+def cpu_seconds(pid):
+    """pid's CPU time so far (user + system), from /proc/PID/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def test_sigterm_with_command_stops_and_writes(tmp_path):
+    """SIGTERM to bpfprof while its command runs: it stops and writes what it
+    has. The signal goes once the command has had 1 s of CPU (~99 samples;
+    work_a's share is 0.5), not after a fixed sleep: on a loaded host 2 s of
+    wall time gave the command 0.14 s of CPU, 7 samples, none in work_a."""
     out = tmp_path / "run.folded"
-    p = subprocess.Popen([BPFPROF, "-o", str(out), "--", workload("cpu_split"), "60"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    import time
-    wait_recording(p)
-    time.sleep(2)  # the command runs: work_a gets samples
-    p.terminate()
-    _, err = p.communicate(timeout=60)
-    assert p.returncode == 0, err
-    assert "work_a" in out.read_text()
+    p = subprocess.Popen([BPFPROF, "-o", str(out), "--", workload("cpu_split"), "--cpu", "60"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err = ""
+    try:
+        err = wait_recording(p)
+        pid = int(p.stdout.readline().split()[1])  # "pid N", once it runs
+        deadline = time.monotonic() + 120
+        while cpu_seconds(pid) < 1.0:
+            assert time.monotonic() < deadline, f"cpu_split had no 1 s of CPU in 120 s\n{err}"
+            time.sleep(0.1)
+        p.terminate()
+        err += p.communicate(timeout=60)[1]
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    # the output is complete; bpfprof passed SIGTERM on, and exits with the command's status
+    assert p.returncode == 128 + signal.SIGTERM, err
+    text = out.read_text()
+    samples = sum(int(l.rsplit(" ", 1)[1]) for l in text.splitlines())
+    assert samples >= 50 and "work_a" in text, f"{samples} samples\n{err}\n{text[:2000]}"
 
 
 READY = re.compile(r"bpfprof: recording (.+) \((\d+) CPUs, (\d+) probes\); Ctrl-C to stop")

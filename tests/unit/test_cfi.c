@@ -29,6 +29,8 @@
 
 #include <cmocka.h>
 
+#include "skip.h"
+
 #include "unwind/cfi.h"
 
 #define LIBC	  "/usr/lib/x86_64-linux-gnu/libc.so.6"
@@ -773,7 +775,7 @@ static void test_readelf_fixtures(void **state)
 
 	(void)state;
 	if (!have_readelf())
-		skip();
+		skip_because("no readelf (binutils) to compare against");
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		check_against_readelf(fx(files[i]), &ty);
 		assert_true(ty.checked > 0);
@@ -813,8 +815,10 @@ static void check_system(const char *path, size_t min_points)
 static void test_readelf_libc(void **state)
 {
 	(void)state;
-	if (!have_readelf() || access(LIBC, R_OK))
-		skip();
+	if (!have_readelf())
+		skip_because("no readelf (binutils) to compare against");
+	if (access(LIBC, R_OK))
+		skip_because("no %s", LIBC);
 	check_system(LIBC, 20000);
 	if (!access(LIBSTDCXX, R_OK))
 		check_system(LIBSTDCXX, 10000);
@@ -833,8 +837,10 @@ static void test_readelf_libpython(void **state)
 	else
 		snprintf(pattern, sizeof(pattern), "%s/.pyenv/versions/*/lib/libpython*.so.1.0",
 			 home ? home : "/root");
-	if (!have_readelf() || glob(pattern, 0, NULL, &g))
-		skip();
+	if (!have_readelf())
+		skip_because("no readelf (binutils) to compare against");
+	if (glob(pattern, 0, NULL, &g))
+		skip_because("no pyenv libpython (%s)", pattern);
 	for (i = 0; i < g.gl_pathc; i++)
 		check_system(g.gl_pathv[i], 20000);
 	globfree(&g);

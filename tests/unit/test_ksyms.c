@@ -18,6 +18,8 @@
 
 #include <cmocka.h>
 
+#include "skip.h"
+
 #include "symbolize/ksyms.h"
 
 static const char *fixture(const char *name)
@@ -219,11 +221,11 @@ static void test_proc_kallsyms(void **state)
 
 	(void)state;
 	if (geteuid() != 0)
-		skip();
+		skip_because("not root: /proc/kallsyms shows no addresses");
 	for (i = 0; i < 2 && !addr; i++)
 		addr = find_in_kallsyms("/proc/kallsyms", wanted[i], aliases, sizeof(aliases));
 	if (!addr)
-		skip();
+		skip_because("none of the symbols looked for is in /proc/kallsyms");
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	err = ksyms__load(&ks, NULL);

@@ -17,6 +17,8 @@
 #include <zlib.h>
 #include <cmocka.h>
 
+#include "skip.h"
+
 #include "aggregate/profile.h"
 #include "profile.pb-c.h"
 #include "write/writers.h"
@@ -626,8 +628,7 @@ static void test_go_tool_pprof(void **state)
 
 	(void)state;
 	if (system("command -v go >/dev/null 2>&1 && go tool -n pprof >/dev/null 2>&1")) {
-		print_message("go tool pprof not available, skipped\n");
-		skip();
+		skip_because("go tool pprof not available (make test-deps installs golang-go)");
 	}
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/cpu.pb.gz", dir);

@@ -16,7 +16,6 @@ struct profile;
 struct stacks;
 struct objtab;
 struct ksyms;
-struct pytrack;
 struct cgroups;
 struct perfmaps;
 
@@ -25,6 +24,20 @@ enum {
 	BUILD_LINES_NONE = 0, /* native frames without source lines */
 	BUILD_LINES_PPROF,    /* native source lines in pframe.file/line (pprof Lines) */
 	BUILD_LINES_NAMES,    /* and in the display name, "name (file.c:12)" (--native-lines) */
+};
+
+/*
+ * Names of Python frames and threads, from whoever tracks the interpreters
+ * (collect/pytrack.c, handed over by collect/writeout.c), so that building
+ * a profile needs no recorder: a code id at an instruction offset as its
+ * qualname, file and line (0; non-zero: unreadable), its function's first
+ * line (0: unknown), a thread's threading name (NULL: use the OS name).
+ */
+struct build_python {
+	int (*describe)(const void *arg, uint64_t id, uint32_t off, const char **qualname,
+			const char **file, uint32_t *line);
+	uint32_t (*first_line)(const void *arg, uint64_t id);
+	const char *(*thread_name)(const void *arg, uint32_t pid, uint32_t tid);
 };
 
 struct build_opts {
@@ -43,9 +56,10 @@ struct build_opts {
 	int64_t period;		       /* e.g. nanoseconds of CPU one sample stands for */
 	int64_t time_ns;	       /* wall-clock start */
 	int64_t duration_ns;
-	const struct pytrack *py; /* names Python frames; NULL: none */
-	bool per_container;	  /* root frame: short container id or cgroup path */
-	struct cgroups *cg;	  /* names stack_key.cgroup_id (labels); NULL: no cgroup labels */
+	const struct build_python *py; /* names Python frames and threads; NULL: none */
+	const void *py_arg;
+	bool per_container; /* root frame: short container id or cgroup path */
+	struct cgroups *cg; /* names stack_key.cgroup_id (labels); NULL: no cgroup labels */
 	/* names OBJ_SYNTH frames (addr = the feature's id), sets *kind (enum frame_kind) */
 	const char *(*synth_name)(void *arg, uint64_t id, uint32_t *kind);
 	void *synth_arg;
@@ -66,6 +80,15 @@ struct build_stats {
 	uint64_t distinct_frames;
 	uint64_t objects_without_symbols;
 	uint64_t py_merge_mismatch; /* stacks whose eval frames and Python calls did not pair up */
+	/*
+	 * The file with the most unresolved frames (weighted as unresolved is)
+	 * and how many: what a "no symbols" warning names. Empty: none.
+	 */
+	char unresolved_file[256];
+	uint64_t unresolved_file_frames;
+	/* likewise, the file [missing frames] stacks stopped in most (their outermost frame's) */
+	char stopped_file[256];
+	uint64_t stopped_file_samples;
 };
 
 /*

@@ -5,7 +5,6 @@
 
 #include "aggregate/profile.h"
 #include "aggregate/timeline_log.h"
-#include "write/writers.h"
 
 struct tl_cpu {
 	uint64_t ts;
@@ -117,8 +116,8 @@ static int cmp_cpu(const void *a, const void *b)
 	return (x->dur < y->dur) - (x->dur > y->dur);
 }
 
-int tl_log__write(struct tl_log *l, struct objtab *objs, const struct ksyms *ks,
-		  const struct build_opts *o, FILE *out, struct build_stats *bs, uint64_t *nsamples)
+int tl_log__build(struct tl_log *l, struct objtab *objs, const struct ksyms *ks,
+		  const struct build_opts *o, struct build_stats *bs, uint64_t *nsamples)
 {
 	struct build_opts bo = *o;
 	struct profile *p = NULL;
@@ -200,7 +199,6 @@ int tl_log__write(struct tl_log *l, struct objtab *objs, const struct ksyms *ks,
 				goto out;
 		}
 	}
-	err = chrome__write(l->tl, out);
 out:
 	free(names);
 	free(span);

@@ -38,14 +38,15 @@ int tl_log__offcpu(struct tl_log *l, const struct stack_key *key, uint64_t start
 
 /*
  * Name the sampled stacks (o: as for the profile; per_pid/per_thread are
- * ignored, the tracks say which process and thread), turn each thread's
- * samples and blocks into slices and write the Chrome trace. *bs: frames and
+ * ignored, the tracks say which process and thread) and turn each thread's
+ * samples into slices of tl_log__timeline(), which write/chrome.c writes
+ * (blocks and features' slices are there already). *bs: frames and
  * unresolved frames weighted by CPU samples (or blocks' weights), as
  * profile__build counts them for folded/pprof/svg; *samples: the CPU
  * samples written. Returns 0 or
  * -errno.
  */
-int tl_log__write(struct tl_log *l, struct objtab *objs, const struct ksyms *ks,
-		  const struct build_opts *o, FILE *out, struct build_stats *bs, uint64_t *samples);
+int tl_log__build(struct tl_log *l, struct objtab *objs, const struct ksyms *ks,
+		  const struct build_opts *o, struct build_stats *bs, uint64_t *samples);
 
 #endif

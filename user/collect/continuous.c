@@ -13,7 +13,7 @@
 #include "aggregate/profile.h"
 #include "cli.h"
 #include "collect/continuous.h"
-#include "collect/upload.h"
+#include "upload/upload.h"
 #include "symbolize/ksyms.h"
 #include "util/clock.h"
 #include "util/log.h"

@@ -13,14 +13,13 @@ struct rec_feature;
  */
 struct rec_mode {
 	const char *name;
+	/* the features env may ask for, in set-up order, NULL-terminated (registry.h) */
+	const struct rec_feature *const *features;
 	const struct rec_feature *view; /* NULL: write the profile to -o */
 	void *arg;			/* the view's, as r->mode->arg */
 };
 
 /* Runs mode with the options in env; returns an exit status (EXIT_*). */
 int record__run(const struct rec_mode *mode);
-
-/* `bpfprof [record]`: record__run in the record mode. */
-int record__main(void);
 
 #endif

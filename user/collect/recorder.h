@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The recorder's insides, shared with the event features (heap, off-CPU,
- * CUDA) that plug into a recording. record.c owns the life cycle; a feature
+ * CUDA) that plug into a recording. record.c owns the life cycle (the run
+ * loop; its jobs in command.c, setup.c, decode_ops.c, writeout.c and
+ * report.c); user/registry.c lists the features; a feature
  * is a struct rec_feature: it loads its own BPF object (whose maps are shared
  * with the CPU object by name, so there is one ring buffer, one pid filter,
  * one set of unwind tables), attaches, turns its ring buffer records into
- * stack values, and adds lines to the summary.
+ * stack values, and adds lines to the summary: warnings (rec__warn, shown by
+ * default) and detail lines (summary(), shown with -v).
  *
  * One sample, start to end: BPF fills a struct prof_sample (include/) →
  * ring buffer → record.c handle_record() checks it and dispatches on kind →
@@ -105,7 +108,16 @@ struct rec_feature {
 	 * table, freed after this hook.
 	 */
 	void (*interval)(struct recorder *r, void *priv, struct stacks *old);
-	/* end-of-run summary lines (what was taken and lost) */
+	/*
+	 * End of the run, once the output is written (r->st.written known):
+	 * add a warning (rec__warn) for each problem of this feature that
+	 * changes the answer, past its threshold. Printed by default.
+	 */
+	void (*warnings)(struct recorder *r, void *priv);
+	/*
+	 * End-of-run detail lines (what was taken and lost, every counter):
+	 * called only with -v, after the recorder's own detail lines.
+	 */
 	void (*summary)(struct recorder *r, void *priv, FILE *f);
 	void (*destroy)(struct recorder *r, void *priv);
 	/* extra pprof labels of a stack (its stacks__intern index); returns how many */
@@ -131,6 +143,7 @@ struct recorder {
 	struct proctab *procs;
 	struct stacks *stacks;
 	struct ksyms *ks;
+	int ks_err; /* why /proc/kallsyms gave no symbols (-errno), 0: read or not needed */
 	struct unwinder *unw;
 	struct pytrack *py;
 	struct perfmaps *jit;	 /* /tmp/perf-PID.map names of anonymous code */
@@ -191,6 +204,9 @@ struct recorder {
 	const struct rec_feature *feat[REC_MAX_FEATURES];
 	void *feat_priv[REC_MAX_FEATURES];
 	uint32_t nfeat;
+
+	char **warnings; /* rec__warn(): "problem; remedy", each once, in order */
+	uint32_t nwarnings;
 };
 
 /*
@@ -227,6 +243,13 @@ int rec__share_maps(struct recorder *r, struct bpf_object *obj);
 const struct bpf_object_open_opts *rec__open_opts(struct recorder *r, int attempt);
 bool rec__open_retry(struct recorder *r, int attempt, int err);
 
+/*
+ * The unwind description (and Python's view) of pid is written to BPF again
+ * at the next turn of the run loop: its mappings changed, or a sample found
+ * it undescribed.
+ */
+void rec__want_sync(struct recorder *r, uint32_t pid);
+
 /* Whether pid is being profiled (always, with -a). */
 bool rec__is_target(struct recorder *r, uint32_t pid);
 
@@ -247,6 +270,31 @@ int rec__add_counters(struct recorder *r, const struct counter_family *f, int ma
 /* Sum of a per-CPU BPF counter. */
 uint64_t rec__counter(struct recorder *r, enum bpf_counter c);
 
+/*
+ * The end-of-run warnings. By default the summary is at most three lines
+ * (samples and processes, what was written where, how to open it); after
+ * it comes one "bpfprof: warning: PROBLEM: REMEDY" line per problem that
+ * changes the answer and that the user can act on: a target not covered, a
+ * share of stacks cut short (`[missing frames]`) with its main cause, lost
+ * samples. Everything else (every counter, each feature's detail) is -v:
+ * the feature's summary() hook.
+ *
+ * problem: what is wrong and how much, in the user's words (no internal
+ * names: "side band", "FDE", map names), e.g. "31% of samples (620 of
+ * 2000) have [missing frames]: their files' unwind tables did not fit";
+ * remedy: what to run instead, naming the option or package, e.g. "raise
+ * it to --unwind-mem 96M". A warning is added from any hook (usually
+ * warnings(), when the totals are known), is printed after the summary in
+ * the order added, each text once, and not at all with -q. Returns 0 or
+ * -ENOMEM. REC_WARN_SHARE is the share of samples (percent) past which a
+ * kind of broken stack is worth a warning, for features that have no
+ * better threshold; rec__samples() the samples the share is of.
+ */
+int rec__warn(struct recorder *r, const char *remedy, const char *problem_fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#define REC_WARN_SHARE 5.0
+uint64_t rec__samples(const struct recorder *r);
+
 /* End the run after this turn of the loop (a feature that has what it came for). */
 void rec__stop(struct recorder *r);
 
@@ -266,8 +314,5 @@ uint64_t rec__start_ns(const struct recorder *r);
 		(rodata)->want_python = !env.no_python && !env.no_user;       \
 		(rodata)->unwind_mode = env.no_user ? UNWIND_FP : env.unwind; \
 	} while (0)
-
-/* The features, in the order they are set up (record.c). */
-extern const struct rec_feature *const rec_features[];
 
 #endif

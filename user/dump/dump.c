@@ -33,7 +33,9 @@
 #include "collect/offcpu.h"
 #include "collect/record.h"
 #include "collect/recorder.h"
+#include "collect/writeout.h"
 #include "dump/dump.h"
+#include "registry.h"
 #include "proc/proc.h"
 #include "offcpu.skel.h"
 #include "util/clock.h"
@@ -329,9 +331,10 @@ static void dump_poll(struct recorder *r, void *priv)
 static void dump_finish(struct recorder *r, void *priv)
 {
 	struct dump *d = priv;
-	struct build_opts bo = { .per_thread = true, .nvalues = r->nvalues, .py = r->py };
+	struct build_opts bo = { .per_thread = true, .nvalues = r->nvalues };
 	struct build_stats bs;
 
+	writeout__python(r, &bo);
 	memcpy(bo.value_types, r->values, sizeof(r->values));
 	if (profile__build(&d->prof, r->stacks, r->objs, NULL, &bo, &bs)) {
 		pr_err("cannot symbolize the stacks");
@@ -582,8 +585,8 @@ int dump__main(int argc, char **argv)
 	env.no_kernel = true; /* the BPF kernel stack is the ptrace stop: /proc has the real one */
 	env.per_thread = true;
 	log_level = verbose ? 1 + verbose : 0;
-	status =
-		record__run(&(struct rec_mode){ .name = "dump", .view = &dump_feature, .arg = &d });
+	status = record__run(&(struct rec_mode){
+		.name = "dump", .features = rec_features, .view = &dump_feature, .arg = &d });
 	if (status == EXIT_OK) {
 		if (json)
 			print_json(&d, stdout);

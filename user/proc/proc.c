@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "proc/objfile.h"
 #include "proc/proc.h"
@@ -340,6 +342,8 @@ static int reload(struct proctab *t, struct proc *p)
 	if (!f) {
 		err = -errno;
 		t->stats.maps_read_failed++;
+		if (err == -EACCES || err == -EPERM)
+			t->stats.maps_read_denied++;
 		if (p->state == MAPS_UNKNOWN)
 			p->state = MAPS_PARTIAL;
 		return err == -ENOENT ? -ESRCH : err;
@@ -569,29 +573,28 @@ size_t proctab__close_unused_files(struct proctab *t)
 	return objtab__close_unused(t->objs);
 }
 
-uint32_t proc__nspid(const char *status_path, uint32_t no_line)
+bool proc__all_exited(const uint32_t *pids, size_t npids)
 {
-	char line[256];
-	uint32_t last = no_line;
-	FILE *f = fopen(status_path, "re");
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
 
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line + 6, *end;
-
-		if (strncmp(line, "NSpid:", 6))
+	for (size_t i = 0; i < npids; i++) {
+		snprintf(path, sizeof(path), "/proc/%u/stat", pids[i]);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* gone */
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
 			continue;
-		for (;;) {
-			unsigned long v = strtoul(p, &end, 10);
-
-			if (end == p || v > UINT32_MAX)
-				break;
-			last = (uint32_t)v;
-			p = end;
-		}
-		break;
+		buf[n] = '\0';
+		p = strrchr(buf, ')'); /* comm may hold anything: the state follows its last ')' */
+		if (!p || (p[1] == ' ' && p[2] != 'Z' && p[2] != 'X'))
+			return false;
+		/* a leader that ended itself is a zombie while its threads run on */
+		if (proc__threads_left(pids[i], NULL))
+			return false;
 	}
-	fclose(f);
-	return last;
+	return true;
 }

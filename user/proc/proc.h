@@ -55,6 +55,7 @@ struct proctab_stats {
 	uint64_t procs;	    /* process generations seen */
 	uint64_t maps_read; /* /proc/PID/maps reads */
 	uint64_t maps_read_failed;
+	uint64_t maps_read_denied; /* of which refused: another user's process, no CAP_SYS_PTRACE */
 	uint64_t execs, forks, exits, mmaps;
 	uint64_t unseen;      /* processes sampled after the exit of their pid's last one we knew */
 	uint64_t maps_cpu_ns; /* the agent thread's CPU reading them: per process, not sample */
@@ -91,6 +92,11 @@ int proc__for_each_task(uint32_t pid, int (*fn)(void *ctx, uint32_t tid), void *
  * have ended itself: a zombie in /proc/PID/task beside them); *tid: one.
  */
 bool proc__threads_left(uint32_t pid, uint32_t *tid);
+/*
+ * Whether every one of these processes has exited: gone, or a zombie its
+ * parent has not reaped yet and whose other threads have ended too.
+ */
+bool proc__all_exited(const uint32_t *pids, size_t n);
 /* A thread was created in pid's process (a PERF_RECORD_FORK within it). */
 void proctab__thread(struct proctab *t, uint32_t pid);
 /* Whether pid's process may have threads besides its leader: not known from birth, or threaded. */
@@ -132,12 +138,5 @@ int proc__insert_mapping(struct proc *p, const struct mapping *m);
  * samples may name them). Cheap enough for once a second. Returns files closed.
  */
 size_t proctab__close_unused_files(struct proctab *t);
-
-/*
- * The innermost (last) NSpid of a /proc/PID[/task/TID]/status file: the id
- * the task knows itself by in its own pid namespace. 0 when the file cannot
- * be read; no_line when it has no NSpid line (kernels before 4.1).
- */
-uint32_t proc__nspid(const char *status_path, uint32_t no_line);
 
 #endif

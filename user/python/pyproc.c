@@ -30,6 +30,7 @@
 #include "proc/proc.h"
 #include "python/pyimpl.h"
 #include "util/log.h"
+#include "util/procfs.h"
 
 /* Bounds of the walks over the target's lists. */
 #define MAX_INTERPS 64
@@ -321,7 +322,7 @@ static int add_task(void *ctx, uint32_t tid)
 	t->v[t->n].nstid = tid;
 	if (c->nested) {
 		snprintf(path, sizeof(path), "/proc/%d/task/%u/status", c->pid, tid);
-		t->v[t->n].nstid = proc__nspid(path, 0);
+		t->v[t->n].nstid = procfs__nspid(path, 0);
 	}
 	t->n++;
 	return 0;
@@ -334,7 +335,7 @@ static int read_tasks(pid_t pid, struct tasks *t)
 	int err;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	c.nested = proc__nspid(path, 0) != (uint32_t)pid;
+	c.nested = procfs__nspid(path, 0) != (uint32_t)pid;
 	t->v = calloc(MAX_TASKS, sizeof(*t->v));
 	if (!t->v)
 		return -ENOMEM;
@@ -505,7 +506,7 @@ int pyproc__threads(pid_t pid, const struct pyinfo *info, struct pythread *out, 
 		char path[64];
 
 		snprintf(path, sizeof(path), "/proc/%d/status", pid);
-		need_tasks = proc__nspid(path, 0) != (uint32_t)pid;
+		need_tasks = procfs__nspid(path, 0) != (uint32_t)pid;
 	}
 	if (need_tasks && n) {
 		err = read_tasks(pid, &tasks);
@@ -550,16 +551,17 @@ cleanup:
 }
 
 /*
- * The GIL: 3.8-3.11 keep it in _PyRuntime.ceval.gil; 3.12 and 3.13 in the
- * interpreter (interp->ceval.gil points at it). Offsets read with gdb from
- * the pyenv builds (ptype/o), last_holder then locked in each.
+ * The GIL: 3.8-3.11 keep it in _PyRuntime.ceval.gil; 3.12 in the interpreter
+ * (interp->ceval.gil points at it). Offsets read with gdb from the pyenv
+ * builds (ptype/o), last_holder then locked in each. 3.13+ say where in
+ * _Py_DebugOffsets (pyoffsets.c: is_ceval_gil, gil_holder, gil_locked).
  */
 int pyproc__gil(pid_t pid, struct pyinfo *info)
 {
 	const struct pylayout *l = pyinfo__layout(info);
 	uint32_t minor = PYVER_MINOR(info->version);
 	uint64_t interp = 0, gil = 0;
-	int64_t rt_off = -1, interp_off = -1;
+	int64_t rt_off = -1, interp_off = -1, holder = 8, locked = 16;
 	int err;
 
 	if (minor == PYVER(3, 8))
@@ -570,8 +572,8 @@ int pyproc__gil(pid_t pid, struct pyinfo *info)
 		rt_off = 0x170;
 	else if (minor == PYVER(3, 12))
 		interp_off = 0x180;
-	else if (minor == PYVER(3, 13) && !l->free_threaded)
-		interp_off = 0x10;
+	else if (minor >= PYVER(3, 13) && l->is_ceval_gil > 0 && !l->free_threaded)
+		interp_off = l->is_ceval_gil, holder = l->gil_holder, locked = l->gil_locked;
 	else
 		return -ENOTSUP;
 	if (rt_off >= 0) {
@@ -588,7 +590,7 @@ int pyproc__gil(pid_t pid, struct pyinfo *info)
 		if (!gil)
 			return -EAGAIN;
 	}
-	info->bpf.gil_holder = gil + 8;
-	info->bpf.gil_locked = gil + 16;
+	info->bpf.gil_holder = gil + holder;
+	info->bpf.gil_locked = gil + locked;
 	return 0;
 }

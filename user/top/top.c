@@ -21,6 +21,8 @@
 #include "cli.h"
 #include "collect/record.h"
 #include "collect/recorder.h"
+#include "collect/writeout.h"
+#include "registry.h"
 #include "symbolize/ksyms.h"
 #include "top/top.h"
 #include "util/array.h"
@@ -280,10 +282,11 @@ static void top_poll(struct recorder *r, void *priv)
 {
 	struct top *t = priv;
 	uint64_t now = mono_ns();
-	struct build_opts bo = { .per_thread = env.per_thread || env.thread_filter, .py = r->py };
+	struct build_opts bo = { .per_thread = env.per_thread || env.thread_filter };
 	struct build_stats bs;
 	struct profile *p = NULL;
 
+	writeout__python(r, &bo);
 	keys(r, t);
 	if (now < t->next_ns)
 		return;
@@ -349,5 +352,6 @@ int top__run(void)
 	if (env.thread_filter)
 		env.per_thread = true; /* samples keep their thread */
 	env.ev_cpu = true;
-	return record__run(&(struct rec_mode){ .name = "top", .view = &top_feature });
+	return record__run(&(struct rec_mode){
+		.name = "top", .features = rec_features, .view = &top_feature });
 }

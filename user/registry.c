@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The features a recording can enable, in the order they are set up and
- * started (each one's wanted() asks env). Each lives in its own file under collect/ with its
- * BPF object in bpf/; adding one is one line here.
+ * started (each one's wanted() asks env). Each lives in its own file (under
+ * collect/, CUDA's under cuda/) with its BPF object in bpf/; adding one is
+ * one line here. The registry sits above the features and the run loop:
+ * collect/record.c runs whatever list a command hands it (struct rec_mode),
+ * so the recorder never includes a feature.
  */
 #include <stddef.h>
 
 #include "collect/recorder.h"
 #include "cuda/cuda.h"
+#include "registry.h"
 
 extern const struct rec_feature python_feature;
 extern const struct rec_feature offcpu_feature;

@@ -15,7 +15,7 @@
 #define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
 
-#include "collect/upload.h"
+#include "upload/upload.h"
 #include "util/clock.h"
 #include "util/log.h"
 

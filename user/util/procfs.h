@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * procfs: small readers of /proc files that any module may need without
+ * the process table (proc/), e.g. the symbolizers (perf maps named after a
+ * namespace's pid) and the Python readers.
+ */
+#ifndef BPFPROF_PROCFS_H
+#define BPFPROF_PROCFS_H
+
+#include <stdint.h>
+
+/*
+ * The innermost (last) NSpid of a /proc/PID[/task/TID]/status file: the id
+ * the task knows itself by in its own pid namespace. 0 when the file cannot
+ * be read; no_line when it has no NSpid line (kernels before 4.1).
+ */
+uint32_t procfs__nspid(const char *status_path, uint32_t no_line);
+/*
+ * The real, effective, saved and file-system uids of a /proc/PID/status
+ * file (as this process's user namespace sees them) into uids; 0, or -errno
+ * when the file cannot be read or has no Uid line.
+ */
+int procfs__uids(const char *status_path, uint32_t uids[4]);
+
+#endif
