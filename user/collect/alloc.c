@@ -324,7 +324,7 @@ bool alloc__preload_env(void)
 	cmd_preloaded = cmd_interposable(env.cmd_argv[0]);
 	if (!cmd_preloaded)
 		pr_verbose("heap: %s cannot be interposed (static, or defines malloc): uprobes for "
-			   "it, in-process sampling for what it starts",
+			   "it, the preloaded sampler for what it starts",
 			   env.cmd_argv[0]);
 	pr_verbose("heap: in-process sampling, %s preloaded as %s", lib, entry);
 	return true;
@@ -1746,7 +1746,7 @@ static void summary(struct recorder *r, void *priv, FILE *f)
 	if (log_level < 1)
 		return;
 	if (a->cov)
-		cover__summary(a->cov, f, log_level >= 2);
+		cover__summary(a->cov, f);
 	if (preload_on && (!a->cov || cover__count(a->cov, COV_PRELOAD)))
 		fprintf(f,
 			"bpfprof: heap: in-process sampling (%s): unsampled calls never leave "
@@ -1817,6 +1817,25 @@ static void summary(struct recorder *r, void *priv, FILE *f)
 	}
 }
 
+/*
+ * What changes the answer: a process not covered (or covered late), and
+ * sampled blocks whose frees could not be followed (their bytes stay in use).
+ */
+static void alloc_warnings(struct recorder *r, void *priv)
+{
+	struct alloc *a = priv;
+	struct alloc_counters c = bpf_counters(a);
+	uint64_t untracked = c.live_full + a->st.evicted;
+
+	if (a->cov)
+		cover__warn(a->cov, r);
+	if (untracked)
+		rec__warn(r, "sample less often with a larger --alloc-rate",
+			  "heap: %llu sampled blocks could not be followed to their free (the "
+			  "table of live blocks was full): in use may be overstated",
+			  (unsigned long long)untracked);
+}
+
 static void destroy(struct recorder *r, void *priv)
 {
 	struct alloc *a = priv;
@@ -1867,6 +1886,7 @@ const struct rec_feature alloc_feature = {
 	.finish = finish,
 	.interval_end = interval_end,
 	.interval = interval,
+	.warnings = alloc_warnings,
 	.summary = summary,
 	.destroy = destroy,
 	.labels = labels,

@@ -17,6 +17,7 @@
 
 #include "bpfprof.h"
 #include "collect/alloc_cover.h"
+#include "collect/recorder.h"
 #include "util/clock.h"
 #include "util/htab.h"
 #include "util/log.h"
@@ -548,30 +549,50 @@ size_t cover__count(const struct cover *c, enum cover_state s)
 	return n;
 }
 
-void cover__summary(const struct cover *c, FILE *f, bool verbose)
+/* The names (and why) of the processes pred selects, as list() prints them. */
+static char *list_str(const struct cover *c, bool (*pred)(const struct cov *))
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	list(c, f, pred, true);
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+void cover__warn(const struct cover *c, struct recorder *r)
 {
 	size_t never = list(c, NULL, is_never, false), late = list(c, NULL, is_late, false);
+	char *names;
 
-	if (never) {
-		fprintf(f,
-			"bpfprof: warning: heap: %zu process%s not covered, %s allocations "
-			"missing: ",
-			never, never == 1 ? "" : "es", never == 1 ? "its" : "their");
-		list(c, f, is_never, true);
-		fprintf(f, "; run it under bpfprof directly, or with --alloc-uprobes\n");
+	if (never && (names = list_str(c, is_never))) {
+		rec__warn(
+			r,
+			"run such a program under bpfprof directly (-- CMD), or use --alloc-uprobes",
+			"heap: %zu process%s not covered, %s allocations are missing: %s", never,
+			never == 1 ? "" : "es", never == 1 ? "its" : "their", names);
+		free(names);
 	}
-	if (late) {
-		fprintf(f,
-			"bpfprof: warning: heap: %zu process%s probed with uprobes only after %s "
-			"start, %s first allocations missing: ",
+	if (late && (names = list_str(c, is_late))) {
+		rec__warn(
+			r,
+			"run such a program under bpfprof directly (-- CMD) to cover it from its start",
+			"heap: %zu process%s probed with uprobes only after %s allocator was "
+			"loaded, %s first allocations may be missing: %s",
 			late, late == 1 ? "" : "es", late == 1 ? "its" : "their",
-			late == 1 ? "its" : "their");
-		list(c, f, is_late, true);
-		fprintf(f, "; run %s under bpfprof directly (-- CMD) to cover %s from %s start\n",
-			late == 1 ? "it" : "each", late == 1 ? "it" : "it", "its");
+			late == 1 ? "its" : "their", names);
+		free(names);
 	}
-	if (!verbose)
-		return;
+}
+
+void cover__summary(const struct cover *c, FILE *f)
+{
 	fprintf(f,
 		"bpfprof: heap: coverage: %zu processes sampled in process, %zu by uprobes "
 		"instead",

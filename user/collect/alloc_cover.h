@@ -85,8 +85,11 @@ bool cover__on_uprobes(const struct cover *c, uint32_t pid);
 /* Processes (this run's, exited too) in state s. */
 size_t cover__count(const struct cover *c, enum cover_state s);
 
-/* Summary: warnings (always) for processes covered late or never; -v: the counts. */
-void cover__summary(const struct cover *c, FILE *f, bool verbose);
+struct recorder;
+/* The end-of-run warnings (rec__warn): processes covered late or never. */
+void cover__warn(const struct cover *c, struct recorder *r);
+/* -v: how many processes each path covered, and why not the sampler. */
+void cover__summary(const struct cover *c, FILE *f);
 
 /* The words for a reason (tests). */
 const char *cover__why(enum cover_why why);
