@@ -106,7 +106,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libbpfprof.a $(HDRS) $(wildcard tests/
 
 # --alloc -- CMD: the in-process heap sampler bpfprof preloads (tools/heap)
 all: $(BUILD)/libbpfprof_heap.so
-$(BUILD)/libbpfprof_heap.so: tools/heap/preload.c tools/heap/exec.c tools/heap/heap.h tools/heap/Makefile
+$(BUILD)/libbpfprof_heap.so: tools/heap/preload.c tools/heap/exec.c tools/heap/inject.c tools/heap/heap.h tools/heap/Makefile
 	$(call msg,HEAP,$@)
 	$(Q)$(MAKE) -s -C tools/heap BUILD=$(abspath $(BUILD))
 

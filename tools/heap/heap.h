@@ -18,6 +18,18 @@ HIDDEN uint64_t heap_rate(void);
 HIDDEN void heap_init(void);
 /* next definitions, for exec.c's own use */
 HIDDEN void *heap_real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+HIDDEN int heap_real_munmap(void *addr, size_t len);
+
+/* inject.c's view of preload.c: the functions it hooks in a running process */
+struct heap_fn {
+	const char *name;
+	void *ours;  /* this library's wrapper */
+	void **real; /* where its next definition goes; NULL: an alias of the one before */
+};
+HIDDEN extern const struct heap_fn heap_fns[];
+HIDDEN extern const int heap_nfns;
+/* The next definitions are set: the allocator's code again, and the rate bpfprof gave. */
+HIDDEN void heap_injected(uint64_t rate);
 
 /* exec.c: find this library's file (at init); bpfprof_heap_hello's flags from it */
 HIDDEN void heap_exec_init(void);

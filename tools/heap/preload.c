@@ -272,6 +272,13 @@ static int interposing(void)
 	return seen;
 }
 
+HIDDEN int heap_real_munmap(void *addr, size_t len)
+{
+	if (real.munmap)
+		return real.munmap(addr, len);
+	return (int)syscall(SYS_munmap, addr, len);
+}
+
 /*
  * Hello, once per image: bpfprof learns that this process is covered, at
  * which rate, and whether its malloc calls reach this library.
@@ -818,4 +825,56 @@ API int munmap(void *addr, size_t len)
 	if (!in_allocator((uintptr_t)__builtin_return_address(0)))
 		retire(addr);
 	return real.munmap(addr, len);
+}
+
+/*
+ * What bpfprof_heap_inject (inject.c) hooks in a running process: each
+ * function's name, this library's wrapper, and where its next definition
+ * goes (the one the process's calls reached before).
+ */
+/*
+ * This library's own functions, by hidden aliases: the name alone would be
+ * taken through the GOT, the lookup order's first definition (the
+ * process's allocator when this library was not preloaded).
+ */
+#define OWN(f) extern __typeof__(f) own_##f __attribute__((alias(#f), visibility("hidden"), copy(f)))
+OWN(malloc);
+OWN(calloc);
+OWN(realloc);
+OWN(reallocarray);
+OWN(free);
+OWN(posix_memalign);
+OWN(aligned_alloc);
+OWN(memalign);
+OWN(valloc);
+OWN(pvalloc);
+OWN(mmap);
+OWN(mmap64);
+OWN(munmap);
+
+const struct heap_fn heap_fns[] = {
+	{ "malloc", (void *)own_malloc, (void **)&real.malloc },
+	{ "calloc", (void *)own_calloc, (void **)&real.calloc },
+	{ "realloc", (void *)own_realloc, (void **)&real.realloc },
+	{ "reallocarray", (void *)own_reallocarray, (void **)&real.reallocarray },
+	{ "free", (void *)own_free, (void **)&real.free },
+	{ "posix_memalign", (void *)own_posix_memalign, (void **)&real.posix_memalign },
+	{ "aligned_alloc", (void *)own_aligned_alloc, (void **)&real.aligned_alloc },
+	{ "memalign", (void *)own_memalign, (void **)&real.memalign },
+	{ "valloc", (void *)own_valloc, (void **)&real.valloc },
+	{ "pvalloc", (void *)own_pvalloc, (void **)&real.pvalloc },
+	{ "mmap", (void *)own_mmap, (void **)&real.mmap },
+	{ "mmap64", (void *)own_mmap64, NULL }, /* the same next mmap */
+	{ "munmap", (void *)own_munmap, (void **)&real.munmap },
+};
+const int heap_nfns = sizeof(heap_fns) / sizeof(heap_fns[0]);
+
+HIDDEN void heap_injected(uint64_t r)
+{
+	/* the allocator's code is where its malloc is now, and this library's */
+	__atomic_store_n(&nalloc_text, 0, __ATOMIC_RELAXED);
+	dl_iterate_phdr(find_text, (void *)(uintptr_t)&init);
+	if (real.malloc)
+		dl_iterate_phdr(find_text, (void *)(uintptr_t)real.malloc);
+	__atomic_store_n(&rate, r ? r : DEFAULT_RATE, __ATOMIC_RELAXED);
 }

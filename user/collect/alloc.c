@@ -53,6 +53,7 @@
 #include "alloc.skel.h"
 #include "collect/alloc.h"
 #include "collect/alloc_cover.h"
+#include "collect/inject.h"
 #include "collect/recorder.h"
 #include "collect/uprobes.h"
 #include "proc/objfile.h"
@@ -139,6 +140,10 @@ struct alloc {
 	struct uprobes *pu; /* the preload library's probe points (-- CMD), else NULL */
 	struct uprobe_spec pspecs[3];
 	struct cover *cov;	    /* -- CMD: which processes are covered, how (alloc_cover.h) */
+	bool started;	    /* start() has decided how each -p target is covered */
+	uint32_t *injected; /* -p: the processes the sampler was loaded into */
+	size_t ninjected;
+	uint64_t inject_failed;
 	struct bpf_link *exec_link; /* -- CMD: alloc_exec, a target's exec */
 	struct bpf_link *fork_link; /* -- CMD: alloc_fork, a fork of a process on uprobes */
 	struct recorder *r;
@@ -196,6 +201,11 @@ static bool wanted(void)
  * own calls reach it (else CMD is probed with uprobes before it runs).
  */
 static bool preload_on, cmd_preloaded, cmd_own_malloc;
+/*
+ * -p: the processes get the sampler loaded into them (collect/inject.h);
+ * one that cannot (static, no safe point, traced) is probed with uprobes.
+ */
+static bool inject_on;
 /* the library passed by an fd CMD inherits (its path has a space or a colon), else -1 */
 static int preload_fd = -1;
 
@@ -837,12 +847,18 @@ static void on_record(struct recorder *r, void *priv, const struct prof_sample_h
 
 	if (h->kind == SAMPLE_ALLOC)
 		on_alloc(r, a, h, data, size);
-	else if (h->kind == SAMPLE_HEAP_MARK && h->aux0 == HEAP_MARK_EXEC)
-		cover__exec(a->cov, h->pid, h->pcomm, h->time_ns, h->aux1);
-	else if (h->kind == SAMPLE_HEAP_MARK && h->aux0 == HEAP_MARK_PRELOAD)
-		cover__hello(a->cov, h->pid, h->aux1, h->time_ns);
-	else if (h->kind == SAMPLE_HEAP_MARK && h->aux0 == HEAP_MARK_FORK)
-		cover__fork(a->cov, h->pid, (uint32_t)h->aux1, h->time_ns);
+	else if (h->kind == SAMPLE_HEAP_MARK &&
+		 (h->aux0 == HEAP_MARK_EXEC || h->aux0 == HEAP_MARK_PRELOAD ||
+		  h->aux0 == HEAP_MARK_FORK)) {
+		if (!a->cov) /* -p: the injected sampler's hello, nothing to decide */
+			return;
+		if (h->aux0 == HEAP_MARK_EXEC)
+			cover__exec(a->cov, h->pid, h->pcomm, h->time_ns, h->aux1);
+		else if (h->aux0 == HEAP_MARK_PRELOAD)
+			cover__hello(a->cov, h->pid, h->aux1, h->time_ns);
+		else
+			cover__fork(a->cov, h->pid, (uint32_t)h->aux1, h->time_ns);
+	}
 	else if (h->kind == SAMPLE_HEAP_MARK)
 		on_mark(a, h);
 	else
@@ -952,6 +968,7 @@ static void note_exit(struct alloc *a, uint32_t pid, uint64_t time_ns)
 }
 
 static uint32_t parent_of(uint32_t pid);
+static bool pid_injected(const struct alloc *a, uint32_t pid);
 
 static void on_proc(struct recorder *r, void *priv, uint32_t pid, int change)
 {
@@ -981,9 +998,21 @@ static void on_proc(struct recorder *r, void *priv, uint32_t pid, int change)
 	p = proctab__lookup(r->procs, pid, 0);
 	if (a->fu)
 		uprobes__scan(a->fu, p);
-	/* -- CMD: the processes on uprobes (the others have the sampler); -p, -a: all */
-	if (a->u && (a->cov ? cover__on_uprobes(a->cov, pid) : true))
+	/*
+	 * -- CMD: the processes on uprobes (the others have the sampler); -p:
+	 * those the sampler could not be loaded into; -a: all
+	 */
+	if (a->u && (a->cov ? cover__on_uprobes(a->cov, pid) : !pid_injected(a, pid)) &&
+	    (!inject_on || a->started))
 		uprobes__scan(a->u, p);
+}
+
+static bool pid_injected(const struct alloc *a, uint32_t pid)
+{
+	for (size_t i = 0; i < a->ninjected; i++)
+		if (a->injected[i] == pid)
+			return true;
+	return false;
 }
 
 /* pid's parent, from /proc/PID/stat; 0 if gone. */
@@ -1349,9 +1378,11 @@ static int alloc_open_load(struct recorder *r, struct alloc_bpf **out, int attem
 		 */
 		for (size_t i = 0; i < sizeof(up) / sizeof(up[0]); i++)
 			bpf_program__set_autoload(up[i], true);
-		bpf_program__set_autoload(s->progs.alloc_preload_sampled, preload_on);
-		bpf_program__set_autoload(s->progs.alloc_preload_freed, preload_on);
-		bpf_program__set_autoload(s->progs.alloc_preload_hello, preload_on);
+		inject_on = env.npids && !env.cmd_argv && !env.all && !env.alloc_uprobes &&
+			    alloc__preload_path();
+		bpf_program__set_autoload(s->progs.alloc_preload_sampled, preload_on || inject_on);
+		bpf_program__set_autoload(s->progs.alloc_preload_freed, preload_on || inject_on);
+		bpf_program__set_autoload(s->progs.alloc_preload_hello, preload_on || inject_on);
 		bpf_program__set_autoload(s->progs.alloc_exec, env.cmd_argv != NULL);
 		bpf_program__set_autoload(s->progs.alloc_fork, env.cmd_argv != NULL);
 	}
@@ -1416,7 +1447,7 @@ static int setup(struct recorder *r, void **priv)
 			   a->nspecs);
 	if (err)
 		return err;
-	if (preload_on) {
+	if (preload_on || inject_on) {
 		a->pspecs[0] = (struct uprobe_spec){ .func = "bpfprof_heap_sampled",
 						     .prog = s->progs.alloc_preload_sampled };
 		a->pspecs[1] = (struct uprobe_spec){ .func = "bpfprof_heap_freed",
@@ -1497,8 +1528,36 @@ static int start(struct recorder *r, void *priv)
 		}
 		closedir(d);
 	}
-	for (size_t i = 0; i < env.npids; i++)
+	if (inject_on) {
+		/* by path: in place in each process once it maps the library */
+		if (uprobes__add_path(a->pu, alloc__preload_path()) ||
+		    !uprobes__stats(a->pu)->probes) {
+			pr_err("--alloc: cannot probe %s", alloc__preload_path());
+			return -ENOENT;
+		}
+		a->injected = calloc(env.npids, sizeof(*a->injected));
+		if (!a->injected)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < env.npids; i++) {
+		char why[256];
+		long n = inject_on ? inject__heap(env.pids[i], alloc__preload_path(), env.alloc_rate,
+						  why, sizeof(why))
+				   : 0;
+
+		if (n > 0) {
+			a->injected[a->ninjected++] = env.pids[i];
+			pr_verbose("heap: %u: in-process sampling (%ld calls hooked)", env.pids[i], n);
+			continue;
+		}
+		if (inject_on) {
+			a->inject_failed++;
+			pr_verbose("heap: %u: uprobes (the sampler could not be loaded: %s)",
+				   env.pids[i], why);
+		}
 		scan_pid(r, a, env.pids[i]);
+	}
+	a->started = true;
 	if (preload_fd >= 0) { /* CMD has its copy */
 		close(preload_fd);
 		preload_fd = -1;
@@ -1540,7 +1599,7 @@ static int start(struct recorder *r, void *priv)
 			return 0;
 	}
 	us = uprobes__stats(a->u);
-	if (!us->probes) {
+	if (!us->probes && !a->ninjected) {
 		pr_err("--alloc: no allocator found to probe in the %s (no mapped file defines malloc)",
 		       env.all ? "running processes" : "target processes");
 		return -ENOENT;
@@ -1550,11 +1609,30 @@ static int start(struct recorder *r, void *priv)
 	return 0;
 }
 
+/* -p: the processes' calls back as they were (the sampler stays loaded, idle). */
+static void eject_all(struct alloc *a)
+{
+	for (size_t i = 0; i < a->ninjected; i++) {
+		char why[256];
+		long n = inject__heap_eject(a->injected[i], alloc__preload_path(), why, sizeof(why));
+
+		if (n < 0 && n != -ESRCH)
+			pr_warn("heap: %u: its calls could not be put back (%s): they stay sampled "
+				"in process until it exits",
+				a->injected[i], why);
+		else
+			pr_verbose("heap: %u: its calls are back as they were (%ld)", a->injected[i],
+				   n);
+	}
+	a->ninjected = 0;
+}
+
 static void stop(struct recorder *r, void *priv)
 {
 	struct alloc *a = priv;
 
 	(void)r;
+	eject_all(a);
 	/* detach: no more calls, but the records already out are still read */
 	a->ust = *uprobes__stats(a->pu ? a->pu : a->u);
 	uprobes__free(a->u);
@@ -1849,6 +1927,8 @@ static void destroy(struct recorder *r, void *priv)
 	uprobes__free(a->pu);
 	uprobes__free(a->fu);
 	cover__free(a->cov);
+	eject_all(a); /* a run that failed after start() */
+	free(a->injected);
 	bpf_link__destroy(a->exec_link);
 	bpf_link__destroy(a->fork_link);
 	alloc_bpf__destroy(a->skel);

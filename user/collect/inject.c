@@ -1,0 +1,584 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * inject (inject.h): a function call made in a running process through
+ * ptrace, at a safe point, with the thread put back as it was.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <asm/unistd.h>
+#include <gelf.h>
+#include <libelf.h>
+
+#include "collect/inject.h"
+#include "collect/uprobes.h"
+#include "proc/procmaps.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/tfile.h"
+
+/* errnos of a system call interrupted to stop the thread (the kernel restarts it) */
+#define ERESTARTSYS	      512
+#define ERESTARTNOINTR	      513
+#define ERESTARTNOHAND	      514
+#define ERESTART_RESTARTBLOCK 516
+
+#define SAFE_FOR_NS  (1000ULL * 1000 * 1000) /* looking for a safe point */
+#define CALL_WAIT_NS (10ULL * 1000 * 1000 * 1000)
+#define STACK_SCAN   512 /* bytes above the stack pointer looked at */
+
+static void whyf(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+}
+
+/* Executable mappings of the process, by what they are. */
+struct region {
+	uint64_t lo, hi, pgoff;
+	uint32_t maj, min;
+	uint64_t ino;
+	char path[256];
+};
+
+struct maps {
+	struct region r[512];
+	int n;
+};
+
+static int maps_cb(const struct procmaps_entry *e, void *ctx)
+{
+	struct maps *m = ctx;
+
+	if (m->n >= (int)(sizeof(m->r) / sizeof(m->r[0])))
+		return 0;
+	m->r[m->n] = (struct region){ .lo = e->start, .hi = e->end, .pgoff = e->pgoff,
+				      .maj = e->dev_major, .min = e->dev_minor, .ino = e->ino };
+	snprintf(m->r[m->n].path, sizeof(m->r[0].path), "%s", e->path);
+	m->n++;
+	return 0;
+}
+
+static int maps_read(uint32_t pid, struct maps *m)
+{
+	char path[64];
+	FILE *f;
+
+	m->n = 0;
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	procmaps__for_each_exec(f, maps_cb, m);
+	fclose(f);
+	return 0;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+
+	return s ? s + 1 : p;
+}
+
+static bool is_libc(const struct region *r)
+{
+	const char *b = base_name(r->path);
+
+	return !strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5);
+}
+
+static bool is_loader(const struct region *r)
+{
+	return !strncmp(base_name(r->path), "ld-linux", 8);
+}
+
+/* Code the process must not be stopped in: libc, the loader, an allocator, ours. */
+static bool is_runtime(const struct region *r)
+{
+	const char *b = base_name(r->path);
+
+	/* an allocator library: libjemalloc, libtcmalloc_minimal, libmimalloc, ... */
+	return is_libc(r) || is_loader(r) || (!strncmp(b, "lib", 3) && strstr(b, "malloc")) ||
+	       strstr(b, "libbpfprof_heap") || !strncmp(b, "libpthread", 10) ||
+	       !strncmp(b, "libdl", 5);
+}
+
+static const struct region *region_of(const struct maps *m, uint64_t addr)
+{
+	for (int i = 0; i < m->n; i++)
+		if (addr >= m->r[i].lo && addr < m->r[i].hi)
+			return &m->r[i];
+	return NULL;
+}
+
+/* The run-time address of func in the file of the mapping pred picks; 0 if none. */
+static uint64_t func_addr(uint32_t pid, const struct maps *m,
+			  bool (*pred)(const struct region *, const void *), const void *arg,
+			  const char *func)
+{
+	for (int i = 0; i < m->n; i++) {
+		const struct region *r = &m->r[i];
+		char link[96];
+		struct stat st;
+		uint64_t off;
+		int fd;
+
+		if (!pred(r, arg))
+			continue;
+		snprintf(link, sizeof(link), "/proc/%u/map_files/%llx-%llx", pid,
+			 (unsigned long long)r->lo, (unsigned long long)r->hi);
+		fd = tfile__open_link(link, &st);
+		if (fd < 0)
+			continue;
+		if (uprobes__func_offset(fd, func, &off)) {
+			close(fd);
+			continue;
+		}
+		close(fd);
+		/* the executable mapping that holds that file offset */
+		for (int j = 0; j < m->n; j++) {
+			const struct region *x = &m->r[j];
+
+			if (x->ino == r->ino && x->maj == r->maj && x->min == r->min &&
+			    off >= x->pgoff && off - x->pgoff < x->hi - x->lo)
+				return x->lo + (off - x->pgoff);
+		}
+	}
+	return 0;
+}
+
+/* The size of libc's function func (.dynsym), into *size; 0 or -ENOENT. */
+static int func_size(uint32_t pid, const struct maps *m, const char *func, uint64_t *size)
+{
+	for (int i = 0; i < m->n; i++) {
+		const struct region *r = &m->r[i];
+		char link[96];
+		Elf_Scn *scn = NULL;
+		struct stat st;
+		GElf_Shdr sh;
+		Elf *e;
+		int fd;
+
+		if (!is_libc(r))
+			continue;
+		snprintf(link, sizeof(link), "/proc/%u/map_files/%llx-%llx", pid,
+			 (unsigned long long)r->lo, (unsigned long long)r->hi);
+		fd = tfile__open_link(link, &st);
+		if (fd < 0 || elf_version(EV_CURRENT) == EV_NONE ||
+		    !(e = elf_begin(fd, ELF_C_READ, NULL))) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		while ((scn = elf_nextscn(e, scn))) {
+			Elf_Data *d;
+
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize ||
+			    !(d = elf_getdata(scn, NULL)))
+				continue;
+			for (size_t k = 0; k < sh.sh_size / sh.sh_entsize; k++) {
+				GElf_Sym sym;
+				const char *name;
+
+				if (!gelf_getsym(d, k, &sym) || sym.st_shndx == SHN_UNDEF)
+					continue;
+				name = elf_strptr(e, sh.sh_link, sym.st_name);
+				if (name && !strncmp(name, func, strlen(func)) &&
+				    (!name[strlen(func)] || name[strlen(func)] == '@')) {
+					*size = sym.st_size;
+					elf_end(e);
+					close(fd);
+					return 0;
+				}
+			}
+		}
+		elf_end(e);
+		close(fd);
+		return -ENOENT;
+	}
+	return -ENOENT;
+}
+
+static bool pick_libc(const struct region *r, const void *arg)
+{
+	(void)arg;
+	return is_libc(r);
+}
+
+static bool pick_file(const struct region *r, const void *arg)
+{
+	const struct stat *st = arg;
+
+	return r->ino == st->st_ino && r->maj == major(st->st_dev) && r->min == minor(st->st_dev);
+}
+
+/*
+ * System calls a thread can be stopped in with no lock held that the loader
+ * or the allocator needs: it waits for the outside world. Not futex (a lock
+ * it waits for may be one of theirs, and it may hold another), not mmap,
+ * brk, munmap, madvise or mprotect (the allocator's own, under its lock).
+ */
+static bool safe_syscall(long nr)
+{
+	switch (nr) {
+	case __NR_read:
+	case __NR_readv:
+	case __NR_pread64:
+	case __NR_poll:
+	case __NR_ppoll:
+	case __NR_select:
+	case __NR_pselect6:
+	case __NR_epoll_wait:
+	case __NR_epoll_pwait:
+	case __NR_epoll_pwait2:
+	case __NR_nanosleep:
+	case __NR_clock_nanosleep:
+	case __NR_pause:
+	case __NR_rt_sigsuspend:
+	case __NR_rt_sigtimedwait:
+	case __NR_accept:
+	case __NR_accept4:
+	case __NR_recvfrom:
+	case __NR_recvmsg:
+	case __NR_recvmmsg:
+	case __NR_wait4:
+	case __NR_waitid:
+	case __NR_msgrcv:
+	case __NR_semtimedop:
+	case __NR_io_getevents:
+	case __NR_io_uring_enter:
+		return true;
+	}
+	return false;
+}
+
+static bool interrupted(const struct user_regs_struct *r)
+{
+	long ax = (long)r->rax;
+
+	return (long)r->orig_rax >= 0 &&
+	       (ax == -EINTR || ax == -ERESTARTSYS || ax == -ERESTARTNOINTR ||
+		ax == -ERESTARTNOHAND || ax == -ERESTART_RESTARTBLOCK);
+}
+
+/*
+ * Whether the stopped thread may run the loader and the allocator now
+ * (inject.h). In its own code, the words above its stack pointer are its
+ * frames up to the first return into libc: a return into the loader before
+ * that is a constructor running (the loader's lock held), one into libc's
+ * dl_iterate_phdr a callback of it (the same lock); the first other libc
+ * address ends the look (qsort's callback, or the start: __libc_start_main
+ * keeps a pointer into the loader higher up).
+ */
+static bool safe_point(pid_t tid, const struct user_regs_struct *r, const struct maps *m,
+		       uint64_t iter_lo, uint64_t iter_hi)
+{
+	const struct region *at = region_of(m, r->rip);
+	uint64_t words[STACK_SCAN / 8];
+	struct iovec local = { words, sizeof(words) }, remote = { (void *)r->rsp, sizeof(words) };
+	ssize_t n;
+
+	if (interrupted(r))
+		return safe_syscall((long)r->orig_rax);
+	if (!at || is_runtime(at))
+		return false;
+	n = process_vm_readv(tid, &local, 1, &remote, 1, 0);
+	for (ssize_t i = 0; i < n / 8; i++) {
+		const struct region *x = region_of(m, words[i]);
+
+		if (!x)
+			continue;
+		if (is_loader(x) || (words[i] >= iter_lo && words[i] < iter_hi))
+			return false;
+		if (is_libc(x))
+			return true;
+	}
+	return n > 0;
+}
+
+/* Wait for tid to stop (up to ns); its status, or -ETIMEDOUT / -errno. */
+static int wait_stop(pid_t tid, uint64_t ns, int *status)
+{
+	uint64_t end = mono_ns() + ns;
+
+	for (;;) {
+		pid_t w = waitpid(tid, status, __WALL | WNOHANG);
+
+		if (w == tid)
+			return 0;
+		if (w < 0 && errno != EINTR)
+			return -errno;
+		if (mono_ns() > end)
+			return -ETIMEDOUT;
+		usleep(200);
+	}
+}
+
+struct thread {
+	pid_t tid;
+	struct user_regs_struct saved;
+	int sig; /* a signal that came while it was ours: delivered at the detach */
+};
+
+/* Stop tid (seized); 0, or -errno. */
+static int interrupt(pid_t tid, struct thread *t, uint64_t ns)
+{
+	int st, err;
+
+	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0))
+		return -errno;
+	for (;;) {
+		err = wait_stop(tid, ns, &st);
+		if (err)
+			return err;
+		if (WIFEXITED(st) || WIFSIGNALED(st))
+			return -ESRCH;
+		if (WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_STOP)
+			return 0;
+		/* a signal on its way: keep it for the detach, and let the stop come */
+		if (WIFSTOPPED(st)) {
+			if (!t->sig && WSTOPSIG(st) != SIGTRAP)
+				t->sig = WSTOPSIG(st);
+			if (ptrace(PTRACE_CONT, tid, 0, 0))
+				return -errno;
+			if (ptrace(PTRACE_INTERRUPT, tid, 0, 0))
+				return -errno;
+		}
+	}
+}
+
+/*
+ * Call fn(a1, a2) in the stopped thread, data (len bytes) copied below its
+ * stack first (at *data_at); the return value in *ret. The call returns to
+ * address 0: its SIGSEGV stop is the end of the call.
+ */
+static int call(struct thread *t, uint64_t fn, uint64_t a1, uint64_t a2, const void *data,
+		size_t len, uint64_t *data_at, uint64_t *ret)
+{
+	struct user_regs_struct r = t->saved;
+	uint64_t sp = (t->saved.rsp - 256 - len) & ~15ULL, zero = 0, at = sp;
+	struct iovec l[2] = { { (void *)data, len }, { &zero, 8 } }, rm[2];
+	uint64_t end = mono_ns() + CALL_WAIT_NS;
+	int st;
+
+	/* data at sp, the return address 0 right below the aligned call frame */
+	sp -= 16;
+	rm[0] = (struct iovec){ (void *)at, len };
+	rm[1] = (struct iovec){ (void *)(sp + 8), 8 };
+	if (process_vm_writev(t->tid, len ? l : l + 1, len ? 2 : 1, len ? rm : rm + 1,
+			      len ? 2 : 1, 0) < 0)
+		return -errno;
+	if (data_at)
+		*data_at = at;
+	r.rsp = sp + 8; /* as after a call: 16-byte aligned + 8 */
+	r.rip = fn;
+	r.rdi = data_at && len ? at : a1;
+	r.rsi = data_at && len ? a1 : a2;
+	r.rax = 0;
+	r.orig_rax = (unsigned long)-1; /* no system call to restart now */
+	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r) || ptrace(PTRACE_CONT, t->tid, 0, 0))
+		return -errno;
+	for (;;) {
+		int err = wait_stop(t->tid, end > mono_ns() ? end - mono_ns() : 0, &st);
+
+		if (err == -ETIMEDOUT) {
+			/*
+			 * Not back yet: never left at a return to address 0. Wait on:
+			 * the only way out that does not crash the process.
+			 */
+			pr_err("injecting into %d: the call is taking long; waiting for it", t->tid);
+			end = mono_ns() + CALL_WAIT_NS;
+			continue;
+		}
+		if (err)
+			return err;
+		if (WIFEXITED(st) || WIFSIGNALED(st))
+			return -ESRCH;
+		if (!WIFSTOPPED(st))
+			continue;
+		if (WSTOPSIG(st) == SIGSEGV) {
+			struct user_regs_struct now;
+
+			if (ptrace(PTRACE_GETREGS, t->tid, 0, &now))
+				return -errno;
+			if (now.rip == 0) {
+				*ret = now.rax;
+				return 0;
+			}
+		}
+		/* another signal during the call: its handler runs on top of it */
+		if (ptrace(PTRACE_CONT, t->tid, 0,
+			   (st >> 16) == PTRACE_EVENT_STOP ? 0 : (long)WSTOPSIG(st)))
+			return -errno;
+	}
+}
+
+/* The registers back, a signal that came delivered, the thread let go. */
+static void release(struct thread *t)
+{
+	ptrace(PTRACE_SETREGS, t->tid, 0, &t->saved);
+	ptrace(PTRACE_DETACH, t->tid, 0, (long)t->sig);
+}
+
+/*
+ * Seize a thread of pid at a safe point (up to SAFE_FOR_NS, every thread in
+ * turn, each let run a few ms between looks). 0 with t stopped, or -errno.
+ */
+/*
+ * any: every point will do (bpfprof_heap_eject takes no lock and calls
+ * neither the loader nor the allocator: it stores the old values back).
+ */
+static int seize_safe(uint32_t pid, const struct maps *m, struct thread *t, bool any, char *why,
+		      size_t whylen)
+{
+	uint64_t iter_lo = func_addr(pid, m, pick_libc, NULL, "dl_iterate_phdr"), iter_hi;
+	uint64_t size = 0;
+	uint64_t end = mono_ns() + SAFE_FOR_NS;
+	char path[64];
+	int looks = 0;
+
+	func_size(pid, m, "dl_iterate_phdr", &size);
+	iter_hi = iter_lo + (size ? size : 1024);
+	snprintf(path, sizeof(path), "/proc/%u/task", pid);
+	while (mono_ns() < end) {
+		DIR *d = opendir(path);
+		struct dirent *de;
+
+		if (!d)
+			return -ESRCH;
+		while ((de = readdir(d))) {
+			pid_t tid = atoi(de->d_name);
+			int err;
+
+			if (tid <= 0)
+				continue;
+			*t = (struct thread){ .tid = tid };
+			if (ptrace(PTRACE_SEIZE, tid, 0, 0)) {
+				err = -errno;
+				closedir(d);
+				whyf(why, whylen, "cannot trace it: %s (a debugger on it?)",
+				     strerror(-err));
+				return err;
+			}
+			err = interrupt(tid, t, 200ULL * 1000 * 1000);
+			if (!err && !ptrace(PTRACE_GETREGS, tid, 0, &t->saved) &&
+			    (any || safe_point(tid, &t->saved, m, iter_lo, iter_hi))) {
+				closedir(d);
+				pr_debug("inject: %u: thread %d at a safe point after %d looks", pid,
+					 tid, looks);
+				return 0;
+			}
+			looks++;
+			if (err == -ETIMEDOUT) {
+				/*
+				 * In an uninterruptible wait: it stops when it leaves it,
+				 * and must not find no tracer then (it would wait for
+				 * ever). Wait for that stop, then let it go.
+				 */
+				int st;
+
+				while (wait_stop(tid, 2ULL * 1000 * 1000 * 1000, &st) == -ETIMEDOUT)
+					pr_info("heap: waiting for thread %d of %u to leave an "
+						"uninterruptible wait",
+						tid, pid);
+			}
+			ptrace(PTRACE_DETACH, tid, 0, (long)t->sig);
+			usleep(2000 + rand() % 8000);
+		}
+		closedir(d);
+	}
+	whyf(why, whylen, "no thread of it was at a safe point in a second (always inside libc or "
+			  "the allocator)");
+	return -EAGAIN;
+}
+
+static long remote(uint32_t pid, const char *lib, const char *func, uint64_t arg, bool load,
+		   char *why, size_t whylen)
+{
+	struct stat st;
+	struct maps *m = calloc(1, sizeof(*m));
+	struct thread t;
+	uint64_t dlopen_at = 0, fn, ret = 0, at;
+	long res;
+	int err;
+
+	if (!m)
+		return -ENOMEM;
+	if (stat(lib, &st) || maps_read(pid, m)) {
+		whyf(why, whylen, "cannot read its mappings");
+		free(m);
+		return -ESRCH;
+	}
+	if (load) {
+		dlopen_at = func_addr(pid, m, pick_libc, NULL, "dlopen");
+		if (!dlopen_at) {
+			whyf(why, whylen, "no dlopen in its libc (a static program, or glibc before "
+					  "2.34)");
+			free(m);
+			return -ENOENT;
+		}
+	}
+	err = seize_safe(pid, m, &t, !load, why, whylen);
+	if (err) {
+		free(m);
+		return err;
+	}
+	if (load) {
+		/* RTLD_NOW: its symbols resolved now, not by a lazy binding inside a malloc */
+		err = call(&t, dlopen_at, 0x2 /* RTLD_NOW */, 0, lib, strlen(lib) + 1, &at, &ret);
+		if (!err && !ret) {
+			whyf(why, whylen, "its dlopen of %s failed (not readable where it runs?)", lib);
+			err = -ENOENT;
+		}
+		if (!err)
+			err = maps_read(pid, m);
+	}
+	fn = err ? 0 : func_addr(pid, m, pick_file, &st, func);
+	if (!err && !fn) {
+		whyf(why, whylen, "%s is not mapped in it", lib);
+		err = -ENOENT;
+	}
+	if (!err)
+		err = call(&t, fn, arg, 0, NULL, 0, NULL, &ret);
+	release(&t);
+	free(m);
+	if (err) {
+		if (!why[0])
+			whyf(why, whylen, "%s", strerror(-err));
+		return err;
+	}
+	res = (long)ret;
+	if (res <= 0)
+		whyf(why, whylen, "%s returned %s", func, strerror((int)-res));
+	return res;
+}
+
+long inject__heap(uint32_t pid, const char *lib, uint64_t rate, char *why, size_t whylen)
+{
+	why[0] = '\0';
+	return remote(pid, lib, "bpfprof_heap_inject", rate, true, why, whylen);
+}
+
+long inject__heap_eject(uint32_t pid, const char *lib, char *why, size_t whylen)
+{
+	why[0] = '\0';
+	return remote(pid, lib, "bpfprof_heap_eject", 0, false, why, whylen);
+}
