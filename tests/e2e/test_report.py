@@ -106,12 +106,13 @@ def test_warns_of_lost_samples_with_the_remedy(tmp_path):
     names -F and --ring-mb."""
     out = tmp_path / "run.folded"
     p = subprocess.Popen([BPFPROF, "-F", "4999", "--ring-mb", "1", "-o", str(out), "--",
-                          workload("cpu_split"), "8"],
+                          workload("deep_recursion"), "60", "10"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     err = wait_recording(p)
     time.sleep(0.5)
-    # ~140 bytes a sample: 1 MiB is ~7500 samples, under 1 s of both CPUs at 4999 Hz
-    # and 4 s of one CPU at a load of 4
+    # 60 frames, ~600 bytes a sample: 1 MiB is ~1700 samples, 0.35 s of one CPU at
+    # 4999 Hz, 2 s at a sixth of one (a load of 12 on two CPUs): the 6 s stop is
+    # three times that
     p.send_signal(signal.SIGSTOP)
     time.sleep(6)
     p.send_signal(signal.SIGCONT)

@@ -168,7 +168,8 @@ def test_perf_map_read_only_as_the_target_could(pub_path, plant):
     if plant == "own":
         assert sum(c for f, c in stacks if "JIT:spin_loop" in f) >= 0.8 * total(stacks)
     else:
-        assert "perf maps not read: not their process's own regular file" in r.stderr, r.stderr
+        assert "their perf maps were not read, not being their process's own regular file" \
+            in r.stderr, r.stderr
 
 
 GROW = r"""

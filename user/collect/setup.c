@@ -401,7 +401,7 @@ int setup__sideband_filter(struct recorder *r)
 	if (!env.npids && !env.cmd_argv && !env.cgroup_path)
 		return 0;
 	if ((err = sideband__set_filter(r->sb, &f)))
-		pr_err("cannot set the side-band filter: %s", strerror(-err));
+		pr_err("cannot choose which processes to follow: %s", strerror(-err));
 	return err;
 }
 
