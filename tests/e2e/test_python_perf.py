@@ -34,7 +34,7 @@ harvest(float(sys.argv[1]))
 def interpreters():
     found = [pytest.param(("pyenv", path, v), id=f"pyenv-{v}")
              for v, path in pyenv_pythons() if v in ("3.12", "3.13")]
-    for v in ("3.13", "3.14"):
+    for v in ("3.13", "3.14", "3.15"):
         found.append(pytest.param(("sid", f"/usr/bin/python{v}", v), id=f"sid-{v}"))
     return found
 
