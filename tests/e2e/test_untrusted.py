@@ -333,3 +333,145 @@ def test_inode_of_a_users_tmpfs_is_not_a_root_only_file(pub_path):
     mine = [(f, c) for f, c in parse_folded(text) if f[0] == "loader"]
     assert total(mine) > 50, (total(mine), err[-2000:])
     assert "SECRET_ROOT_FUNCTION" not in text
+
+
+class PtyReader:
+    """Reads what is written to a pty's other end, in a thread, as a user
+    holding the terminal would (a writer into it never blocks on a full pty)."""
+
+    def __init__(self):
+        import threading
+        self.master, self.slave = os.openpty()
+        self.name = os.ttyname(self.slave)
+        self.got = b""
+        self.t = threading.Thread(target=self._read, daemon=True)
+        self.t.start()
+
+    def _read(self):
+        while True:
+            try:
+                b = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not b:
+                return
+            self.got += b
+
+    def close(self):
+        time.sleep(0.5)
+        os.close(self.slave)
+        os.close(self.master)
+        self.t.join(5)
+        return self.got
+
+
+def test_output_link_to_a_users_tty_is_replaced_not_written(pub_path):
+    """-o USERDIR/prof.folded, where the user made that name a symlink to a
+    pty they hold: before, the whole-host profile was written into their
+    terminal (the "character device" path followed the link). Now a
+    character device is written in place only when reached through no link
+    another user could have made: the profile replaces the link."""
+    pty = PtyReader()
+    try:
+        user_dir = pub_path / "alice"
+        user_dir.mkdir()
+        os.chown(user_dir, NOBODY, NOBODY)
+        out = user_dir / "prof.folded"
+        subprocess.run(AS_NOBODY + ["ln", "-s", pty.name, str(out)], check=True)
+        r = subprocess.run([BPFPROF, "-a", "-d", "1", "-o", str(out)], capture_output=True,
+                           text=True, timeout=300)
+    finally:
+        leaked = pty.close()
+    assert r.returncode == 0, r.stderr
+    assert leaked == b"", leaked[:200]
+    st = os.lstat(out)
+    assert stat_is_reg(st) and st.st_uid == 0 and st.st_mode & 0o777 == 0o600, st
+    assert parse_folded(out.read_text())
+    assert "is a symlink another user could have made" in r.stderr, r.stderr
+
+
+def stat_is_reg(st):
+    import stat
+    return stat.S_ISREG(st.st_mode)
+
+
+@pytest.mark.parametrize("shape", ["group-writable", "another user's"])
+def test_continuous_refuses_a_directory_others_may_write(pub_path, shape):
+    """--continuous DIR that another user may write (links planted at the
+    next profiles' predictable names received them): refused, saying why."""
+    d = pub_path / "shared"
+    d.mkdir()
+    if shape == "group-writable":
+        os.chown(d, 0, NOBODY)
+        os.chmod(d, 0o775)
+        why = "writable by group"
+    else:
+        os.chown(d, NOBODY, NOBODY)
+        os.chmod(d, 0o700)
+        why = "it belongs to nobody"
+    r = subprocess.run([BPFPROF, "-a", "--continuous", str(d), "--interval", "1", "-d", "2"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"bpfprof: cannot use --continuous '{d}': "), lines
+    assert why in lines[0], lines[0]
+    assert not list(d.iterdir())
+
+
+PLANT = r"""
+import datetime, os, sys
+d, seen, tty = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+t = datetime.datetime.fromtimestamp(seen, datetime.timezone.utc)
+planted = []
+# the running interval began as the last file was renamed into place, just
+# before it was seen: its name, to the millisecond, nearest first
+for ms in sorted(range(-1500, 100), key=abs):
+    s = t + datetime.timedelta(milliseconds=ms)
+    name = f"bpfprof-{s:%Y%m%dT%H%M%S}.{s.microsecond // 1000:03d}Z.pb.gz"
+    try:
+        os.symlink(tty, os.path.join(d, name))
+        planted.append(name)
+    except FileExistsError:
+        pass
+print(" ".join(planted), flush=True)
+"""
+
+
+def test_continuous_links_at_the_next_names_are_replaced(pub_path):
+    """In a sticky directory (root's, like /tmp: accepted) another user
+    plants symlinks to a pty they hold at the names the next intervals will
+    have (the start time, to the millisecond). Before, the interval whose
+    name was hit went into their terminal as a valid pprof, and the run
+    reported it written; now every profile is a new file renamed over the
+    link."""
+    d = pub_path / "sticky"
+    d.mkdir()
+    os.chmod(d, 0o1777)
+    (pub_path / "plant.py").write_text(PLANT)
+    pty = PtyReader()
+    try:
+        agent = subprocess.Popen([BPFPROF, "-a", "--continuous", str(d), "--interval", "3",
+                                  "-d", "8"], stderr=subprocess.PIPE, text=True)
+        finish = drain(agent)
+        seen = None
+        end = time.time() + 60
+        while seen is None and time.time() < end and agent.poll() is None:
+            if any(n.endswith(".pb.gz") for n in os.listdir(d)):
+                seen = time.time()
+            time.sleep(0.02)
+        assert seen, finish(60)[-2000:]
+        planted = subprocess.run(AS_NOBODY + ["/usr/bin/python3", str(pub_path / "plant.py"),
+                                              str(d), repr(seen), pty.name],
+                                 capture_output=True, text=True, check=True).stdout.split()
+        err = finish(120)
+    finally:
+        leaked = pty.close()
+    assert agent.returncode == 0, err[-2000:]
+    assert len(planted) > 1000, planted[:3]
+    assert leaked == b"", (len(leaked), leaked[:40])
+    written = [n for n in os.listdir(d) if n.endswith(".pb.gz") and stat_is_reg(os.lstat(d / n))]
+    # the next interval had one of the names planted: its profile replaced the link
+    assert set(written) & set(planted), (sorted(written), planted[:5])
+    for n in written:
+        st = os.lstat(d / n)
+        assert st.st_uid == 0 and st.st_mode & 0o777 == 0o600, (n, st)
