@@ -475,3 +475,101 @@ def test_continuous_links_at_the_next_names_are_replaced(pub_path):
     for n in written:
         st = os.lstat(d / n)
         assert st.st_uid == 0 and st.st_mode & 0o777 == 0o600, (n, st)
+
+
+def start_as_nobody(pub_path, name, *args):
+    """A workload copied where nobody can run it, started as nobody; -> (Popen, pid)."""
+    exe = pub_path / name
+    shutil.copy(workload(name), exe)
+    p = subprocess.Popen(AS_NOBODY + [str(exe)] + list(args), stdout=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    assert line.startswith("pid "), line
+    return p, int(line.split()[1])
+
+
+def test_dump_shows_every_thread(pub_path):
+    """A user's process of 5,000 threads (any number past 4,096): dump shows
+    every one, the two busy ones among them. Before, it stopped at 4,096
+    without a word (a 20,003-thread process was shown as 4,096 threads,
+    its two busy threads missing)."""
+    n = 5000
+    p, pid = start_as_nobody(pub_path, "many_threads", str(n))
+    try:
+        r = subprocess.run([BPFPROF, "dump", "-p", str(pid)], capture_output=True, text=True,
+                           timeout=600)
+    finally:
+        p.kill()
+        p.wait()
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"Process {pid} (many_threads): {n} threads, "), r.stdout[:200]
+    blocks = r.stdout.split("\nThread ")[1:]
+    assert len(blocks) == n, len(blocks)
+    busy = [b for b in blocks if '"busy-' in b.splitlines()[0]]
+    assert len(busy) == 2, [b.splitlines()[0] for b in busy]
+    for b in busy:
+        assert "    busy_spin" in b, b
+
+
+def kill_with_vfork_child(p, pid):
+    """The workload and its sleeping vfork child (its own process, our pid namespace)."""
+    children = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                children += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    p.kill()
+    p.wait()
+    for c in children:
+        try:
+            os.kill(c, 9)
+        except ProcessLookupError:
+            pass
+
+
+def test_dump_thread_in_vfork_shown_waiting(pub_path):
+    """A thread waiting in vfork() for a child that sleeps: shown waiting for
+    its child, with its kernel stack, and the dump does not wait for the
+    child. Before, it was interrupted like any thread, which it cannot be
+    until its child execs or exits: the dump (and the process's other
+    threads, stopped) waited those 58 s, then showed the thread
+    "uninterruptible in syscall_58()" (or "no user stack: exited")."""
+    p, pid = start_as_nobody(pub_path, "vfork_wait", "60")
+    try:
+        r = subprocess.run([BPFPROF, "dump", "-p", str(pid)], capture_output=True, text=True,
+                           timeout=45)
+        j = subprocess.run([BPFPROF, "dump", "-p", str(pid), "--json"], capture_output=True,
+                           text=True, timeout=45)
+    finally:
+        kill_with_vfork_child(p, pid)
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"stopped for ([\d.]+) ms", r.stdout)
+    assert m and float(m.group(1)) < 5000, r.stdout[:200]
+    block = next(b for b in r.stdout.split("\nThread ")[1:] if "waiting in" in b.splitlines()[0])
+    assert re.match(r'\d+ "vfork_wait" waiting in vfork\(\) for its child \d+ to exec or exit',
+                    block), block
+    assert "__do_sys_vfork_[k]" in block or "kernel_clone_[k]" in block, block
+    import json
+    doc = json.loads(j.stdout)
+    t = next(t for t in doc["threads"] if t["state_name"] == "waiting in vfork")
+    assert t["vfork_child"] and t["syscall"] == "vfork", t
+
+
+def test_missing_capability_named_exactly():
+    """Root with CAP_PERFMON kept but CAP_BPF and CAP_SYS_ADMIN dropped (as a
+    unit's CapabilityBoundingSet= can leave it): the error names CAP_BPF,
+    and what it is for. Before: "cannot open the side-band perf events:
+    Operation not permitted (needs root or CAP_PERFMON)", which it had."""
+    for drop, want, not_want in (("-bpf,-sys_admin", "missing CAP_BPF", "CAP_PERFMON ("),
+                                 ("-perfmon,-sys_admin", "missing CAP_PERFMON", "CAP_BPF ("),
+                                 ("-bpf,-perfmon,-sys_admin", "missing CAP_BPF", None)):
+        r = subprocess.run(["setpriv", f"--bounding-set={drop}", "--", BPFPROF, "-a", "-d", "1",
+                            "-o", "/dev/null"], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 1, (drop, r.stderr)
+        lines = r.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("bpfprof: " + want), (drop, lines)
+        if not_want:
+            assert not_want not in lines[0], (drop, lines)
+        else:
+            assert "CAP_PERFMON (" in lines[0], lines

@@ -42,6 +42,7 @@
 #include "symbolize/perfmap.h"
 #include "unwind/tables.h"
 #include "unwind/tcache.h"
+#include "util/caps.h"
 #include "util/clock.h"
 #include "util/htab.h"
 #include "util/log.h"
@@ -457,6 +458,9 @@ int record__run(const struct rec_mode *mode)
 		pr_err("--thread filters the live view: it is an option of 'bpfprof top'");
 		return EXIT_USAGE;
 	}
+	/* every missing capability named, before a later step fails on one */
+	if (caps__check_record())
+		return EXIT_RUNTIME;
 	if (!mode->view && output__open(&r.out, env.output))
 		return EXIT_USAGE;
 	setup__process();
