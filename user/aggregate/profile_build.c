@@ -132,6 +132,10 @@ static int user_frame(struct builder *b, const struct sframe *f, bool caller, st
 	pf->kind = FRAME_NATIVE;
 	pf->mapping = -1;
 	pf->addr = f->addr;
+	if (!o && (f->aux & SFRAME_TRAMPOLINE)) { /* no perf map names it (-X perf_jit) */
+		pf->name = "[trampoline]";
+		return 0;
+	}
 	if (!o) { /* OBJ_UNMAPPED, OBJ_ANON */
 		pf->name = "[unknown]";
 		*unresolved = true;
@@ -172,7 +176,17 @@ static int user_frame(struct builder *b, const struct sframe *f, bool caller, st
 			}
 		}
 	} else {
-		snprintf(buf, len, "%s+0x%" PRIx64, o->name, vaddr);
+		uint64_t func;
+
+		/*
+		 * No symbol: the function by its FDE (module+0xSTART), one frame
+		 * for all of it, as a symbol would be; pprof keeps the address
+		 * in the location. No FDE either: the address itself.
+		 */
+		if (!objfile__function(o, off, &func))
+			snprintf(buf, len, "%s+0x%" PRIx64, o->name, func);
+		else
+			snprintf(buf, len, "%s+0x%" PRIx64, o->name, vaddr);
 		pf->name = buf;
 		*unresolved = true;
 		flags |= PMAP_UNNAMED;
@@ -312,7 +326,8 @@ static int frame_index(struct builder *b, const struct sframe *f, bool caller, b
 {
 	struct cache_key k = { .f = *f, .caller = caller };
 
-	k.f.aux &= ~SFRAME_PY_ENTRY; /* the same frame whether or not it began an eval call */
+	/* the same frame whether or not it began (or is) an eval call */
+	k.f.aux &= ~(SFRAME_PY_ENTRY | SFRAME_PY_EVAL);
 	struct pframe pf = { 0 };
 	struct htab_entry *e;
 	char buf[512];
@@ -481,13 +496,20 @@ static bool is_eval_loop(struct builder *b, int idx)
 
 /*
  * User frames root first, with each native _PyEval_EvalFrameDefault frame
- * replaced by the Python calls it was running (as py-spy --native does), so
+ * (by its name, or by BPF's finding that its stack holds a Python entry
+ * frame: SFRAME_PY_EVAL) replaced by the Python calls it was running (as py-spy --native does), so
  * that C extension frames sit above their Python caller. A Python frame
  * flagged SFRAME_PY_ENTRY begins the run of one eval call. When the counts
  * disagree (an eval frame the native unwinder missed), calls and eval frames
  * are paired from the leaf, where the time is; extra calls go to the
  * outermost eval frame, and with no eval frame at all the Python stack goes
  * below the native one.
+ *
+ * Under -X perf each eval call runs through a trampoline (SFRAME_TRAMPOLINE:
+ * named py::qualname:file from the perf map, or [trampoline]): what it calls
+ * is the eval loop, named or not (a stripped interpreter's, an LTO clone),
+ * and the trampoline's frame is left out where the Python calls stand in
+ * for the eval frame, since they name the same call.
  */
 static int user_and_python(struct builder *b, const struct stack_key *k, const struct stack_vals *v,
 			   uint32_t *idx, uint32_t *n)
@@ -497,6 +519,7 @@ static int user_and_python(struct builder *b, const struct stack_key *k, const s
 	int32_t uidx[MAX_USTACK_FRAMES], pidx[MAX_PY_FRAMES];
 	uint32_t gstart[MAX_PY_FRAMES + 1];
 	bool unresolved, uunres[MAX_USTACK_FRAMES], punres[MAX_PY_FRAMES];
+	bool ueval[MAX_USTACK_FRAMES], utramp[MAX_USTACK_FRAMES];
 	int ret;
 
 	if (nu > MAX_USTACK_FRAMES || np > MAX_PY_FRAMES)
@@ -510,7 +533,11 @@ static int user_and_python(struct builder *b, const struct stack_key *k, const s
 			return ret;
 		uidx[i] = ret;
 		uunres[i] = unresolved;
-		m += np && is_eval_loop(b, ret);
+		utramp[i] = (uf[j].obj == OBJ_ANON || uf[j].obj == OBJ_JIT) &&
+			    (uf[j].aux & SFRAME_TRAMPOLINE);
+		ueval[i] = np && ((uf[j].aux & SFRAME_PY_EVAL) || is_eval_loop(b, ret) ||
+				 (i && utramp[i - 1]));
+		m += ueval[i];
 	}
 	/* Python frames root first, cut into one group per eval call */
 	for (uint32_t i = 0; i < np; i++) {
@@ -551,8 +578,10 @@ static int user_and_python(struct builder *b, const struct stack_key *k, const s
 	for (uint32_t i = 0, e = 0; i < nu; i++) {
 		uint32_t first, last;
 
-		if (!(np && m && is_eval_loop(b, uidx[i]))) {
-			EMIT(uidx[i], uunres[i]);
+		if (!(np && m && ueval[i])) {
+			/* a trampoline into an eval call the Python frames replace */
+			if (!(m && utramp[i] && i + 1 < nu && ueval[i + 1]))
+				EMIT(uidx[i], uunres[i]);
 			continue;
 		}
 		/* eval frame e (root first) of m gets which groups? */
@@ -653,7 +682,7 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 		values[i] = v->v[i];
 	labels[nlabels++] = (struct plabel){ .key = "pid", .num = k->pid };
 	labels[nlabels++] = (struct plabel){ .key = "comm", .str = pcomm };
-	if (k->npython)
+	if (k->npython && (k->flags & STACK_F_GIL_KNOWN))
 		labels[nlabels++] =
 			(struct plabel){ .key = "gil",
 					 .str = k->flags & STACK_F_GIL_HELD ? "held" : "released" };

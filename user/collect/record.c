@@ -458,9 +458,6 @@ int record__run(const struct rec_mode *mode)
 		pr_err("--thread filters the live view: it is an option of 'bpfprof top'");
 		return EXIT_USAGE;
 	}
-	/* every missing capability named, before a later step fails on one */
-	if (caps__check_record())
-		return EXIT_RUNTIME;
 	if (!mode->view && output__open(&r.out, env.output))
 		return EXIT_USAGE;
 	setup__process();
@@ -498,8 +495,10 @@ int record__run(const struct rec_mode *mode)
 	/* side band first: it must see the command's fork and exec */
 	err = sideband__new(&r.sb, r.procs, SIDEBAND_PAGES);
 	if (err) {
-		pr_err("cannot open the side-band perf events: %s (needs root or CAP_PERFMON)",
-		       strerror(-err));
+		char why[256];
+
+		pr_err("cannot open the perf events that follow processes (exec, mmap, exit): %s%s",
+		       strerror(-err), caps__why(err, CAPS_RECORD, why, sizeof(why)));
 		goto cleanup;
 	}
 	/* what the command inherits from the features (e.g. an injection library) */
@@ -585,6 +584,7 @@ cleanup:
 	if (status != EXIT_OK)
 		output__abort(&r.out);
 	command__end(&r, status != EXIT_OK);
+	status = command__exit_status(&r, status);
 	teardown(&r);
 	return status;
 }

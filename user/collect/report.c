@@ -38,6 +38,7 @@
 #include "unwind/tables.h"
 #include "unwind/tcache.h"
 #include "util/bpfmap.h"
+#include "util/caps.h"
 #include "util/clock.h"
 #include "util/counters.h"
 #include "util/log.h"
@@ -237,6 +238,7 @@ static void print_files_summary(struct recorder *r)
 		   (unsigned long long)os->closed, os->fds, os->fds_peak, os->fd_cap,
 		   (unsigned long long)os->parked, (unsigned long long)os->reopened,
 		   (unsigned long long)os->reopen_failed);
+	objtab__debuginfod_report(r->objs);
 }
 
 /*
@@ -369,7 +371,8 @@ static void no_room_warning(struct recorder *r)
  * counters of where BPF's walks stopped, and what to do about it. A cause
  * nothing can be done about (a stack page not readable) gets no warning.
  */
-static void missing_frames_warning(struct recorder *r, const struct build_stats *bs, double pct)
+static void missing_frames_warning(struct recorder *r, const struct build_stats *bs, double pct,
+				   bool maps_denied)
 {
 	static const struct {
 		const char *why, *remedy;
@@ -397,7 +400,8 @@ static void missing_frames_warning(struct recorder *r, const struct build_stats 
 	for (uint32_t i = 1; i < 3; i++)
 		if (n[i] > n[top])
 			top = i;
-	if (!n[top] || unreadable > n[top])
+	/* processes whose maps could not be read have no tables: that warning says why */
+	if (!n[top] || unreadable > n[top] || (top == 2 && maps_denied))
 		return;
 	snprintf(why, sizeof(why), "%s", causes[top].why);
 	/* no CFI, no frame pointer: name the file when one holds most of them */
@@ -747,7 +751,8 @@ static void recorder_warnings(struct recorder *r, const struct build_stats *bs)
 	const struct objtab_stats *os = objtab__stats(r->objs);
 	const struct pytrack_stats *ps = r->py ? pytrack__stats(r->py) : NULL;
 	uint64_t unnamed = os->syms_lost + (ps ? ps->lines_lost : 0);
-	char remedy[256];
+	uint64_t denied = proctab__stats(r->procs)->maps_read_denied;
+	char remedy[256], why[256];
 
 	if (rb_full && 100.0 * rb_full / (n + rb_full) >= LOST_WARN_SHARE) {
 		snprintf(remedy, sizeof(remedy), "lower -F (now %u Hz) or raise --ring-mb (now %u)",
@@ -760,7 +765,21 @@ static void recorder_warnings(struct recorder *r, const struct build_stats *bs)
 	}
 	/* a share of a handful is noise: a command's first sample is often its only one */
 	if (missing >= 10 && 100.0 * missing / stacks >= REC_WARN_SHARE)
-		missing_frames_warning(r, bs, 100.0 * missing / stacks);
+		missing_frames_warning(r, bs, 100.0 * missing / stacks, denied > 0);
+	if (denied && caps__missing(CAPS_PTRACE))
+		rec__warn(r, caps__why(EACCES, CAPS_PTRACE, why, sizeof(why)) + 2,
+			  "%llu processes' memory maps could not be read (other users' "
+			  "processes): their native frames have no names and their stacks are "
+			  "cut short",
+			  (unsigned long long)denied);
+	if (r->ks_err)
+		rec__warn(
+			r,
+			caps__missing(CAPS_SYSLOG)
+				? caps__why(EPERM, CAPS_SYSLOG, why, sizeof(why)) + 2
+				: "allow it with sysctl kernel.kptr_restrict=1",
+			"kernel frames have no names: /proc/kallsyms gave bpfprof no addresses (%s)",
+			strerror(-r->ks_err));
 	if (r->unw && r->st.unwind_no_room)
 		no_room_warning(r);
 	if (stacks__refused()) {
@@ -772,6 +791,14 @@ static void recorder_warnings(struct recorder *r, const struct build_stats *bs)
 			  (unsigned long long)r->st.agg_failed,
 			  (unsigned long long)stacks__refused());
 	}
+	if (objtab__debuginfod_late(r->objs)) {
+		snprintf(remedy, sizeof(remedy), "raise --debuginfod-wait (now %g s)",
+			 env.debuginfod_wait);
+		rec__warn(r, remedy,
+			  "%llu debug files were still coming from debuginfod at the end: their "
+			  "functions are named module+0x...",
+			  (unsigned long long)objtab__debuginfod_late(r->objs));
+	}
 	if (unnamed) {
 		snprintf(remedy, sizeof(remedy), "raise --mem-budget (now %.0f MiB)",
 			 membudget__get() / 1048576.0);
@@ -780,16 +807,22 @@ static void recorder_warnings(struct recorder *r, const struct build_stats *bs)
 			  "back to the memory budget before the frames were named",
 			  (unsigned long long)unnamed);
 	}
-	if (bs->frames && 100.0 * bs->unresolved / bs->frames >= UNRESOLVED_WARN_SHARE &&
-	    bs->unresolved_file[0])
-		rec__warn(r,
-			  "install its debug symbols (Debian: its -dbgsym or -dbg package; "
-			  "bpfprof finds them by build id)",
-			  "%.1f%% of frames have no name (module+0x... in the profile), %s in %s",
-			  100.0 * bs->unresolved / bs->frames,
-			  bs->unresolved_file_frames * 2 >= bs->unresolved ? "most of them"
-									   : "the most of any file",
-			  bs->unresolved_file);
+	/* a user-space file (not [kernel.kallsyms] or [vdso]): a debug package names it */
+	if (n >= 10 && bs->frames && 100.0 * bs->unresolved / bs->frames >= UNRESOLVED_WARN_SHARE &&
+	    bs->unresolved_file[0] && bs->unresolved_file[0] != '[')
+		rec__warn(
+			r,
+			getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS")
+				? "install its debug symbols (Debian: its -dbgsym or -dbg package; "
+				  "bpfprof finds them by build id)"
+				: "install its debug symbols (Debian: its -dbgsym or -dbg package; "
+				  "bpfprof finds them by build id), or set DEBUGINFOD_URLS to a "
+				  "debuginfod server that has them",
+			"%.1f%% of frames have no name (module+0x... in the profile), %s in %s",
+			100.0 * bs->unresolved / bs->frames,
+			bs->unresolved_file_frames * 2 >= bs->unresolved ? "most of them"
+									 : "the most of any file",
+			bs->unresolved_file);
 	if (r->jit && perfmaps__stats(r->jit)->refused)
 		rec__warn(r,
 			  "a JIT's map must be its own regular file in its /tmp, as perf requires "

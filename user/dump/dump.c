@@ -18,7 +18,6 @@
  * one block per thread instead of being written as a file.
  */
 #include <errno.h>
-#include <linux/capability.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -308,7 +307,7 @@ static void stop_and_go(struct dump *d, size_t lo, size_t hi)
 		}
 		if (ptrace(PTRACE_SEIZE, t->tid, NULL, NULL)) {
 			t->why = errno != EPERM ? "cannot ptrace it"
-				 : caps__have(CAP_SYS_PTRACE) != 1
+				 : caps__missing(CAPS_PTRACE)
 					 ? "cannot ptrace it: bpfprof lacks CAP_SYS_PTRACE"
 					 : "cannot ptrace it (traced already, or not allowed)";
 			continue;

@@ -18,6 +18,8 @@
 #include "bpfprof.h"
 #include "proc/objfile.h"
 #include "proc/proc.h"
+#include "symbolize/elfsym.h"
+#include "unwind/anoncode.h"
 #include "unwind/cfi.h"
 #include "unwind/cfidigest.h"
 #include "unwind/tables.h"
@@ -90,6 +92,7 @@ struct otable {
 	bool refused;	    /* refused at least once (for tables_retried) */
 	bool speculative;   /* built before a sample asked for it, none since */
 	bool evicted;	    /* evicted once: built again for a sample, never speculatively */
+	bool pinned;	    /* never cold, never evicted (the vDSO's: see unwinder__set_vdso) */
 	uint64_t last_ns;   /* last sample in the file, or when the table was built */
 	uint64_t size;	    /* the file's size: what compiling it costs, roughly */
 	uint32_t fdes;	    /* FDEs .eh_frame_hdr counts (0: unknown); rarely more than rows */
@@ -119,11 +122,19 @@ struct extent {
 	uint32_t first, count;
 };
 
+enum anon_state {
+	ANON_UNKNOWN = 0, /* not looked at yet */
+	ANON_TRAMP,	  /* copies of a trampoline (anoncode.h): UMAP_TRAMP */
+	ANON_PLAIN,	  /* anything else: UMAP_ANON */
+};
+
 /* A process's executable mapping as described to BPF. */
 struct pmap {
 	uint64_t start, end, pgoff;
-	uint32_t obj; /* objfile id, 0: anonymous */
-	uint32_t tab; /* table id its description uses, 0: none */
+	uint32_t obj;		 /* objfile id, 0: anonymous */
+	uint32_t tab;		 /* table id its description uses, 0: none */
+	uint8_t anon;		 /* enum anon_state, for obj 0 */
+	struct anon_tramp tramp; /* ANON_TRAMP's frame */
 };
 
 struct pentry {
@@ -144,6 +155,7 @@ struct unwinder {
 	uint64_t sampling_ns;  /* when the events started counting (0: not said) */
 	uint32_t partial_fdes; /* files with more FDEs get partial tables (0: none) */
 	uint32_t gen;	       /* unwind_gen: bumped when rows are freed (BPF's row cache) */
+	uint32_t vdso;	       /* the vDSO's objfile id (0: none): its own file_unwind key */
 	uint32_t cap;
 	struct extent *free; /* free rows, sorted by first, never adjacent */
 	uint32_t nfree, capfree;
@@ -758,13 +770,18 @@ static int urow_put(void *ctx, const struct unwind_row *rows, size_t n)
 	return 0;
 }
 
-/* Drop the file_unwind entries that name table id's rows (before they are freed). */
-/* A file's file_unwind key: its inode as the kernel numbers it. */
-static struct file_unwind_key file_key(const struct objfile *o)
+/*
+ * A file's file_unwind key: its inode as the kernel numbers it; the vDSO's
+ * (our own copy, in a memfd) the key BPF gives every process's vDSO.
+ */
+static struct file_unwind_key file_key(const struct unwinder *u, const struct objfile *o)
 {
+	if (u->vdso && o->id == u->vdso)
+		return (struct file_unwind_key){ FILE_UNWIND_VDSO_DEV, FILE_UNWIND_VDSO_INO };
 	return (struct file_unwind_key){ objfile__kdev(o), o->ino };
 }
 
+/* Drop the file_unwind entries that name table id's rows (before they are freed). */
 static void files_forget(struct unwinder *u, uint32_t id)
 {
 	for (uint32_t i = OBJ_FIRST; i < u->ntables; i++) {
@@ -775,7 +792,7 @@ static void files_forget(struct unwinder *u, uint32_t id)
 		u->tables[i].fentry = 0;
 		o = objtab__by_id(u->objs, i);
 		if (o && u->store.delete_file) {
-			struct file_unwind_key k = file_key(o);
+			struct file_unwind_key k = file_key(u, o);
 
 			u->store.delete_file(u->store.ctx, &k);
 		}
@@ -795,7 +812,7 @@ static void file_write(struct unwinder *u, uint32_t obj, uint32_t tab)
 	struct file_unwind_key k;
 	uint32_t n = 0;
 
-	if (!u->store.write_file || !o || !o->ino || obj >= u->ntables ||
+	if (!u->store.write_file || !o || (!o->ino && obj != u->vdso) || obj >= u->ntables ||
 	    u->tables[obj].fentry == tab)
 		return;
 	for (uint32_t s = 0; s < t->nsegs && n < FILE_UNWIND_SEGS; s++) {
@@ -808,7 +825,7 @@ static void file_write(struct unwinder *u, uint32_t obj, uint32_t tab)
 	}
 	if (!n)
 		return;
-	k = file_key(o);
+	k = file_key(u, o);
 	if (u->store.write_file(u->store.ctx, &k, &v)) {
 		u->st.files_unlisted++;
 		return;
@@ -847,6 +864,11 @@ static int proc_write(struct unwinder *u, uint32_t pid, struct pentry *pe)
 		 * room appears (a poll finds it) or ever.
 		 */
 		um->kind = !pm->obj ? UMAP_ANON : pending(u, pm->obj) ? UMAP_PENDING : UMAP_FP;
+		if (!pm->obj && pm->anon == ANON_TRAMP) {
+			um->kind = UMAP_TRAMP;
+			um->first = pm->tramp.cfa;
+			um->count = pm->tramp.rbp;
+		}
 		if (pm->tab)
 			u->tables[pm->tab].users--;
 		pm->tab = 0;
@@ -960,6 +982,8 @@ static void evict(struct unwinder *u, uint32_t id)
  */
 static bool cold(const struct unwinder *u, const struct otable *t, uint64_t now_ns)
 {
+	if (t->pinned)
+		return false;
 	if (t->speculative && u->sampling_ns && t->last_ns < u->sampling_ns)
 		return now_ns >= u->sampling_ns;
 	return t->last_ns + (t->speculative ? SPECULATIVE_COLD_NS : COLD_NS) <= now_ns;
@@ -1455,6 +1479,17 @@ static int build(struct unwinder *u, uint32_t id, uint64_t now_ns, bool evict_us
 	return err;
 }
 
+int unwinder__set_vdso(struct unwinder *u, uint32_t obj)
+{
+	struct otable *t = otable_of(u, obj);
+
+	if (!t)
+		return -ENOMEM;
+	u->vdso = obj;
+	t->pinned = true;
+	return build(u, obj, mono_ns(), false);
+}
+
 void unwinder__set_cache(struct unwinder *u, struct tcache *c)
 {
 	u->cache = c;
@@ -1679,6 +1714,33 @@ static void pentry_release(struct unwinder *u, struct pentry *pe)
 	pe->nmaps = 0;
 }
 
+/*
+ * What anonymous code mapping m of pid holds: as the previous description
+ * had it (same range), else read from the process once (anoncode.h).
+ */
+static void anon_classify(struct unwinder *u, uint32_t pid, const struct pentry *old,
+			  struct pmap *m)
+{
+	uint32_t lo = 0, hi = old ? old->nmaps : 0;
+
+	while (lo < hi) { /* old's maps are sorted by start, as /proc lists them */
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (old->maps[mid].start < m->start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < (old ? old->nmaps : 0) && old->maps[lo].start == m->start &&
+	    old->maps[lo].end == m->end && !old->maps[lo].obj && old->maps[lo].anon) {
+		m->anon = old->maps[lo].anon;
+		m->tramp = old->maps[lo].tramp;
+		return;
+	}
+	m->anon = anoncode__classify(pid, m->start, m->end, &m->tramp) ? ANON_PLAIN : ANON_TRAMP;
+	u->st.anon_tramps += m->anon == ANON_TRAMP;
+}
+
 int unwinder__sync(struct unwinder *u, const struct proc *p)
 {
 	uint32_t n = p->nmaps < MAX_UMAPS ? p->nmaps : MAX_UMAPS;
@@ -1698,9 +1760,16 @@ int unwinder__sync(struct unwinder *u, const struct proc *p)
 		const struct mapping *m = &p->maps[i];
 		struct objfile *o = objtab__by_id(u->objs, m->obj);
 
-		maps[i] = (struct pmap){ m->start, m->end, m->pgoff, o ? o->id : 0, 0 };
+		maps[i] = (struct pmap){
+			.start = m->start, .end = m->end, .pgoff = m->pgoff, .obj = o ? o->id : 0
+		};
 		if (o && !otable_of(u, o->id)) {
 			maps[i].obj = 0;
+			maps[i].anon = ANON_PLAIN;
+			continue;
+		}
+		if (!o) {
+			anon_classify(u, p->pid, pe, &maps[i]);
 			continue;
 		}
 		if (o)
@@ -1736,6 +1805,25 @@ int unwinder__sync(struct unwinder *u, const struct proc *p)
 		}
 	}
 	return proc_write(u, p->pid, pe);
+}
+
+bool unwinder__trampoline(const struct unwinder *u, uint32_t pid, uint64_t addr)
+{
+	const struct htab_entry *e =
+		htab__find(u->procs, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
+	const struct pentry *pe = e ? (const struct pentry *)(uintptr_t)e->val : NULL;
+	uint32_t lo = 0, hi = pe ? pe->nmaps : 0;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (pe->maps[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return pe && lo < pe->nmaps && pe->maps[lo].start <= addr && !pe->maps[lo].obj &&
+	       pe->maps[lo].anon == ANON_TRAMP;
 }
 
 bool unwinder__has(const struct unwinder *u, uint32_t pid)

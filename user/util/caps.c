@@ -1,36 +1,41 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Permission errors that name every missing capability (util/caps.h). */
 #include <errno.h>
-#include <linux/capability.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <linux/capability.h>
+
 #include "util/caps.h"
-#include "util/log.h"
 
 #ifndef CAP_PERFMON
-#define CAP_PERFMON 38
+#define CAP_PERFMON 38 /* Linux 5.8 */
 #endif
 #ifndef CAP_BPF
-#define CAP_BPF 39
+#define CAP_BPF 39 /* Linux 5.8 */
 #endif
 
-int caps__have(int cap)
-{
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+static const struct {
+	uint32_t need;
+	int cap;
+	const char *name;
+	const char *what;   /* what bpfprof needs it for, in the user's words */
+	bool admin_will_do; /* CAP_SYS_ADMIN is accepted in its place */
+} caps[] = {
+	{ CAPS_BPF, CAP_BPF, "CAP_BPF", "to load its BPF programs and maps", true },
+	{ CAPS_PERFMON, CAP_PERFMON, "CAP_PERFMON", "to sample every CPU and attach probes", true },
+	{ CAPS_PTRACE, CAP_SYS_PTRACE, "CAP_SYS_PTRACE", "to read other users' processes", false },
+	{ CAPS_SYSLOG, CAP_SYSLOG, "CAP_SYSLOG", "to read kernel symbols' addresses", false },
+};
 
-	if (cap < 0 || cap >= 32 * _LINUX_CAPABILITY_U32S_3)
-		return -EINVAL;
-	memset(d, 0, sizeof(d));
-	if (syscall(SYS_capget, &h, d))
-		return -errno;
-	return !!(d[cap / 32].effective & (1U << (cap % 32)));
-}
-
-/* Whether the running kernel knows cap (CAP_BPF and CAP_PERFMON came in 5.8). */
-static bool kernel_knows(int cap)
+/*
+ * Whether the running kernel has cap: CAP_BPF and CAP_PERFMON came in 5.8;
+ * before, CAP_SYS_ADMIN is what the kernel asks in their place.
+ */
+static bool kernel_has(int cap)
 {
 	FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "re");
 	int last = -1;
@@ -43,47 +48,64 @@ static bool kernel_knows(int cap)
 	return last < 0 || cap <= last;
 }
 
-static int check_record(char *msg, size_t len)
+/* Whether cap is in the process's effective set. */
+static bool has_cap(int cap)
 {
-	bool admin = caps__have(CAP_SYS_ADMIN) == 1;
-	bool bpf, perfmon;
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = { 0 };
 
-	msg[0] = '\0';
-	if (admin)
-		return 0;
-	if (!kernel_knows(CAP_BPF)) {
-		snprintf(msg, len,
-			 "this kernel has no CAP_BPF or CAP_PERFMON (before 5.8): bpfprof needs "
-			 "CAP_SYS_ADMIN there; run it as root");
-		return -EPERM;
-	}
-	bpf = caps__have(CAP_BPF) == 1;
-	perfmon = caps__have(CAP_PERFMON) == 1;
-	if (bpf && perfmon)
-		return 0;
-	if (!bpf && !perfmon)
-		snprintf(
-			msg, len,
-			"missing CAP_BPF (to load bpfprof's BPF programs and maps) and "
-			"CAP_PERFMON (to sample every CPU and attach probes): grant both (a "
-			"unit's AmbientCapabilities=, setcap cap_bpf,cap_perfmon+ep) or run as root");
-	else if (!bpf)
-		snprintf(msg, len,
-			 "missing CAP_BPF (to load bpfprof's BPF programs and maps; CAP_PERFMON "
-			 "alone is not enough): grant it too, or run as root");
-	else
-		snprintf(msg, len,
-			 "missing CAP_PERFMON (to sample every CPU and attach probes; CAP_BPF "
-			 "alone is not enough): grant it too, or run as root");
-	return -EPERM;
+	if (syscall(SYS_capget, &h, d))
+		return false;
+	return (d[cap / 32].effective >> (cap % 32)) & 1;
 }
 
-int caps__check_record(void)
+uint32_t caps__missing(uint32_t need)
 {
-	char msg[384];
-	int err = check_record(msg, sizeof(msg));
+	bool admin = has_cap(CAP_SYS_ADMIN);
+	uint32_t missing = 0;
 
-	if (err)
-		pr_err("%s", msg);
-	return err;
+	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
+		if ((need & caps[i].need) && !has_cap(caps[i].cap) &&
+		    !(caps[i].admin_will_do && admin))
+			missing |= caps[i].need;
+	return missing;
+}
+
+const char *caps__why(int err, uint32_t need, char *buf, size_t len)
+{
+	uint32_t missing;
+	size_t n = 0, k = 0, count = 0;
+
+	if (err < 0)
+		err = -err;
+	buf[0] = '\0';
+	if (err != EPERM && err != EACCES)
+		return buf;
+	missing = caps__missing(need);
+	if (!missing) {
+		snprintf(buf, len,
+			 ": bpfprof has the capabilities this needs, so a security policy refused "
+			 "it (a container's seccomp profile, an LSM, kernel lockdown)");
+		return buf;
+	}
+	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
+		count += !!(missing & caps[i].need);
+	n = snprintf(buf, len, ": bpfprof lacks ");
+	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]) && n < len; i++) {
+		bool old = caps[i].admin_will_do && !kernel_has(caps[i].cap);
+
+		if (!(missing & caps[i].need))
+			continue;
+		k++;
+		n += snprintf(buf + n, len - n, "%s%s (%s%s)",
+			      k == 1	   ? ""
+			      : k == count ? " and "
+					   : ", ",
+			      old ? "CAP_SYS_ADMIN" : caps[i].name, caps[i].what,
+			      old ? "; this kernel has no CAP_BPF or CAP_PERFMON" : "");
+	}
+	if (n < len)
+		snprintf(buf + n, len - n, ": run it as root or grant %s",
+			 count == 1 ? "it" : "them");
+	return buf;
 }
