@@ -174,6 +174,47 @@ struct {
 	__type(value, struct stack_win);
 } stack_window SEC(".maps");
 
+/*
+ * The stack pointer of each frame the table walk emitted (the sample's
+ * frames[], in order), for the Python walker: a native frame whose stack
+ * [sp[i], sp[i+1]) holds a Python entry frame (a local of the eval loop,
+ * python.bpf.h) is an eval loop's call, whatever its symbol says (Debian's
+ * 3.14/3.15 run the eval loop in a partition of _PyEval_EvalFrameDefault
+ * that .dynsym does not name). n: frames of the last walk on this CPU, 0
+ * when that walk was not the table walk; tid: whose.
+ */
+#define PY_MAX_SHIMS 64
+
+struct ustack_sp {
+	__u64 sp[MAX_USTACK];
+	__u32 n;
+	__u32 tid;
+	/* python.bpf.h: the entry frames its walk met, leaf first */
+	__u64 shim[PY_MAX_SHIMS];
+	__u32 nshim;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ustack_sp);
+} ustack_sp SEC(".maps");
+
+/* Until the table walk says otherwise: no stack pointers for this thread's walk. */
+__noinline int ustack_sp_reset(void)
+{
+	__u32 zero = 0;
+	struct ustack_sp *sps = bpf_map_lookup_elem(&ustack_sp, &zero);
+
+	if (sps) {
+		sps->n = 0;
+		sps->tid = (__u32)bpf_get_current_pid_tgid();
+	}
+	return 0;
+}
+
 /* x86-64 sigcontext inside the ucontext that RSP points to in __restore_rt */
 #define UC_MCONTEXT 40
 #define SC_RBP	    (UC_MCONTEXT + 80)
@@ -192,6 +233,7 @@ struct ustate {
 	struct bpf_proc_unwind *info;
 	const struct stack_win *win; /* never NULL */
 	__u64 *frames;		     /* MAX_USTACK slots */
+	struct ustack_sp *sps;	     /* never NULL: each frame's stack pointer */
 	__u32 n;
 	__u32 stop;  /* enum unwind_stop */
 	__u32 stale; /* stopped in no mapping or a pending table */
@@ -805,6 +847,7 @@ static __always_inline long unwind_frame(struct ustate *st)
 		return 1;
 	}
 	st->frames[st->n & (MAX_USTACK - 1)] = st->ip;
+	st->sps->sp[st->n & (MAX_USTACK - 1)] = st->sp;
 	st->n++;
 	/*
 	 * The process's entry frame: the kernel starts a program with its stack
@@ -1158,7 +1201,8 @@ __noinline int unwind_walk(struct bpf_proc_unwind *info, struct uframes *frames,
 	st.tgid = w->tgid;
 	st.cache = bpf_map_lookup_elem(&row_cache, &zero);
 	st.win = bpf_map_lookup_elem(&stack_window, &zero);
-	if (!st.cache || !st.win)
+	st.sps = bpf_map_lookup_elem(&ustack_sp, &zero);
+	if (!st.cache || !st.win || !st.sps)
 		return -1;
 	st.top = st.win->top;
 	gen = bpf_map_lookup_elem(&unwind_gen, &zero);
@@ -1196,6 +1240,7 @@ __noinline int unwind_walk(struct bpf_proc_unwind *info, struct uframes *frames,
 		w->flags |= SAMPLE_F_UNWIND_HEURISTIC;
 	if (st.gap)
 		w->flags |= SAMPLE_F_UNWIND_GAP;
+	st.sps->n = st.n;
 	return st.n;
 }
 
@@ -1260,6 +1305,7 @@ static __always_inline int user_stack(void *ctx, const struct uregs *r, struct p
 	if (base > MAX_KSTACK)
 		return 0;
 	uframes = &s->frames[base];
+	ustack_sp_reset();
 	if (unwind_mode != UNWIND_FP) {
 		n = unwind_user(r, s->hdr.pid, uframes, &flags);
 		if (n < 0)

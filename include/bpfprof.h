@@ -113,6 +113,16 @@ enum sample_flags {
 	SAMPLE_F_UNWIND_GAP = 1 << 15,
 };
 
+/* sample_hdr.flags2: flags has no bit left */
+enum sample_flags2 {
+	/*
+	 * The GIL was read for this Python sample: SAMPLE_F_PY_GIL says whether
+	 * the thread held it. Not set where there is no GIL to hold (a
+	 * free-threaded build) or it could not be read: no gil label then.
+	 */
+	SAMPLE_F2_PY_GIL_KNOWN = 1 << 0,
+};
+
 /*
  * One sample as it leaves BPF. Header, then frames[]: kstack_len kernel IPs
  * (leaf first), then ustack_len user IPs (leaf first), then pystack_len
@@ -131,7 +141,7 @@ struct prof_sample_hdr {
 	__u16 kstack_len;
 	__u16 ustack_len;
 	__u16 pystack_len;
-	__u16 pad0;
+	__u16 flags2; /* enum sample_flags2 */
 	char comm[TASK_COMM_LEN];  /* thread name */
 	char pcomm[TASK_COMM_LEN]; /* process (thread group leader) name */
 	__u64 aux0, aux1;	   /* per kind (see enum sample_kind); 0 for SAMPLE_CPU */
@@ -549,7 +559,15 @@ struct bpf_pyproc {
 	__s32 ts_next;
 	__s32 ts_thread_id; /* PyThreadState.thread_id (pthread_t) */
 	__s32 ts_interp;
-	__u32 pad4;
+	/*
+	 * Free-threaded 3.14+: a frame's instr_ptr points into its thread's
+	 * copy of the bytecode, code->co_tlbc->entries[frame->tlbc_index]
+	 * (entry 0 is co_code_adaptive): the walk rebases it onto
+	 * co_code_adaptive. Offsets of tlbc_index (int32) in the frame and of
+	 * co_tlbc in the code object; 0: no per-thread copies.
+	 */
+	__u16 frame_tlbc;
+	__u16 co_tlbc;
 };
 _Static_assert(sizeof(struct bpf_pyproc) == 128, "bpf_pyproc layout");
 
@@ -678,6 +696,14 @@ static inline __u64 sample_hist_floor(__u32 b)
 
 /* A frame's fields are read in one copy of at most this many bytes. */
 #define PYFRAME_SPAN 128
+
+/*
+ * A native user frame's word: the address, and in its top bit whether it is
+ * a call of the eval loop that ran Python frames of this sample (found by
+ * where its entry frame lies on the stack: python.bpf.h, py_mark_eval).
+ * User addresses are below 2^47.
+ */
+#define UFRAME_F_PYEVAL (1ULL << 63)
 
 /* The second word of a Python frame record: raw position | flags. */
 #define PYFRAME_INSTR_MASK ((1ULL << 56) - 1)

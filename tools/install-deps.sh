@@ -21,6 +21,8 @@ set -euo pipefail
 BUILD=(
 	make gcc clang bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev liblzma-dev
 	protobuf-c-compiler libprotobuf-c-dev
+	# SHA-256 of the CFI an unwind table is made from: files share a table by it
+	nettle-dev
 	# pprof's profile.proto, compiled by protoc-c
 	golang-github-google-pprof-dev
 	# --upload (Pyroscope HTTP ingest): curl.h; libcurl is opened at run time
@@ -59,6 +61,8 @@ TEST=(
 	tmux
 	# systemd-analyze security/verify of packaging/bpfprof.service
 	systemd
+	# tools/sidroot.sh: the Debian sid root with python3.13/3.14/3.15 (make test-roots)
+	debootstrap
 )
 
 # make bench: the peers and the real-host workloads

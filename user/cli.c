@@ -103,7 +103,8 @@ static const char usage_text[] =
 	"  bpfprof --continuous /var/lib/bpfprof --upload https://pyroscope:4040 \\\n"
 	"          --upload-auth-file /etc/bpfprof/upload-auth\n"
 	"\n"
-	"Exit status: 0 success, 1 runtime failure, 2 bad usage.\n";
+	"Exit status: 0 success, 1 runtime failure, 2 bad usage; with -- CMD, CMD's own\n"
+	"status (128+N when signal N ended it), as time(1) does, unless bpfprof failed.\n";
 
 void cli__bad_option(const char *arg, int optopt, const struct option *opts, const char *sub)
 {
@@ -842,7 +843,8 @@ static const struct cli_opt opts[] = {
 	{ "pid", 'p', "PID[,PID...]", S_TARGET, NULL, parse_pids,
 	  "these processes, all their threads; the run ends when all of them have exited" },
 	{ NULL, 0, "-- CMD [ARG...]", S_TARGET, NULL, NULL,
-	  "start CMD, profile it and its children, stop when it exits" },
+	  "start CMD, profile it and its children, stop when it exits; bpfprof exits with "
+	  "CMD's status" },
 	{ "cgroup", 0, "PATH", S_TARGET, NULL, set_cgroup,
 	  "only tasks in this cgroup v2 directory or below it (also cgroups created there "
 	  "later); PATH in the file system or as /proc/PID/cgroup shows it" },

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import BPFPROF, have, parse_folded, pyenv_pythons, run, workload
+from conftest import BPFPROF, have, parse_folded, pyenv_pythons, python_params, run, workload
 
 PYDIR = os.path.join(os.path.dirname(__file__), "../workloads/py")
 MIB = 1 << 20
@@ -218,7 +218,7 @@ def test_target_killed_mid_run(tmp_path):
     out = tmp_path / "heap.folded"
     r = run(["--alloc", "--alloc-rate", "1", "-o", str(out), "--", workload("alloc_known"),
              "0", "0", "--die"])
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 128 + 9, r.stderr  # the command's status, as time(1) gives it
     assert "killed by signal 9" in r.stderr
     stacks = parse_folded(out.read_text())
     assert by_leaf(stacks, "leak_blocks") == LEAK
@@ -316,7 +316,13 @@ def pythons():
     found = pyenv_pythons()
     # oldest, a frame-object and the newest interpreter layout
     pick = [p for p in found if p[0] in ("3.8", "3.11", "3.13")] or found[-1:]
-    return [pytest.param(path, id=f"pyenv-{v}") for v, path in pick]
+    ft = pytest.mark.xfail(strict=True, reason="a free-threaded CPython allocates its objects "
+                           "through the mimalloc built into it, not malloc: --alloc sees its "
+                           "segments (anonymous mmap), not the objects (docs/python.md)")
+    return [pytest.param(path, id=f"pyenv-{v}") for v, path in pick] + \
+        python_params(("sid-3.14", "sid-3.15")) + \
+        [pytest.param(*p.values, id=p.id, marks=list(p.marks) + [ft])
+         for p in python_params(("ft-3.13t", "ft-3.14t"))]
 
 
 @pytest.mark.skipif(not have("go"), reason="go (golang-go) not installed")
@@ -613,7 +619,9 @@ def finalize_pythons():
     pyenv one (from libpython3.X.so)."""
     found = [pytest.param(sys.executable, id="sys")]
     shared = [(v, p) for v, p in pyenv_pythons() if v in ("3.12", "3.11")]
-    return found + [pytest.param(p, id=f"pyenv-{v}") for v, p in shared[-1:]]
+    # and Debian's newest, in their root (Py_FinalizeEx in the executable)
+    return found + [pytest.param(p, id=f"pyenv-{v}") for v, p in shared[-1:]] + \
+        python_params(("sid-3.14", "sid-3.15", "ft-3.14t"))
 
 
 @pytest.mark.skipif(not have("go"), reason="go (golang-go) not installed")

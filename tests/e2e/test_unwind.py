@@ -344,7 +344,7 @@ def test_same_build_id_shares_one_table(tmp_path):
     for p in procs:
         p.wait(timeout=30)
     assert b.returncode == 0, err
-    m = re.search(r"unwind tables: \d+ files \(\d+ without, (\d+) shared by build id\)", err)
+    m = re.search(r"unwind tables: \d+ files \(\d+ without, (\d+) shared with identical files\)", err)
     assert m and int(m.group(1)) >= 1, err
     stacks = parse_folded(out.read_text())
     work = [(f, c) for f, c in stacks if any(w in f for w in SPLIT)]

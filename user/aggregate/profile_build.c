@@ -326,7 +326,8 @@ static int frame_index(struct builder *b, const struct sframe *f, bool caller, b
 {
 	struct cache_key k = { .f = *f, .caller = caller };
 
-	k.f.aux &= ~SFRAME_PY_ENTRY; /* the same frame whether or not it began an eval call */
+	/* the same frame whether or not it began (or is) an eval call */
+	k.f.aux &= ~(SFRAME_PY_ENTRY | SFRAME_PY_EVAL);
 	struct pframe pf = { 0 };
 	struct htab_entry *e;
 	char buf[512];
@@ -495,7 +496,8 @@ static bool is_eval_loop(struct builder *b, int idx)
 
 /*
  * User frames root first, with each native _PyEval_EvalFrameDefault frame
- * replaced by the Python calls it was running (as py-spy --native does), so
+ * (by its name, or by BPF's finding that its stack holds a Python entry
+ * frame: SFRAME_PY_EVAL) replaced by the Python calls it was running (as py-spy --native does), so
  * that C extension frames sit above their Python caller. A Python frame
  * flagged SFRAME_PY_ENTRY begins the run of one eval call. When the counts
  * disagree (an eval frame the native unwinder missed), calls and eval frames
@@ -533,7 +535,8 @@ static int user_and_python(struct builder *b, const struct stack_key *k, const s
 		uunres[i] = unresolved;
 		utramp[i] = (uf[j].obj == OBJ_ANON || uf[j].obj == OBJ_JIT) &&
 			    (uf[j].aux & SFRAME_TRAMPOLINE);
-		ueval[i] = np && (is_eval_loop(b, ret) || (i && utramp[i - 1]));
+		ueval[i] = np && ((uf[j].aux & SFRAME_PY_EVAL) || is_eval_loop(b, ret) ||
+				 (i && utramp[i - 1]));
 		m += ueval[i];
 	}
 	/* Python frames root first, cut into one group per eval call */
@@ -679,7 +682,7 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 		values[i] = v->v[i];
 	labels[nlabels++] = (struct plabel){ .key = "pid", .num = k->pid };
 	labels[nlabels++] = (struct plabel){ .key = "comm", .str = pcomm };
-	if (k->npython)
+	if (k->npython && (k->flags & STACK_F_GIL_KNOWN))
 		labels[nlabels++] =
 			(struct plabel){ .key = "gil",
 					 .str = k->flags & STACK_F_GIL_HELD ? "held" : "released" };

@@ -42,6 +42,7 @@
 #include "symbolize/perfmap.h"
 #include "unwind/tables.h"
 #include "unwind/tcache.h"
+#include "util/caps.h"
 #include "util/clock.h"
 #include "util/htab.h"
 #include "util/log.h"
@@ -497,8 +498,10 @@ int record__run(const struct rec_mode *mode)
 	/* side band first: it must see the command's fork and exec */
 	err = sideband__new(&r.sb, r.procs, SIDEBAND_PAGES);
 	if (err) {
-		pr_err("cannot open the side-band perf events: %s (needs root or CAP_PERFMON)",
-		       strerror(-err));
+		char why[256];
+
+		pr_err("cannot open the perf events that follow processes (exec, mmap, exit): %s%s",
+		       strerror(-err), caps__why(err, CAPS_RECORD, why, sizeof(why)));
 		goto cleanup;
 	}
 	/* what the command inherits from the features (e.g. an injection library) */
@@ -584,6 +587,7 @@ cleanup:
 	if (status != EXIT_OK)
 		output__abort(&r.out);
 	command__end(&r, status != EXIT_OK);
+	status = command__exit_status(&r, status);
 	teardown(&r);
 	return status;
 }

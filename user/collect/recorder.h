@@ -143,6 +143,7 @@ struct recorder {
 	struct proctab *procs;
 	struct stacks *stacks;
 	struct ksyms *ks;
+	int ks_err; /* why /proc/kallsyms gave no symbols (-errno), 0: read or not needed */
 	struct unwinder *unw;
 	struct pytrack *py;
 	struct perfmaps *jit;	 /* /tmp/perf-PID.map names of anonymous code */

@@ -38,6 +38,7 @@
 #include "unwind/tables.h"
 #include "unwind/tcache.h"
 #include "util/bpfmap.h"
+#include "util/caps.h"
 #include "util/clock.h"
 #include "util/counters.h"
 #include "util/log.h"
@@ -375,7 +376,8 @@ static void no_room_warning(struct recorder *r)
  * counters of where BPF's walks stopped, and what to do about it. A cause
  * nothing can be done about (a stack page not readable) gets no warning.
  */
-static void missing_frames_warning(struct recorder *r, const struct build_stats *bs, double pct)
+static void missing_frames_warning(struct recorder *r, const struct build_stats *bs, double pct,
+				   bool maps_denied)
 {
 	static const struct {
 		const char *why, *remedy;
@@ -403,7 +405,8 @@ static void missing_frames_warning(struct recorder *r, const struct build_stats 
 	for (uint32_t i = 1; i < 3; i++)
 		if (n[i] > n[top])
 			top = i;
-	if (!n[top] || unreadable > n[top])
+	/* processes whose maps could not be read have no tables: that warning says why */
+	if (!n[top] || unreadable > n[top] || (top == 2 && maps_denied))
 		return;
 	snprintf(why, sizeof(why), "%s", causes[top].why);
 	/* no CFI, no frame pointer: name the file when one holds most of them */
@@ -486,6 +489,15 @@ static void detail(struct recorder *r, const struct build_stats *bs)
 			(unsigned long long)js->files, (unsigned long long)js->entries,
 			(unsigned long long)js->bad, (unsigned long long)js->found,
 			(unsigned long long)js->missed);
+		pr_info("jit: %.1f MiB of perf maps parsed in %.3f s, %llu reads put off (a "
+			"map's share of time), %llu maps replaced, %llu read no further (%llu "
+			"past their share of --mem-budget, %llu past 64 MiB), %llu refused (not "
+			"their process's own regular file)",
+			js->bytes / 1048576.0, js->read_ns / 1e9, (unsigned long long)js->deferred,
+			(unsigned long long)js->replaced,
+			(unsigned long long)(js->over_budget + js->capped),
+			(unsigned long long)js->over_budget, (unsigned long long)js->capped,
+			(unsigned long long)js->refused);
 	}
 	if (r->st.dec.missing_frames)
 		pr_info("unwinding: %llu samples with a [missing frames] marker where the walk "
@@ -568,7 +580,7 @@ static void detail(struct recorder *r, const struct build_stats *bs)
 			const struct unwinder_stats *us = unwinder__stats(r->unw);
 
 			pr_verbose(
-				"unwind tables: %llu files (%llu without, %llu shared by build id), "
+				"unwind tables: %llu files (%llu without, %llu shared with identical files), "
 				"%llu rows in use, peak %llu of %llu (%.1f MiB), %llu evicted (%llu built "
 				"again), "
 				"%llu refused for room (%llu built later), %.1f ms compiling CFI, "
@@ -765,7 +777,8 @@ static void recorder_warnings(struct recorder *r, const struct build_stats *bs)
 	const struct objtab_stats *os = objtab__stats(r->objs);
 	const struct pytrack_stats *ps = r->py ? pytrack__stats(r->py) : NULL;
 	uint64_t unnamed = os->syms_lost + (ps ? ps->lines_lost : 0);
-	char remedy[256];
+	uint64_t denied = proctab__stats(r->procs)->maps_read_denied;
+	char remedy[256], why[256];
 
 	if (rb_full && 100.0 * rb_full / (n + rb_full) >= LOST_WARN_SHARE) {
 		snprintf(remedy, sizeof(remedy), "lower -F (now %u Hz) or raise --ring-mb (now %u)",
@@ -778,7 +791,21 @@ static void recorder_warnings(struct recorder *r, const struct build_stats *bs)
 	}
 	/* a share of a handful is noise: a command's first sample is often its only one */
 	if (missing >= 10 && 100.0 * missing / stacks >= REC_WARN_SHARE)
-		missing_frames_warning(r, bs, 100.0 * missing / stacks);
+		missing_frames_warning(r, bs, 100.0 * missing / stacks, denied > 0);
+	if (denied && caps__missing(CAPS_PTRACE))
+		rec__warn(r, caps__why(EACCES, CAPS_PTRACE, why, sizeof(why)) + 2,
+			  "%llu processes' memory maps could not be read (other users' "
+			  "processes): their native frames have no names and their stacks are "
+			  "cut short",
+			  (unsigned long long)denied);
+	if (r->ks_err)
+		rec__warn(
+			r,
+			caps__missing(CAPS_SYSLOG)
+				? caps__why(EPERM, CAPS_SYSLOG, why, sizeof(why)) + 2
+				: "allow it with sysctl kernel.kptr_restrict=1",
+			"kernel frames have no names: /proc/kallsyms gave bpfprof no addresses (%s)",
+			strerror(-r->ks_err));
 	if (r->unw && r->st.unwind_no_room)
 		no_room_warning(r);
 	if (stacks__refused()) {
@@ -806,8 +833,9 @@ static void recorder_warnings(struct recorder *r, const struct build_stats *bs)
 			  "back to the memory budget before the frames were named",
 			  (unsigned long long)unnamed);
 	}
-	if (bs->frames && 100.0 * bs->unresolved / bs->frames >= UNRESOLVED_WARN_SHARE &&
-	    bs->unresolved_file[0])
+	/* a user-space file (not [kernel.kallsyms] or [vdso]): a debug package names it */
+	if (n >= 10 && bs->frames && 100.0 * bs->unresolved / bs->frames >= UNRESOLVED_WARN_SHARE &&
+	    bs->unresolved_file[0] && bs->unresolved_file[0] != '[')
 		rec__warn(
 			r,
 			getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS")
@@ -821,6 +849,13 @@ static void recorder_warnings(struct recorder *r, const struct build_stats *bs)
 			bs->unresolved_file_frames * 2 >= bs->unresolved ? "most of them"
 									 : "the most of any file",
 			bs->unresolved_file);
+	if (r->jit && perfmaps__stats(r->jit)->refused)
+		rec__warn(r,
+			  "a JIT's map must be its own regular file in its /tmp, as perf requires "
+			  "(not a symlink, not another user's file)",
+			  "JIT frames of %llu processes are not named: their perf maps were not "
+			  "read, not being their process's own regular file",
+			  (unsigned long long)perfmaps__stats(r->jit)->refused);
 	if (r->cpu_samples >= 0 && !n && !r->mode->view && !r->cont) {
 		snprintf(remedy, sizeof(remedy),
 			 "record for longer (-d) or more often (-F, now %u Hz)", env.freq);

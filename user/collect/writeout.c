@@ -281,7 +281,7 @@ int writeout__profile(struct recorder *r, size_t *nprocs, struct build_stats *bs
 	if (!env.no_kernel && (r->tl || any_kernel_frame(r->stacks))) {
 		err = ksyms__load(&r->ks, NULL);
 		if (err) {
-			pr_warn("no kernel symbols (/proc/kallsyms: %s)", strerror(-err));
+			r->ks_err = err; /* the summary warns */
 			r->ks = NULL;
 		} else {
 			pr_verbose("kernel symbols: %llu read from /proc/kallsyms",

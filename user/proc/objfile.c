@@ -157,20 +157,57 @@ static struct objfile *add_obj(struct objtab *t, const char *path)
 	return o;
 }
 
-static bool same_file(int fd, uint32_t maj, uint32_t min, uint64_t ino)
+/*
+ * The device of the superblock of the mount fd was opened through, as
+ * /proc/PID/mountinfo (pid 0: ours) gives it, or 0: the device maps shows
+ * for an overlayfs file whose layers are on several file systems (stat
+ * then gives the layer's own pseudo-device).
+ */
+static dev_t mount_dev(int fd, uint32_t pid)
+{
+	struct statx stx;
+	char path[64], line[4096];
+	unsigned long long id;
+	unsigned int maj, min;
+	dev_t dev = 0;
+	FILE *f;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) || !(stx.stx_mask & STATX_MNT_ID))
+		return 0;
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%u/mountinfo", pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/mountinfo");
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llu %*u %u:%u", &id, &maj, &min) == 3 && id == stx.stx_mnt_id) {
+			dev = makedev(maj, min);
+			break;
+		}
+	fclose(f);
+	return dev;
+}
+
+/*
+ * Whether fd is the file a process mapped (maps' device and inode), the
+ * device always compared: inode numbers repeat across file systems (every
+ * fresh tmpfs numbers its first file 2), so a user's tmpfs library was once
+ * taken for a root-only one of the same inode elsewhere. Where stat's device
+ * differs from maps' (overlayfs over several file systems reports a layer's
+ * pseudo-device), the device of the mount fd was opened through is asked
+ * (pid: whose mount namespace that is, 0: ours).
+ */
+static bool same_file(int fd, uint32_t pid, uint32_t maj, uint32_t min, uint64_t ino)
 {
 	struct stat st;
 
-	if (fstat(fd, &st))
+	if (fstat(fd, &st) || st.st_ino != ino)
 		return false;
-	/*
-	 * maps shows the device of the superblock the inode lives on; overlayfs
-	 * reports its own device in stat, so only the inode number is compared
-	 * when the devices differ only because of that.
-	 */
-	if (st.st_ino != ino)
-		return false;
-	return (major(st.st_dev) == maj && minor(st.st_dev) == min) || maj == 0;
+	if (major(st.st_dev) == maj && minor(st.st_dev) == min)
+		return true;
+	return mount_dev(fd, pid) == makedev(maj, min);
 }
 
 /* The root of pid as an O_PATH fd, or -1 when it is the host's own (or gone). */
@@ -272,14 +309,15 @@ static int open_obj(struct objtab *t, struct objfile *o, uint32_t pid, uint64_t 
 
 	snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
 	fd = tfile__open_link(p, &st);
-	if (reopen && fd >= 0 && st.st_ino != o->ino) {
+	if (reopen && fd >= 0 && !same_file(fd, pid, o->dev_major, o->dev_minor, o->ino)) {
 		close(fd);
 		fd = -ESTALE;
 	}
 	root = foreign_root(pid);
 	if (fd < 0 && o->path[0] == '/') {
 		fd = tfile__open(root, o->path, NULL);
-		if (fd >= 0 && !same_file(fd, o->dev_major, o->dev_minor, o->ino)) {
+		if (fd >= 0 &&
+		    !same_file(fd, root >= 0 ? pid : 0, o->dev_major, o->dev_minor, o->ino)) {
 			/* replaced on disk since it was mapped: its symbols would lie */
 			close(fd);
 			fd = -ESTALE;
@@ -627,7 +665,7 @@ static int lines_file_fd(struct objfile *o)
 	if (o->foreign || o->path[0] != '/')
 		return -ENOENT;
 	fd = tfile__open(-1, o->path, NULL);
-	if (fd >= 0 && !same_file(fd, o->dev_major, o->dev_minor, o->ino)) {
+	if (fd >= 0 && !same_file(fd, 0, o->dev_major, o->dev_minor, o->ino)) {
 		close(fd);
 		return -ESTALE;
 	}

@@ -21,6 +21,7 @@
 #include "symbolize/elfsym.h"
 #include "unwind/anoncode.h"
 #include "unwind/cfi.h"
+#include "unwind/cfidigest.h"
 #include "unwind/tables.h"
 #include "unwind/tcache.h"
 #include "util/array.h"
@@ -82,7 +83,7 @@ struct otable {
 	uint32_t state;
 	uint32_t first, count;
 	uint32_t want;	    /* rows the file needs, once compiled (0: not known yet) */
-	uint32_t owner;	    /* objfile id whose table serves this file (same build id), 0: own */
+	uint32_t owner;	    /* objfile id whose table serves this file (same CFI bytes), 0: own */
 	uint32_t demand;    /* samples since it was queued */
 	uint64_t wanted_ns; /* when it was queued */
 	uint32_t users;	    /* mappings in process descriptions that use these rows */
@@ -111,6 +112,10 @@ struct otable {
 	struct partial *pt;    /* a huge file's: rows for sampled functions only, else NULL */
 	uint64_t hdr_off, hdr_vaddr; /* PT_GNU_EH_FRAME, when its table is the usual one */
 	bool hdr_table;
+
+	/* digest of what its table is made from (cfidigest.h), when computed */
+	uint8_t digest[CFI_DIGEST_SIZE];
+	bool digest_ok;
 };
 
 struct extent {
@@ -170,7 +175,7 @@ struct unwinder {
 	uint32_t nwanted, capwanted;
 	struct objtab *objs;
 	struct htab *procs;  /* pid -> struct pentry * */
-	struct htab *by_bid; /* build id -> objfile id owning its rows */
+	struct htab *by_dig; /* CFI digest -> objfile id owning its rows (trusted files only) */
 	struct bpf_proc_unwind *buf;
 	struct unwinder_stats st;
 	struct tcache *cache; /* tables kept between runs (--unwind-cache), NULL: off */
@@ -451,11 +456,11 @@ static int unwinder_alloc(struct unwinder **out, const struct unwind_store *stor
 	u->chunk_rows = chunk_rows;
 	u->objs = objs;
 	u->procs = htab__new(256, 0);
-	u->by_bid = htab__new(256, HTAB_COPY_KEYS);
+	u->by_dig = htab__new(256, HTAB_COPY_KEYS);
 	u->buf = calloc(1, sizeof(*u->buf));
 	u->capfree = 64;
 	u->free = malloc(u->capfree * sizeof(*u->free));
-	if (!u->procs || !u->by_bid || !u->buf || !u->free) {
+	if (!u->procs || !u->by_dig || !u->buf || !u->free) {
 		unwinder__free(u);
 		return -ENOMEM;
 	}
@@ -598,7 +603,7 @@ void unwinder__free(struct unwinder *u)
 		}
 		htab__free(u->procs);
 	}
-	htab__free(u->by_bid);
+	htab__free(u->by_dig);
 	for (uint32_t i = 0; u->tables && i < u->ntables; i++) {
 		if (u->tables[i].fd > 0)
 			close(u->tables[i].fd);
@@ -742,7 +747,7 @@ static void open_through(struct unwinder *u, const struct objfile *o, uint32_t p
 	t->fd = fd >= 0 ? fd : 0; /* 0: tried again through the next process */
 }
 
-/* The id of the table that serves file id now (its own, or a same-build-id owner's). */
+/* The id of the table that serves file id now (its own, or an identical file's). */
 static uint32_t serving(const struct unwinder *u, uint32_t id)
 {
 	const struct otable *t;
@@ -928,8 +933,8 @@ static void files_forget(struct unwinder *u, uint32_t id)
 }
 
 /*
- * File obj's entry in file_unwind, naming table tab's rows (its own, or a
- * same-build-id owner's): how BPF walks a process that maps the file
+ * File obj's entry in file_unwind, naming table tab's rows (its own, or an
+ * identical file's): how BPF walks a process that maps the file
  * before user space has described it. Only the executable segments go in.
  */
 static void file_write(struct unwinder *u, uint32_t obj, uint32_t tab)
@@ -1195,22 +1200,23 @@ static int64_t make_room(struct unwinder *u, uint32_t n, uint64_t now_ns, bool e
 }
 
 /*
- * Whether another file with o's build id has a table: then o uses it (the
- * same library in two container layers, or replaced and mapped again).
+ * Whether another file with the same CFI bytes has a table: then o uses it
+ * (the same library in two container layers, or replaced and mapped again).
+ * Never by build id alone: anyone can write libc's build id into a program
+ * of theirs, whose 29 rows then unwound every process's libc. The digest is
+ * of what the table is made from (cfidigest.h), computed here, and only
+ * tables of files no other user can change are offered for sharing
+ * (publish), so the bytes compiled are the bytes hashed.
  */
-static bool share_by_build_id(struct unwinder *u, struct objfile *o, int fd, struct otable *t,
-			      char *bid, size_t len)
+static bool share_by_digest(struct unwinder *u, struct objfile *o, int fd, struct otable *t)
 {
 	struct htab_entry *e;
-	int n;
 
-	bid[0] = 0;
-	n = elf_read_build_id(fd, bid, len);
-	if (n <= 0) {
-		bid[0] = 0;
+	t->digest_ok = !cfi__digest(fd, t->digest);
+	if (!t->digest_ok)
 		return false;
-	}
-	e = htab__find(u->by_bid, bid, strlen(bid), htab__hash(bid, strlen(bid)));
+	e = htab__find(u->by_dig, t->digest, CFI_DIGEST_SIZE,
+		       htab__hash(t->digest, CFI_DIGEST_SIZE));
 	if (!e || e->val == o->id || e->val >= u->ntables || u->tables[e->val].state != OT_READY)
 		return false;
 	t->owner = e->val;
@@ -1219,23 +1225,49 @@ static bool share_by_build_id(struct unwinder *u, struct objfile *o, int fd, str
 }
 
 /*
- * The file open at fd as the table cache knows it: its build id and its
- * identity here. Not for a file with no name left (the vdso's memfd, a
- * deleted library): no later run can meet it again.
+ * Offer file id's new table to files with the same digest: only when its
+ * file is root's (or the agent's) and nobody else may write it, and it did
+ * not change while it was compiled (st: its fstat before).
  */
-static int cache_key(int fd, const char *bid, struct tcache_key *k)
+static void publish(struct unwinder *u, uint32_t id, int fd, const struct stat *st)
 {
-	struct stat st;
+	struct otable *t = &u->tables[id];
+	struct htab_entry *e;
+	struct stat now;
+	int ret;
 
-	if (fstat(fd, &st) || !st.st_nlink || strlen(bid) >= sizeof(k->bid))
+	if (!t->digest_ok || !cfi__digest_trusted(st) || fstat(fd, &now) ||
+	    now.st_size != st->st_size || now.st_ctim.tv_sec != st->st_ctim.tv_sec ||
+	    now.st_ctim.tv_nsec != st->st_ctim.tv_nsec)
+		return;
+	ret = htab__upsert(u->by_dig, t->digest, CFI_DIGEST_SIZE,
+			   htab__hash(t->digest, CFI_DIGEST_SIZE), &e);
+	if (ret >= 0)
+		e->val = id;
+	if (ret > 0)
+		charge(u, CFI_DIGEST_SIZE + HTAB_ENTRY_BYTES);
+}
+
+/*
+ * The file open at fd as the table cache knows it: the digest of its CFI
+ * (t's), and, for a file another user could change between the digest and
+ * the compile, its identity here too, so that its table is only ever loaded
+ * for that same file again. Not for a file with no name left (the vdso's
+ * memfd, a deleted library): no later run can meet it again.
+ */
+static int cache_key(const struct otable *t, const struct stat *st, struct tcache_key *k)
+{
+	if (!t->digest_ok || !st->st_nlink)
 		return -EINVAL;
 	memset(k, 0, sizeof(*k));
-	strcpy(k->bid, bid);
-	k->dev = st.st_dev;
-	k->ino = st.st_ino;
-	k->size = st.st_size;
-	k->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
-	k->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
+	memcpy(k->digest, t->digest, sizeof(k->digest));
+	if (cfi__digest_trusted(st))
+		return 0;
+	k->dev = st->st_dev;
+	k->ino = st->st_ino;
+	k->size = st->st_size;
+	k->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
+	k->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
 	return 0;
 }
 
@@ -1422,7 +1454,7 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 	struct tcache_key key;
 	bool have_key, was_partial;
 	uint32_t old_first, old_count;
-	char bid[128];
+	struct stat st;
 	size_t n = 0;
 	int64_t first;
 	uint32_t w;
@@ -1440,10 +1472,13 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 	if (t->partial_now && (!evict_used || whole_rows(t) > half_budget(u) ||
 			       rows_available(u, now_ns, false) < whole_rows(t)))
 		return build_partial(u, id, fd, now_ns, evict_used);
+	if (fstat(fd, &st)) {
+		err = -errno;
+		goto fail;
+	}
 	if (t->partial_now) {
-		if (elf_read_build_id(fd, bid, sizeof(bid)) <= 0)
-			bid[0] = 0;
-	} else if (share_by_build_id(u, o, fd, t, bid, sizeof(bid))) {
+		t->digest_ok = !cfi__digest(fd, t->digest);
+	} else if (share_by_digest(u, o, fd, t)) {
 		file_write(u, id, t->owner);
 		procs_update(u, t->owner, PROCS_SERVED);
 		return 0;
@@ -1486,7 +1521,7 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 	if (!evict_used && t->fdes && rows_available(u, now_ns, true) < t->fdes)
 		return -ENOSPC;
 	c0 = thread_cpu_ns();
-	have_key = u->cache && !cache_key(fd, bid, &key);
+	have_key = u->cache && !cache_key(t, &st, &key);
 	if (have_key && !tcache__load(u->cache, &key, &out, &w, &t->base)) {
 		cs.source = "the table cache";
 		for (uint32_t i = 0; i < w; i++)
@@ -1572,17 +1607,7 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 	u->st.rows_used += w;
 	if (u->st.rows_used > u->st.rows_peak)
 		u->st.rows_peak = u->st.rows_used;
-	if (bid[0]) {
-		struct htab_entry *e;
-
-		int ret =
-			htab__upsert(u->by_bid, bid, strlen(bid), htab__hash(bid, strlen(bid)), &e);
-
-		if (ret >= 0)
-			e->val = id;
-		if (ret > 0)
-			charge(u, (long long)strlen(bid) + HTAB_ENTRY_BYTES);
-	}
+	publish(u, id, fd, &st);
 	pr_debug("%s: %u unwind rows from %s (%u FDEs), %.1f ms CPU", o->path, w,
 		 cs.source ? cs.source : "?", cs.fdes, (thread_cpu_ns() - c0) / 1e6);
 	procs_update(u, id, PROCS_SERVED);
