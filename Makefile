@@ -45,7 +45,7 @@ WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
 CFLAGS   += $(WARN) -std=gnu11 -D_GNU_SOURCE -DBPFPROF_VERSION='"$(VERSION)"' \
 	    -Iinclude -Iuser -I$(BUILD) -I$(BUILD)/pprof $(SAN_FLAGS)
-LDLIBS   := -lbpf -ldw -lelf -lz -llzma -lprotobuf-c -lstdc++ -lpthread -lm
+LDLIBS   := -lbpf -ldw -ldebuginfod -lelf -lz -llzma -lprotobuf-c -lnettle -lstdc++ -lpthread -lm
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) -Wno-unused-parameter \
 	      -Ivmlinux/$(ARCH) -Iinclude -Ibpf
 
@@ -62,7 +62,7 @@ HDRS      := $(shell find include user bpf -name '*.h') $(BPF_SKELS) $(BUILD)/pp
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all test unit e2e bench deps test-deps bench-deps install clean format format-check fuzz \
+.PHONY: all test unit e2e bench deps test-deps test-roots bench-deps install clean format format-check fuzz \
 	fuzz-build verifier-stats fuzz-smoke fuzz-seeds check-readme
 .SECONDARY:
 all: $(BUILD)/bpfprof
@@ -280,6 +280,16 @@ deps:
 	tools/install-deps.sh
 test-deps:
 	tools/install-deps.sh test
+
+# What the Python tests run besides pyenv's interpreters, built once and cached
+# under /var/cache/bpfprof: the Debian sid root (python3.13/3.14/3.15, torch;
+# ~6 min) and free-threaded interpreters built from Debian's sources in it
+# (~10 min each where the mirror has the source). One that cannot be made is
+# skipped by the tests with one line saying why: this step does not fail.
+# .ci/run runs it before make test, which it would otherwise slow by as much.
+test-roots:
+	tools/sidroot.sh
+	-tools/pyft.sh
 bench-deps:
 	tools/install-deps.sh bench
 

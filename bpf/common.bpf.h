@@ -183,7 +183,7 @@ static __always_inline void hdr_init(struct prof_sample_hdr *h, __u16 kind, __u6
 	h->kstack_len = 0;
 	h->ustack_len = 0;
 	h->pystack_len = 0;
-	h->pad0 = 0;
+	h->flags2 = 0;
 	h->aux0 = 0;
 	h->aux1 = 0;
 }

@@ -150,6 +150,7 @@ struct pystate {
 	__u32 last; /* index of the last emitted frame's second word + 1, 0: none */
 	__u32 err;
 	__u32 full;
+	struct ustack_sp *sps; /* never NULL: the entry frames met go to sps->shim */
 };
 
 /*
@@ -238,24 +239,33 @@ __noinline int py_early_proc(__u32 tgid)
 
 /*
  * The current thread's PyThreadState, found in the first interpreter's
- * thread list while user space has not read that list yet (pp->ts_walk):
+ * thread list when py_threads does not have it yet (pp->ts_walk):
  * a thread state's thread_id is its thread's pthread_t, which with glibc
  * and musl on x86-64 is the thread's fs base. Without this, a process's
  * samples between its interpreter's start and user space's reaction (a
  * drain, a read of the list; tens of ms on a loaded host: a short script's
- * whole run) had no Python frames. Returns 0 and the state in *out, or -1.
+ * whole run) had no Python frames, nor had a new thread's first samples
+ * (torch's threads: 1041 of 2544 Python samples on a GPU host). New thread
+ * states go to the head of the list: *head is the head when the caller last
+ * missed (0: never), and while it is unchanged the thread is known to have
+ * no state (a C library's thread: one read a sample, no walk); it is set
+ * to the head seen. Returns 0 and the state in *out, or -1.
  */
-__noinline int py_find_tstate(const struct bpf_pyproc *pp, __u64 *out)
+__noinline int py_find_tstate(const struct bpf_pyproc *pp, __u64 *out, __u64 *head)
 {
 #if defined(__TARGET_ARCH_x86)
 	__u64 interp = 0, ts = 0, id = 0, back = 0, fsbase;
 
-	if (!pp || !out || !pp->runtime)
+	if (!pp || !out || !head || !pp->runtime)
 		return -1;
 	fsbase = bpf_get_current_task_btf()->thread.fsbase;
 	if (!fsbase || py_read(pp->runtime + pp->rt_interp_head, &interp) || !interp ||
 	    py_read(interp + pp->is_threads_head, &ts))
 		return -1;
+	/* the list as it was when the caller last missed: still no state for it */
+	if (*head && *head == ts)
+		return -1;
+	*head = ts;
 	for (int i = 0; i < PY_TS_WALK_MAX && ts; i++) {
 		if (py_read(ts + pp->ts_thread_id, &id) || py_read(ts + pp->ts_interp, &back) ||
 		    back != interp)
@@ -269,6 +279,28 @@ __noinline int py_find_tstate(const struct bpf_pyproc *pp, __u64 *out)
 	}
 #endif
 	return -1;
+}
+
+/*
+ * Free-threaded 3.14+: a thread other than the first runs its own copy of a
+ * code object's bytecode, code->co_tlbc->entries[index] (a _PyCodeArray:
+ * size, then entries; entry 0 is co_code_adaptive, the copy user space
+ * decodes positions against). The position is moved from the copy onto
+ * entry 0, so that the rest of the pipeline does not know copies exist.
+ * Returns instr_ptr unchanged when the array cannot be read or the index is
+ * not in it (the position then decodes to no line, never to a wrong one:
+ * user space refuses offsets outside the code).
+ */
+__noinline __u64 py_tlbc_rebase(__u64 code, __u32 index, __u32 co_tlbc, __u64 instr_ptr)
+{
+	__u64 arr = 0, head[2] = {}, copy = 0;
+
+	if (py_read(code + co_tlbc, &arr) || !arr ||
+	    bpf_probe_read_user(head, sizeof(head), (const void *)arr) || index >= head[0] ||
+	    index > 4096 || py_read(arr + 8 + 8 * (__u64)index, &copy) || !copy ||
+	    instr_ptr < copy)
+		return instr_ptr;
+	return instr_ptr - copy + head[1];
 }
 
 /*
@@ -389,6 +421,13 @@ static long py_step(__u32 i, void *data)
 			return 1;
 		}
 		if ((w & 0xff) >= pp->owner_cstack) {
+			__u32 k = st->sps->nshim;
+
+			/* its address: in the C stack of its eval call (py_mark_eval) */
+			if (k < PY_MAX_SHIMS) {
+				st->sps->shim[k] = st->frame;
+				st->sps->nshim = k + 1;
+			}
 			/* a shim frame between two eval calls: the frame emitted before began one */
 			if (st->last) {
 				idx = st->last - 1;
@@ -404,6 +443,9 @@ static long py_step(__u32 i, void *data)
 		return 1;
 	}
 	code &= ~7ULL; /* 3.14 tags f_executable's low bits; objects are 8-aligned */
+	if (pp->frame_tlbc && pp->co_tlbc && !field(b, fo, pp->frame_tlbc, span, &raw) &&
+	    (__u32)raw && code)
+		w = py_tlbc_rebase(code, (__u32)raw, pp->co_tlbc, w);
 	if (pp->frame_globals >= 0 && !(code >> 48) && !field(b, fo, pp->frame_globals, span, &g))
 		tag = PYCODE_TAG(g);
 	if (pp->model == PY_MODEL_FRAMEOBJ) {
@@ -554,6 +596,71 @@ __noinline int py_snapshot(__u32 tgid, __u32 tid, __u64 tagged)
 }
 
 /*
+ * Which native frames are eval loop calls. From 3.12 on each call of
+ * _PyEval_EvalFrameDefault links a shim frame (an entry frame, owner
+ * FRAME_OWNED_BY_CSTACK, or INTERPRETER in 3.15) that is a local of that
+ * call: its address lies in that call's stack frame, [sp[i], sp[i+1]) of
+ * the native frame i that the table walk emitted. Such a frame's word gets
+ * UFRAME_F_PYEVAL, and user space merges the Python calls there whatever
+ * the frame's symbol: Debian's 3.14 and 3.15 run the loop in a partition of
+ * _PyEval_EvalFrameDefault that no exported symbol covers, and their
+ * Python frames went to the stack's root. Shims and native frames are both
+ * in stack order (leaf first, addresses rising): one merge pass. Shims
+ * elsewhere (a thread's base frame in its data stack) match no frame.
+ */
+struct py_mark_ctx {
+	struct ustack_sp *sps;
+	struct prof_sample *s;
+	__u32 ubase; /* the sample's native user frames start at frames[ubase] */
+	__u32 n, ns, i, j;
+};
+
+static long py_mark_step(__u32 step, void *data)
+{
+	struct py_mark_ctx *c = data;
+	__u64 a, lo, hi;
+	__u32 i = c->i, j = c->j;
+
+	if (i >= c->n || j >= c->ns || i >= MAX_USTACK || j >= PY_MAX_SHIMS)
+		return 1;
+	a = c->sps->shim[j];
+	lo = c->sps->sp[i];
+	hi = i + 1 < c->n && i + 1 < MAX_USTACK ? c->sps->sp[(i + 1) & (MAX_USTACK - 1)] : ~0ULL;
+	if (a < lo) {
+		c->j = j + 1;
+	} else if (a >= hi) {
+		c->i = i + 1;
+	} else {
+		__u32 idx = c->ubase + i;
+
+		if (idx >= MAX_KSTACK + MAX_USTACK)
+			return 1;
+		c->s->frames[idx] |= UFRAME_F_PYEVAL;
+		c->j = j + 1;
+	}
+	return 0;
+}
+
+__noinline int py_mark_eval(struct prof_sample *s, __u32 ubase, __u32 ulen)
+{
+	struct py_mark_ctx c = {};
+	__u32 zero = 0;
+
+	if (!s || ubase > MAX_KSTACK)
+		return 0;
+	c.sps = bpf_map_lookup_elem(&ustack_sp, &zero);
+	if (!c.sps || c.sps->tid != (__u32)bpf_get_current_pid_tgid() || !c.sps->nshim ||
+	    c.sps->n != ulen || !ulen)
+		return 0;
+	c.s = s;
+	c.ubase = ubase;
+	c.n = ulen > MAX_USTACK ? MAX_USTACK : ulen;
+	c.ns = c.sps->nshim > PY_MAX_SHIMS ? PY_MAX_SHIMS : c.sps->nshim;
+	bpf_loop(MAX_USTACK + PY_MAX_SHIMS, py_mark_step, &c, 0);
+	return 0;
+}
+
+/*
  * A thread's PyThreadState as py_threads gave it, kept by the caller per
  * thread (cpu.bpf.c: in its task storage): valid while py_gen, which user
  * space bumps after each change to py_threads, is still at gen - 1.
@@ -562,6 +669,13 @@ struct py_tcache {
 	__u64 tstate;
 	__u32 gen; /* py_gen + 1 when tstate was looked up; 0: empty */
 	__u32 pad;
+	/*
+	 * The thread was not in its interpreter's thread list when that list's
+	 * head was miss_head (0: not looked): CPython puts a new thread state
+	 * at the head, so while the head stays the same, the thread has none
+	 * and the next sample does not walk the list again (one read).
+	 */
+	__u64 miss_head;
 };
 
 /*
@@ -575,7 +689,7 @@ struct py_tcache {
 __noinline int python_frames(struct prof_sample *s, __u32 base, struct py_tcache *tc, __u32 pygen)
 {
 	struct pystate st = { .base = base };
-	__u64 *tsp, tstate = 0, p = 0;
+	__u64 *tsp, tstate = 0, p = 0, miss_head = 0;
 	int early;
 	__u32 tgid, tid;
 
@@ -607,10 +721,15 @@ __noinline int python_frames(struct prof_sample *s, __u32 base, struct py_tcache
 			tc->gen = pygen;
 		}
 	} else if (st.pp->ts_walk && (__u32)bpf_get_current_pid_tgid() == tid &&
-		   !py_find_tstate(st.pp, &tstate)) {
+		   !py_find_tstate(st.pp, &tstate, tc ? &tc->miss_head : &miss_head)) {
 		/* user space rescans when it reads this flag: then py_threads has it */
 		s->hdr.flags |= SAMPLE_F_PY_TS_WALK;
 		count(CNT_PY_TS_WALK);
+		if (tc) {
+			tc->tstate = tstate;
+			tc->gen = pygen;
+			tc->miss_head = 0;
+		}
 	} else {
 		s->hdr.flags |= SAMPLE_F_PY_NO_THREAD;
 		count(CNT_PY_NO_THREAD);
@@ -627,8 +746,11 @@ __noinline int python_frames(struct prof_sample *s, __u32 base, struct py_tcache
 		else
 			err = py_read(st.pp->gil_holder, &gil[0]) ||
 			      py_read(st.pp->gil_locked, &gil[1]);
-		if (!err && gil[0] == tstate && (__u32)gil[1])
-			s->hdr.flags |= SAMPLE_F_PY_GIL;
+		if (!err) {
+			s->hdr.flags2 |= SAMPLE_F2_PY_GIL_KNOWN;
+			if (gil[0] == tstate && (__u32)gil[1])
+				s->hdr.flags |= SAMPLE_F_PY_GIL;
+		}
 	}
 	if (py_read(tstate + st.pp->tstate_frame, &p))
 		goto fail;
@@ -642,6 +764,14 @@ __noinline int python_frames(struct prof_sample *s, __u32 base, struct py_tcache
 		st.win = bpf_map_lookup_elem(&pyframe, &zero);
 		if (st.win)
 			st.win->len = 0;
+	}
+	{
+		__u32 zero = 0;
+
+		st.sps = bpf_map_lookup_elem(&ustack_sp, &zero);
+		if (!st.sps)
+			goto fail;
+		st.sps->nshim = 0;
 	}
 	if (st.pp->code_read) {
 		__u32 zero = 0;
@@ -678,6 +808,9 @@ __noinline int python_frames(struct prof_sample *s, __u32 base, struct py_tcache
 		s->hdr.flags |= SAMPLE_F_PY_ERR;
 		count(CNT_PY_READ_FAILED);
 	}
+	/* the native user frames end where the Python ones begin */
+	if (st.n && s->hdr.ustack_len && s->hdr.ustack_len <= base)
+		py_mark_eval(s, base - s->hdr.ustack_len, s->hdr.ustack_len);
 	return st.n;
 fail:
 	s->hdr.flags |= SAMPLE_F_PY_ERR;

@@ -138,6 +138,15 @@ struct stack_win {
 	__u32 len;
 	__u32 pad;
 	__u64 top; /* mm->start_stack of the walked task, 0: unknown */
+	/*
+	 * Anonymous executable memory the walk found outside the description
+	 * (anon_find; end 0: none), and whether it looked: kept here, not in
+	 * the walk's state, which fp_try_regs would otherwise update on the
+	 * walk's paths (on_cpu_sample 27k -> 36k instructions processed).
+	 */
+	__u64 anon_start, anon_end;
+	__u32 anon_tried;
+	__u32 pad2;
 	union {
 		__u8 data[STACK_WIN];
 		__u64 words[STACK_WIN / 8];
@@ -150,6 +159,47 @@ struct {
 	__type(key, __u32);
 	__type(value, struct stack_win);
 } stack_window SEC(".maps");
+
+/*
+ * The stack pointer of each frame the table walk emitted (the sample's
+ * frames[], in order), for the Python walker: a native frame whose stack
+ * [sp[i], sp[i+1]) holds a Python entry frame (a local of the eval loop,
+ * python.bpf.h) is an eval loop's call, whatever its symbol says (Debian's
+ * 3.14/3.15 run the eval loop in a partition of _PyEval_EvalFrameDefault
+ * that .dynsym does not name). n: frames of the last walk on this CPU, 0
+ * when that walk was not the table walk; tid: whose.
+ */
+#define PY_MAX_SHIMS 64
+
+struct ustack_sp {
+	__u64 sp[MAX_USTACK];
+	__u32 n;
+	__u32 tid;
+	/* python.bpf.h: the entry frames its walk met, leaf first */
+	__u64 shim[PY_MAX_SHIMS];
+	__u32 nshim;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ustack_sp);
+} ustack_sp SEC(".maps");
+
+/* Until the table walk says otherwise: no stack pointers for this thread's walk. */
+__noinline int ustack_sp_reset(void)
+{
+	__u32 zero = 0;
+	struct ustack_sp *sps = bpf_map_lookup_elem(&ustack_sp, &zero);
+
+	if (sps) {
+		sps->n = 0;
+		sps->tid = (__u32)bpf_get_current_pid_tgid();
+	}
+	return 0;
+}
 
 /* x86-64 sigcontext inside the ucontext that RSP points to in __restore_rt */
 #define UC_MCONTEXT 40
@@ -169,6 +219,7 @@ struct ustate {
 	struct bpf_proc_unwind *info;
 	const struct stack_win *win; /* never NULL */
 	__u64 *frames;		     /* MAX_USTACK slots */
+	struct ustack_sp *sps;	     /* never NULL: each frame's stack pointer */
 	__u32 n;
 	__u32 stop;  /* enum unwind_stop */
 	__u32 stale; /* stopped in no mapping or a pending table */
@@ -191,6 +242,7 @@ struct ustate {
 	bool vma_tried; /* lazy_add ran in this walk (once per interrupt: see there) */
 	__u32 lazy;	/* info is lazy_desc, made from early_maps (not described yet) */
 	__u32 tgid;	/* whose early_maps lazy_add extends */
+	__u64 top;	/* mm->start_stack: the entry frame's stack pointer (0: unknown) */
 };
 
 /*
@@ -292,7 +344,7 @@ __noinline int lazy_map(struct bpf_umap *m, const struct early_map *em)
 	m->end = em->end;
 	m->bias = 0;
 	m->first = m->count = 0;
-	m->kind = em->ino ? UMAP_FP : UMAP_ANON;
+	m->kind = em->ino && em->ino != FILE_UNWIND_VDSO_INO ? UMAP_FP : UMAP_ANON;
 	if (em->ino) {
 		k.dev = em->dev;
 		k.ino = em->ino;
@@ -446,6 +498,36 @@ __noinline int lazy_add(struct bpf_proc_unwind *d, __u32 tgid, __u64 ip)
 	}
 	lazy_map(&d->maps[i & (EARLY_MAPS - 1)], &e->m[i & (EARLY_MAPS - 1)]);
 	d->nmaps = i + 1;
+	return 0;
+}
+
+/*
+ * The anonymous executable mapping holding ip, from the current task's VMAs:
+ * code a described process made executable with mprotect (a JIT writing
+ * its code, then making it executable; CPython's -X perf trampolines from
+ * 3.13), which no mmap record told user space of. User space learns it
+ * from the sample (a frame in no mapping: /proc/PID/maps read again, at
+ * most every 200 ms), BPF in the meantime from here: the same one lookup
+ * an interrupt allows as lazy_add's, once a walk. 0, or -1.
+ */
+struct anon_range {
+	__u64 start, end;
+};
+
+__noinline int anon_find(struct anon_range *r, __u64 ip)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct vma_info v = {};
+
+	if (!r)
+		return -1;
+	if (bpf_find_vma(task, ip, vma_copy, &v, 0) || !v.m.end)
+		return -1;
+	if (!(v.flags & 0x4) || v.m.ino || ip < v.m.start || ip >= v.m.end) /* VM_EXEC, no file */
+		return -1;
+	r->start = v.m.start;
+	r->end = v.m.end;
+	count(CNT_UNW_ANON_FOUND);
 	return 0;
 }
 
@@ -610,6 +692,8 @@ static __always_inline void stack_window_reset(void)
 	if (w) {
 		w->len = 0;
 		w->top = bpf_get_current_task_btf()->mm->start_stack;
+		w->anon_start = w->anon_end = 0;
+		w->anon_tried = 0;
 	}
 }
 
@@ -622,13 +706,17 @@ static __always_inline long unwind_fail(struct ustate *st, __u32 counter)
 
 /*
  * Frame-pointer step: [bp] = caller's bp, [bp+8] = return address, believed
- * only if the frame lies above the stack pointer (within 1 MiB) and the
- * return address lands in an executable mapping the process has: code that
- * uses RBP as a general register would otherwise send the walk to garbage.
+ * only if the frame is 8-byte aligned and lies above the stack pointer
+ * (within 1 MiB) and the return address lands in executable code the
+ * process has (a mapping of its description, or anonymous code found in
+ * this walk): code that uses RBP as a general register would otherwise
+ * send the walk to garbage.
  * Returns 0, or -1 with the registers untouched.
  */
 struct fpregs {
 	__u64 ip, sp, bp;
+	__u32 nomap; /* ip is in no mapping of info: anonymous code (anon_find), or no step */
+	__u32 pad;
 };
 
 /*
@@ -639,14 +727,29 @@ struct fpregs {
  */
 __noinline int fp_try_regs(struct bpf_proc_unwind *info, struct fpregs *r, int lazy)
 {
+	struct anon_range ar;
+	struct stack_win *w;
+	__u32 zero = 0;
 	__u64 ra, bp;
 
-	if (!info || !r || !r->bp || r->bp < r->sp || r->bp - r->sp > (1 << 20))
+	if (!info || !r || !r->bp || (r->bp & 7) || r->bp < r->sp || r->bp - r->sp > (1 << 20))
 		return -1;
+	w = bpf_map_lookup_elem(&stack_window, &zero);
+	if (!w)
+		return -1;
+	if (r->nomap && r->ip - w->anon_start >= w->anon_end - w->anon_start) {
+		if (lazy || w->anon_tried)
+			return -1;
+		w->anon_tried = 1;
+		if (anon_find(&ar, r->ip))
+			return -1;
+		w->anon_start = ar.start;
+		w->anon_end = ar.end;
+	}
 	/* the lower word first: a refill copies upwards from it (see unwind_frame) */
 	if (read_stack(r->bp, &bp) || read_stack(r->bp + 8, &ra))
 		return -1;
-	if (!find_umap(info, ra, lazy))
+	if (ra - w->anon_start >= w->anon_end - w->anon_start && !find_umap(info, ra, lazy))
 		return -1;
 	r->sp = r->bp + 16;
 	r->bp = bp;
@@ -654,9 +757,9 @@ __noinline int fp_try_regs(struct bpf_proc_unwind *info, struct fpregs *r, int l
 	return 0;
 }
 
-static __always_inline int fp_try(struct ustate *st)
+static __always_inline int fp_try(struct ustate *st, bool nomap)
 {
-	struct fpregs r = { .ip = st->ip, .sp = st->sp, .bp = st->bp };
+	struct fpregs r = { .ip = st->ip, .sp = st->sp, .bp = st->bp, .nomap = nomap };
 
 	if (fp_try_regs(st->info, &r, st->lazy))
 		return -1;
@@ -675,7 +778,7 @@ static __always_inline long fp_step(struct ustate *st)
 		count(CNT_UNW_OK);
 		return 1;
 	}
-	if (fp_try(st))
+	if (fp_try(st, false))
 		return unwind_fail(st, CNT_UNW_BAD_FP);
 	return 0;
 }
@@ -690,7 +793,7 @@ static __always_inline long fp_step(struct ustate *st)
  */
 static __always_inline long fp_fallback(struct ustate *st, __u32 reason)
 {
-	if (fp_try(st))
+	if (fp_try(st, false))
 		return unwind_fail(st, reason);
 	count(CNT_UNW_FP_FALLBACK);
 	st->heuristic = true;
@@ -717,7 +820,21 @@ static __always_inline long unwind_frame(struct ustate *st)
 		return 1;
 	}
 	st->frames[st->n & (MAX_USTACK - 1)] = st->ip;
+	st->sps->sp[st->n & (MAX_USTACK - 1)] = st->sp;
 	st->n++;
+	/*
+	 * The process's entry frame: the kernel starts a program with its stack
+	 * pointer at mm->start_stack (argc), so a frame there has no caller.
+	 * The dynamic loader's _start has no CFI, and its frame under
+	 * _dl_start (a short process's start-up, a third of a 2 ms program's
+	 * samples) read "[missing frames]".
+	 */
+	if (st->sp == st->top) {
+		st->stop = UNW_END;
+		count(CNT_UNW_ENTRY);
+		count(CNT_UNW_OK);
+		return 1;
+	}
 
 	m = st->last;
 	if (!st->have_last || st->ip < m->start || st->ip >= m->end) {
@@ -727,9 +844,23 @@ static __always_inline long unwind_frame(struct ustate *st)
 			if (!lazy_add(st->info, st->tgid, st->ip))
 				m = find_umap(st->info, st->ip, true);
 		}
+		/*
+		 * In none of the description's mappings: anonymous code it lacks
+		 * (anon_find), by the validated frame-pointer step, or the walk
+		 * stops. Going on from here, the walk's state differs from every
+		 * other path's, and when the callback's second frame was checked
+		 * after it the verifier's states multiplied (on_cpu_sample 26k ->
+		 * 44k instructions processed): such a frame ends the callback's
+		 * call (2), and the next call walks on.
+		 */
 		if (!m) {
-			st->stale = 1;
-			return unwind_fail(st, CNT_UNW_NO_MAPPING);
+			if (fp_try(st, true)) {
+				st->stale = 1;
+				return unwind_fail(st, CNT_UNW_NO_MAPPING);
+			}
+			count(CNT_UNW_FP_FALLBACK);
+			st->heuristic = true;
+			return 2;
 		}
 		st->last = m;
 		st->have_last = 1;
@@ -742,6 +873,23 @@ static __always_inline long unwind_frame(struct ustate *st)
 	case UMAP_ANON:
 		reason = CNT_UNW_ANON;
 		goto fallback;
+	case UMAP_TRAMP:
+		/*
+		 * A return address into a trampoline is right after its one
+		 * call: the frame there is known, whatever the trampoline did
+		 * with RBP (CPython's kept no frame pointer before 3.12.x/3.13.1).
+		 * A leaf in its other instructions (rare) takes the step.
+		 */
+		if (st->exact_ip) {
+			reason = CNT_UNW_ANON;
+			goto fallback;
+		}
+		row.pc = 0;
+		row.cfa_off = m->first;
+		row.rbp_off8 = -(__s8)(m->count / 8);
+		row.rules = UROW_CFA_SP | (m->count ? UROW_RBP_CFA : UROW_RBP_SAME) << 4;
+		count(CNT_UNW_TRAMPOLINE);
+		goto apply;
 	case UMAP_PENDING:
 		/*
 		 * A file with CFI whose table is not built (not wanted yet, or
@@ -765,6 +913,7 @@ static __always_inline long unwind_frame(struct ustate *st)
 		reason = CNT_UNW_NO_ROW;
 		goto fallback;
 	}
+apply:
 	cfa_rule = r->rules & 0xf;
 	rbp_rule = r->rules >> 4;
 	switch (cfa_rule) {
@@ -835,9 +984,12 @@ fallback:
  */
 static long unwind_step(__u32 i, void *data)
 {
-	if (unwind_frame(data))
-		return 1;
-	return unwind_frame(data);
+	/* 2: a frame went on through anonymous code; the next call walks on */
+	long r = unwind_frame(data);
+
+	if (r)
+		return r == 1;
+	return unwind_frame(data) == 1;
 }
 
 /*
@@ -926,8 +1078,11 @@ static __always_inline int uregs_uprobe_caller(struct pt_regs *ctx, struct uregs
 /*
  * Describe the current process (tgid) from its early mappings into
  * lazy_desc (lazy_describe); its early_maps entry is made here on its
- * first sample, with the executable's text (mm->start_code, end_code) in
- * it. A global function: the walk's caller is checked with one call. The
+ * first sample, with the executable's text (mm->start_code, end_code) and
+ * the vDSO in it, or on a later one where these were not set up yet (a
+ * sample in the middle of the exec: without the retry the entry of such a
+ * process never had either, and its vDSO frames ended its walks, its
+ * executable found only by bpf_find_vma). A global function: the walk's caller is checked with one call. The
  * current task must be of tgid: true of every caller (samples, probes of
  * the running task). 0, or -1.
  */
@@ -945,7 +1100,6 @@ __noinline int lazy_prepare(__u32 tgid)
 	e = bpf_map_lookup_elem(&early_maps, &tgid);
 	if (!e || e->mm != mm) {
 		const struct early_maps *z = bpf_map_lookup_elem(&early_zero, &zero);
-		struct early_map x = {};
 
 		if (!z || !mm || bpf_map_update_elem(&early_maps, &tgid, z, BPF_ANY))
 			return -1;
@@ -953,13 +1107,32 @@ __noinline int lazy_prepare(__u32 tgid)
 		if (!e)
 			return -1;
 		e->mm = mm;
+	}
+	if (!(e->flags & EARLY_F_EXE)) {
+		struct early_map x = { .off = EARLY_EXE };
+
 		x.start = BPF_CORE_READ(task, mm, start_code);
 		x.end = BPF_CORE_READ(task, mm, end_code);
-		x.off = EARLY_EXE;
 		x.ino = BPF_CORE_READ(task, mm, exe_file, f_inode, i_ino);
 		x.dev = BPF_CORE_READ(task, mm, exe_file, f_inode, i_sb, s_dev);
-		if (x.start && x.end > x.start && x.ino)
-			early_append(e, &x);
+		if (x.start && x.end > x.start && x.ino && early_append(e, &x) >= 0)
+			e->flags |= EARLY_F_EXE;
+	}
+	if (!(e->flags & EARLY_F_VDSO)) {
+		/*
+		 * The vDSO: its text at mm->context.vdso, the image's size long,
+		 * its table in file_unwind under a key of its own (built when
+		 * user space starts). A 2 ms program spending its time in
+		 * clock_gettime is walked through the vDSO from its first sample
+		 * (bpf_find_vma gives it only as anonymous code, and the vDSO
+		 * keeps no frame pointer).
+		 */
+		struct early_map x = { .dev = FILE_UNWIND_VDSO_DEV, .ino = FILE_UNWIND_VDSO_INO };
+
+		x.start = (__u64)BPF_CORE_READ(task, mm, context.vdso);
+		x.end = x.start + BPF_CORE_READ(task, mm, context.vdso_image, size);
+		if (x.start && x.end > x.start && early_append(e, &x) >= 0)
+			e->flags |= EARLY_F_VDSO;
 	}
 	d = bpf_map_lookup_elem(&lazy_desc, &zero);
 	return lazy_describe(d, e);
@@ -1001,8 +1174,10 @@ __noinline int unwind_walk(struct bpf_proc_unwind *info, struct uframes *frames,
 	st.tgid = w->tgid;
 	st.cache = bpf_map_lookup_elem(&row_cache, &zero);
 	st.win = bpf_map_lookup_elem(&stack_window, &zero);
-	if (!st.cache || !st.win)
+	st.sps = bpf_map_lookup_elem(&ustack_sp, &zero);
+	if (!st.cache || !st.win || !st.sps)
 		return -1;
+	st.top = st.win->top;
 	gen = bpf_map_lookup_elem(&unwind_gen, &zero);
 	if (gen)
 		st.gen = *gen;
@@ -1022,8 +1197,12 @@ __noinline int unwind_walk(struct bpf_proc_unwind *info, struct uframes *frames,
 	st.last = &st.info->maps[w->leaf & (MAX_UMAPS - 1)];
 	st.have_last = w->leaf >= 0;
 	st.vma_tried = opaque_zero_var & 1;
-	/* two frames a call: MAX_USTACK + 1 steps and one more */
-	bpf_loop(MAX_USTACK / 2 + 1, unwind_step, &st, 0);
+	/*
+	 * Two frames a call, one after a step through anonymous code (see
+	 * unwind_frame): MAX_USTACK + 1 calls hold any walk; it ends the loop
+	 * when it stops.
+	 */
+	bpf_loop(MAX_USTACK + 1, unwind_step, &st, 0);
 	if (st.stop == UNW_FULL)
 		w->flags |= SAMPLE_F_USTACK_TRUNC;
 	else if (st.stop == UNW_FAIL)
@@ -1034,6 +1213,7 @@ __noinline int unwind_walk(struct bpf_proc_unwind *info, struct uframes *frames,
 		w->flags |= SAMPLE_F_UNWIND_HEURISTIC;
 	if (st.gap)
 		w->flags |= SAMPLE_F_UNWIND_GAP;
+	st.sps->n = st.n;
 	return st.n;
 }
 
@@ -1098,6 +1278,7 @@ static __always_inline int user_stack(void *ctx, const struct uregs *r, struct p
 	if (base > MAX_KSTACK)
 		return 0;
 	uframes = &s->frames[base];
+	ustack_sp_reset();
 	if (unwind_mode != UNWIND_FP) {
 		n = unwind_user(r, s->hdr.pid, uframes, &flags);
 		if (n < 0)

@@ -113,6 +113,16 @@ enum sample_flags {
 	SAMPLE_F_UNWIND_GAP = 1 << 15,
 };
 
+/* sample_hdr.flags2: flags has no bit left */
+enum sample_flags2 {
+	/*
+	 * The GIL was read for this Python sample: SAMPLE_F_PY_GIL says whether
+	 * the thread held it. Not set where there is no GIL to hold (a
+	 * free-threaded build) or it could not be read: no gil label then.
+	 */
+	SAMPLE_F2_PY_GIL_KNOWN = 1 << 0,
+};
+
 /*
  * One sample as it leaves BPF. Header, then frames[]: kstack_len kernel IPs
  * (leaf first), then ustack_len user IPs (leaf first), then pystack_len
@@ -131,7 +141,7 @@ struct prof_sample_hdr {
 	__u16 kstack_len;
 	__u16 ustack_len;
 	__u16 pystack_len;
-	__u16 pad0;
+	__u16 flags2; /* enum sample_flags2 */
 	char comm[TASK_COMM_LEN];  /* thread name */
 	char pcomm[TASK_COMM_LEN]; /* process (thread group leader) name */
 	__u64 aux0, aux1;	   /* per kind (see enum sample_kind); 0 for SAMPLE_CPU */
@@ -296,7 +306,14 @@ enum cuda_counter {
 	  "a process's py_procs entry made by BPF from py_files and early_maps")                  \
 	X(CNT_UNW_PARTIAL_GAP, "unwind: function not in partial table yet", 0,                    \
 	  "a frame in a huge file's partial table outside the functions it holds yet: "           \
-	  "a frame-pointer step")
+	  "a frame-pointer step")                                                                 \
+	X(CNT_UNW_ANON_FOUND, "unwind: anonymous code found by BPF", 0,                           \
+	  "a PC in anonymous executable memory not in the process's description (mprotect'ed "    \
+	  "JIT code): found by bpf_find_vma, stepped by frame pointers")                          \
+	X(CNT_UNW_TRAMPOLINE, "unwind: trampoline steps", 0,                                      \
+	  "frames stepped through a CPython perf trampoline (-X perf) by its known frame layout") \
+	X(CNT_UNW_ENTRY, "unwind: process entry", 0,                                              \
+	  "walks that ended at the process's entry frame (its stack pointer at mm->start_stack)")
 
 /*
  * CPU time of a sample (bpf/cpu.bpf.c): the thread's CPU time by the kernel's
@@ -368,8 +385,15 @@ _Static_assert(sizeof(struct bpf_urow) == 8, "bpf_urow layout");
 enum umap_kind {
 	UMAP_TABLE = 1,	  /* unwind with rows [first, first + count) */
 	UMAP_FP = 2,	  /* no CFI in the file: frame pointers */
-	UMAP_ANON = 3,	  /* anonymous executable memory: stop */
+	UMAP_ANON = 3,	  /* anonymous executable memory: a validated frame-pointer step */
 	UMAP_PENDING = 4, /* table not built yet: frame pointers, counted, user space woken */
+	/*
+	 * Anonymous code made of copies of one trampoline whose only call is
+	 * `call *%rcx` (CPython's -X perf): at a return address into it the
+	 * CFA is RSP + first, the caller's RBP at CFA - count (count 0: RBP
+	 * untouched). A leaf in it takes the UMAP_ANON step.
+	 */
+	UMAP_TRAMP = 5,
 };
 
 /* Executable mappings per process the unwinder can know. */
@@ -411,6 +435,14 @@ struct file_unwind_key {
 	__u64 ino;
 };
 
+/*
+ * The vDSO's table: the same image in every process (of a boot), so one
+ * entry, under a key no file has (device 0, inode ~0). BPF finds the vDSO
+ * of a process not described yet at mm->context.vdso.
+ */
+#define FILE_UNWIND_VDSO_DEV 0ULL
+#define FILE_UNWIND_VDSO_INO (~0ULL)
+
 struct file_unwind {
 	__u32 first, count; /* rows [first, first + count) */
 	__u64 base;	    /* ELF vaddr of row pc 0 */
@@ -440,9 +472,17 @@ struct early_map {
 struct early_maps {
 	__u64 mm;
 	__u32 n;
-	__u32 pad;
+	__u32 flags; /* EARLY_F_*: which of the mm's own mappings are in m[] */
 	struct early_map m[EARLY_MAPS];
 };
+
+/*
+ * early_maps.flags: the executable's text (mm->start_code) and the vDSO
+ * (mm->context.vdso) are in; until then each sample tries again, since a
+ * sample taken during the exec finds the new mm before either is set up.
+ */
+#define EARLY_F_EXE  1
+#define EARLY_F_VDSO 2
 
 /*
  * CPython. User space finds each interpreter's layout (per-version table for
@@ -508,7 +548,15 @@ struct bpf_pyproc {
 	__s32 ts_next;
 	__s32 ts_thread_id; /* PyThreadState.thread_id (pthread_t) */
 	__s32 ts_interp;
-	__u32 pad4;
+	/*
+	 * Free-threaded 3.14+: a frame's instr_ptr points into its thread's
+	 * copy of the bytecode, code->co_tlbc->entries[frame->tlbc_index]
+	 * (entry 0 is co_code_adaptive): the walk rebases it onto
+	 * co_code_adaptive. Offsets of tlbc_index (int32) in the frame and of
+	 * co_tlbc in the code object; 0: no per-thread copies.
+	 */
+	__u16 frame_tlbc;
+	__u16 co_tlbc;
 };
 _Static_assert(sizeof(struct bpf_pyproc) == 128, "bpf_pyproc layout");
 
@@ -637,6 +685,14 @@ static inline __u64 sample_hist_floor(__u32 b)
 
 /* A frame's fields are read in one copy of at most this many bytes. */
 #define PYFRAME_SPAN 128
+
+/*
+ * A native user frame's word: the address, and in its top bit whether it is
+ * a call of the eval loop that ran Python frames of this sample (found by
+ * where its entry frame lies on the stack: python.bpf.h, py_mark_eval).
+ * User addresses are below 2^47.
+ */
+#define UFRAME_F_PYEVAL (1ULL << 63)
 
 /* The second word of a Python frame record: raw position | flags. */
 #define PYFRAME_INSTR_MASK ((1ULL << 56) - 1)

@@ -21,10 +21,14 @@ set -euo pipefail
 BUILD=(
 	make gcc clang bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev liblzma-dev
 	protobuf-c-compiler libprotobuf-c-dev
+	# SHA-256 of the CFI an unwind table is made from: files share a table by it
+	nettle-dev
 	# pprof's profile.proto, compiled by protoc-c
 	golang-github-google-pprof-dev
 	# --upload (Pyroscope HTTP ingest): curl.h; libcurl is opened at run time
 	libcurl4-openssl-dev
+	# debug files by build id from debuginfod servers (DEBUGINFOD_URLS)
+	libdebuginfod-dev
 	# man bpfprof, once make install has put the page in place
 	man-db
 )
@@ -49,12 +53,16 @@ TEST=(
 	chromium
 	# glibc's separate debug files (symbols found through build-id links)
 	libc6-dbg
+	# a debuginfod server on 127.0.0.1 over a test program's debug file
+	debuginfod
 	# --alloc under the common allocators
 	libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0
 	# bpfprof top in a terminal (test_top.py)
 	tmux
 	# systemd-analyze security/verify of packaging/bpfprof.service
 	systemd
+	# tools/sidroot.sh: the Debian sid root with python3.13/3.14/3.15 (make test-roots)
+	debootstrap
 )
 
 # make bench: the peers and the real-host workloads

@@ -36,6 +36,7 @@ struct env env = {
 	.min_block_ns = 1000000,
 	.alloc_rate = 512 * 1024,
 	.alloc_max_live = 1 << 19,
+	.debuginfod_wait = 10,
 };
 
 /* options whose defaults depend on whether they were given */
@@ -102,7 +103,8 @@ static const char usage_text[] =
 	"  bpfprof --continuous /var/lib/bpfprof --upload https://pyroscope:4040 \\\n"
 	"          --upload-auth-file /etc/bpfprof/upload-auth\n"
 	"\n"
-	"Exit status: 0 success, 1 runtime failure, 2 bad usage.\n";
+	"Exit status: 0 success, 1 runtime failure, 2 bad usage; with -- CMD, CMD's own\n"
+	"status (128+N when signal N ended it), as time(1) does, unless bpfprof failed.\n";
 
 void cli__bad_option(const char *arg, int optopt, const struct option *opts, const char *sub)
 {
@@ -174,6 +176,22 @@ static int parse_duration(const char *s)
 		return -EINVAL;
 	}
 	env.duration = v;
+	return 0;
+}
+
+static int parse_debuginfod_wait(const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 3600) {
+		pr_err("invalid time '%s' for --debuginfod-wait: expected seconds from 0 to 3600",
+		       s);
+		return -EINVAL;
+	}
+	env.debuginfod_wait = v;
 	return 0;
 }
 
@@ -416,6 +434,27 @@ static int parse_mem_budget(const char *s)
 		return -EINVAL;
 	}
 	env.mem_budget = v;
+	return 0;
+}
+
+/*
+ * --ring-mb: the ring buffer every BPF program hands its records to. The
+ * kernel wants a power of two of pages; MiB keeps the number readable.
+ */
+static int parse_ring_mb(const char *s)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v < 1 || v > 1024 || (v & (v - 1))) {
+		pr_err("invalid size '%s' for --ring-mb: expected a power of two from 1 to 1024 "
+		       "(MiB)",
+		       s);
+		return -EINVAL;
+	}
+	env.ringbuf_bytes = (uint32_t)v << 20;
 	return 0;
 }
 
@@ -803,7 +842,8 @@ static const struct cli_opt opts[] = {
 	{ "pid", 'p', "PID[,PID...]", S_TARGET, NULL, parse_pids,
 	  "these processes, all their threads; the run ends when all of them have exited" },
 	{ NULL, 0, "-- CMD [ARG...]", S_TARGET, NULL, NULL,
-	  "start CMD, profile it and its children, stop when it exits" },
+	  "start CMD, profile it and its children, stop when it exits; bpfprof exits with "
+	  "CMD's status" },
 	{ "cgroup", 0, "PATH", S_TARGET, NULL, set_cgroup,
 	  "only tasks in this cgroup v2 directory or below it (also cgroups created there "
 	  "later); PATH in the file system or as /proc/PID/cgroup shows it" },
@@ -850,6 +890,14 @@ static const struct cli_opt opts[] = {
 	  "; 'off': none). DIR is created 0700 and must be the agent's own, with no directory "
 	  "above it writable by another user (root's sticky /tmp is fine); at most four times "
 	  "--unwind-mem, least recently used deleted first" },
+	{ "debuginfod-wait", 0, "SECS", S_OPTIONS, NULL, parse_debuginfod_wait,
+	  "with DEBUGINFOD_URLS set, debug files of stripped binaries are fetched in the "
+	  "background by build id (libdebuginfod, cached on disk) and their functions named "
+	  "when they arrive; the end of the run waits at most SECS for those still coming "
+	  "(default 10; 0: none)" },
+	{ "ring-mb", 0, "MIB", S_OPTIONS, NULL, parse_ring_mb,
+	  "the ring buffer that carries samples from the kernel to bpfprof, in MiB (a power "
+	  "of two, default 8): raise it when the summary warns that samples were lost" },
 	{ "mem-budget", 0, "SIZE", S_OPTIONS, NULL, parse_mem_budget,
 	  "memory for what the agent keeps of targets (symbols, Python line tables, perf maps, "
 	  "process state, unwinder and cgroup bookkeeping, the profile at the end; stacks up to "

@@ -82,14 +82,15 @@ struct env {
 	uint64_t min_block_ns;	   /* shorter blocks are sampled, not all recorded */
 	const char *thread_filter; /* top --thread: only threads whose "name [tid]" has it */
 	/* --alloc */
-	uint64_t alloc_rate; /* mean bytes between allocation samples; 1 = every call */
-	uint64_t mem_budget; /* bytes for the caches of target data (membudget); 0: default */
-	int alloc_metric;    /* enum alloc_metric: the value folded shows */
+	uint64_t alloc_rate;	/* mean bytes between allocation samples; 1 = every call */
+	uint64_t mem_budget;	/* bytes for the caches of target data (membudget); 0: default */
+	double debuginfod_wait; /* --debuginfod-wait: seconds the end waits for debug files */
+	int alloc_metric;	/* enum alloc_metric: the value folded shows */
 	bool alloc_metric_set;
 	bool inverted;	   /* svg: icicle (callers) view */
 	const char *title; /* svg: title, NULL for the default */
-	/* sizing (not on the CLI yet: sane defaults, see record.c) */
-	uint32_t ringbuf_bytes;
+	/* sizing (defaults in cli.c) */
+	uint32_t ringbuf_bytes; /* --ring-mb */
 	uint32_t max_targets;
 	uint32_t unwind_rows;	  /* capacity of the BPF unwind row array (--unwind-mem) */
 	const char *unwind_cache; /* --unwind-cache DIR, NULL: off */

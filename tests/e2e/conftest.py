@@ -174,3 +174,31 @@ def pyenv_pythons():
 
 def have(cmd):
     return shutil.which(cmd) is not None
+
+
+def python_params(ids=None, free_threaded=True):
+    """Every CPython the suite runs, as pytest params (value: an executable
+    path; id: pyenv-3.X, debian-3.11, sid-3.X, ft-3.Xt): pyenv's 3.8-3.13,
+    Debian's stripped /usr/bin/python3.11, Debian sid's 3.13/3.14/3.15 and
+    free-threaded builds from Debian's sources, the last two run in their
+    root (sidroot.py). One that cannot be had is a skipped param whose
+    reason says why, never left out. ids: only these; by default all but
+    sid-3.13, whose layout is pyenv's 3.13's (a test that checks what a
+    stripped build changes names it: make test's time is bounded)."""
+    import sidroot
+    found = [(f"pyenv-{v}", path, None) for v, path in pyenv_pythons()]
+    if os.path.exists("/usr/bin/python3.11"):
+        found.append(("debian-3.11", "/usr/bin/python3.11", None))
+    if os.environ.get("BPFPROF_NO_SIDROOT") != "1":
+        found += sidroot.interpreters()
+    params = []
+    for pid, path, why in found:
+        if (ids is None and pid == "sid-3.13") or (ids is not None and pid not in ids):
+            continue
+        if not free_threaded and pid.startswith("ft-"):
+            continue
+        if path:
+            params.append(pytest.param(path, id=pid))
+        else:
+            params.append(pytest.param(None, id=pid, marks=pytest.mark.skip(reason=why)))
+    return params

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import BPFPROF, have, parse_folded, pyenv_pythons, run, workload
+from conftest import BPFPROF, have, parse_folded, pyenv_pythons, python_params, run, workload
 
 PYDIR = os.path.join(os.path.dirname(__file__), "../workloads/py")
 MIB = 1 << 20
@@ -112,7 +112,7 @@ def test_default_rate_estimates(tmp_path):
     (14% each: a 10% bound failed a correct profiler in 4e-4 of runs for the leak,
     3e-4 for the churn, by the exact binomial); no churn in use."""
     pb = tmp_path / "heap.pb.gz"
-    r = run(["--alloc", "-o", str(pb), "--", workload("alloc_known")])
+    r = run(["-v", "--alloc", "-o", str(pb), "--", workload("alloc_known")])
     assert r.returncode == 0, r.stderr
     types, samples = pprof_samples(pb)
     assert types == ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space",
@@ -218,7 +218,7 @@ def test_target_killed_mid_run(tmp_path):
     out = tmp_path / "heap.folded"
     r = run(["--alloc", "--alloc-rate", "1", "-o", str(out), "--", workload("alloc_known"),
              "0", "0", "--die"])
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 128 + 9, r.stderr  # the command's status, as time(1) gives it
     assert "killed by signal 9" in r.stderr
     stacks = parse_folded(out.read_text())
     assert by_leaf(stacks, "leak_blocks") == LEAK
@@ -316,7 +316,13 @@ def pythons():
     found = pyenv_pythons()
     # oldest, a frame-object and the newest interpreter layout
     pick = [p for p in found if p[0] in ("3.8", "3.11", "3.13")] or found[-1:]
-    return [pytest.param(path, id=f"pyenv-{v}") for v, path in pick]
+    ft = pytest.mark.xfail(strict=True, reason="a free-threaded CPython allocates its objects "
+                           "through the mimalloc built into it, not malloc: --alloc sees its "
+                           "segments (anonymous mmap), not the objects (docs/python.md)")
+    return [pytest.param(path, id=f"pyenv-{v}") for v, path in pick] + \
+        python_params(("sid-3.14", "sid-3.15")) + \
+        [pytest.param(*p.values, id=p.id, marks=list(p.marks) + [ft])
+         for p in python_params(("ft-3.13t", "ft-3.14t"))]
 
 
 @pytest.mark.skipif(not have("go"), reason="go (golang-go) not installed")
@@ -378,7 +384,7 @@ def test_chrome_heap_counter(tmp_path):
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../tools"))
     import check_chrome
     out = tmp_path / "heap.json"
-    r = run(["--alloc", "--alloc-rate", "1", "-o", str(out), "--", workload("alloc_known"),
+    r = run(["-v", "--alloc", "--alloc-rate", "1", "-o", str(out), "--", workload("alloc_known"),
              "1"])
     assert r.returncode == 0, r.stderr
     trace = json.loads(out.read_text())
@@ -458,7 +464,7 @@ def test_allocator_early_leak(tmp_path, allocator, rate):
     if not os.path.exists(lib):
         pytest.skip(f"{lib} not installed (make deps)")
     out = tmp_path / "heap.folded"
-    r = run(["--alloc", "--alloc-rate", rate, "-o", str(out), "--", workload("alloc_early")],
+    r = run(["-v", "--alloc", "--alloc-rate", rate, "-o", str(out), "--", workload("alloc_early")],
             env=dict(os.environ, LD_PRELOAD=lib))
     assert r.returncode == 0, r.stderr
     assert "in-process sampling" in r.stderr, r.stderr
@@ -488,7 +494,8 @@ def test_uprobes_linked_allocator_early_leak(tmp_path, allocator):
                        capture_output=True, text=True)
     assert c.returncode == 0, c.stderr
     out = tmp_path / "heap.folded"
-    r = run(["--alloc", "--alloc-uprobes", "--alloc-rate", "1", "-o", str(out), "--", str(exe)])
+    r = run(["-v", "--alloc", "--alloc-uprobes", "--alloc-rate", "1", "-o", str(out), "--",
+             str(exe)])
     assert r.returncode == 0, r.stderr
     assert "in-process sampling" not in r.stderr, r.stderr
     stacks = parse_folded(out.read_text())
@@ -518,7 +525,7 @@ def test_static_binary_falls_back_to_uprobes(tmp_path):
     if c.returncode:
         pytest.skip("no static libc: " + c.stderr[-200:])
     out = tmp_path / "heap.folded"
-    r = run(["--alloc", "--alloc-rate", "1", "-o", str(out), "--", str(exe)])
+    r = run(["-v", "--alloc", "--alloc-rate", "1", "-o", str(out), "--", str(exe)])
     assert r.returncode == 0, r.stderr
     assert "in-process sampling" not in r.stderr, r.stderr
     stacks = parse_folded(out.read_text())
@@ -612,7 +619,9 @@ def finalize_pythons():
     pyenv one (from libpython3.X.so)."""
     found = [pytest.param(sys.executable, id="sys")]
     shared = [(v, p) for v, p in pyenv_pythons() if v in ("3.12", "3.11")]
-    return found + [pytest.param(p, id=f"pyenv-{v}") for v, p in shared[-1:]]
+    # and Debian's newest, in their root (Py_FinalizeEx in the executable)
+    return found + [pytest.param(p, id=f"pyenv-{v}") for v, p in shared[-1:]] + \
+        python_params(("sid-3.14", "sid-3.15", "ft-3.14t"))
 
 
 @pytest.mark.skipif(not have("go"), reason="go (golang-go) not installed")

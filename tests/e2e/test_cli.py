@@ -3,6 +3,7 @@
 (usage) or 1 (runtime), and leave no output file behind."""
 import os
 import re
+import signal
 import subprocess
 import time
 
@@ -181,7 +182,8 @@ def test_sigterm_with_command_stops_and_writes(tmp_path):
         if p.poll() is None:
             p.kill()
             p.wait()
-    assert p.returncode == 0, err
+    # the output is complete; bpfprof passed SIGTERM on, and exits with the command's status
+    assert p.returncode == 128 + signal.SIGTERM, err
     text = out.read_text()
     samples = sum(int(l.rsplit(" ", 1)[1]) for l in text.splitlines())
     assert samples >= 50 and "work_a" in text, f"{samples} samples\n{err}\n{text[:2000]}"

@@ -120,7 +120,7 @@ def test_pid_cpu_time_is_the_kernels_account(tmp_path, store):
     p = None
     try:
         pids = srv.stdout.readline().split()[1].split(",")
-        p = subprocess.Popen([BPFPROF, "-p", ",".join(pids), "-F", "999", "-o", str(out)],
+        p = subprocess.Popen([BPFPROF, "-v", "-p", ",".join(pids), "-F", "999", "-o", str(out)],
                              stderr=subprocess.PIPE, text=True, env=env)
         err = ""
         for line in p.stderr:

@@ -34,7 +34,8 @@ def cuda_run(tmp_path, out_name, app="cuda_app", extra=(), app_args=(), env=None
     out = tmp_path / out_name
     # --cuda-lib: probes in place before the program starts; --wait-ms gives the
     # unwind tables (built at exec) time before the first launch
-    r = run(["--cuda", "--cuda-lib", LIB, *extra, "-o", str(out), "--", workload(app),
+    # -v: the CUDA account (driver calls, GPU records) is detail
+    r = run(["-v", "--cuda", "--cuda-lib", LIB, *extra, "-o", str(out), "--", workload(app),
              "--wait-ms", "800", *app_args], env=env, timeout=180)
     assert r.returncode == 0, r.stderr
     return out, r

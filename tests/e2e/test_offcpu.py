@@ -31,7 +31,8 @@ def ns_in(stacks, fn):
 
 def record(mode, cmd, tmp_path, extra=()):
     out = tmp_path / "p.folded"
-    r = run([mode, "-F", "499", "-o", str(out), *extra, "--"] + cmd, timeout=60)
+    # -v: the off-CPU account (blocks, short ones sampled) is detail
+    r = run(["-v", mode, "-F", "499", "-o", str(out), *extra, "--"] + cmd, timeout=60)
     assert r.returncode == 0, r.stderr
     return parse_folded(out.read_text()), reported(r.stdout), r
 

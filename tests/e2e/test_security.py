@@ -137,7 +137,7 @@ def test_debuglink_fifo_is_refused(pub_path):
     out = tmp_path / "out.folded"
     try:
         t0 = time.monotonic()
-        r = run(["-p", str(target.pid), "-d", "2", "-o", str(out)], timeout=60)
+        r = run(["-v", "-p", str(target.pid), "-d", "2", "-o", str(out)], timeout=60)
         elapsed = time.monotonic() - t0
     finally:
         target.kill()
@@ -179,7 +179,7 @@ def test_build_id_symlink_to_host_fifo(pub_path):
     out = tmp_path / "out.folded"
     try:
         t0 = time.monotonic()
-        r = run(["-p", str(target.pid), "-d", "2", "-o", str(out)], timeout=60)
+        r = run(["-v", "-p", str(target.pid), "-d", "2", "-o", str(out)], timeout=60)
         elapsed = time.monotonic() - t0
     finally:
         target.kill()

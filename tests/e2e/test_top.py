@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from conftest import BPFPROF, have, run, workload
+from conftest import BPFPROF, have, python_params, run, workload
 
 
 def tmux(*args, check=True):
@@ -99,14 +99,10 @@ def test_top_rejects_output():
     assert r.returncode == 2 and len(r.stderr.splitlines()) == 1
 
 
-def test_top_thread_filter():
+@pytest.mark.parametrize("py", python_params(("pyenv-3.13", "sid-3.14", "sid-3.15", "ft-3.14t")))
+def test_top_thread_filter(py):
     """--thread keeps the threads whose 'name [tid]' frame contains the text:
     a Python thread's threading name here."""
-    from conftest import pyenv_pythons
-    pys = pyenv_pythons()
-    if not pys:
-        pytest.skip("no pyenv Python")
-    py = pys[-1][1]
     script = os.path.join(os.path.dirname(__file__), "../workloads/py/threads.py")
     wl = subprocess.Popen([py, script, "12"], stdout=subprocess.DEVNULL)
     try:

@@ -4,6 +4,7 @@ import gzip
 import os
 import re
 import subprocess
+import sys
 import time
 
 import pytest
@@ -140,7 +141,8 @@ def test_partial_cfi_frame_pointer_step(tmp_path):
     have no row and goes on with the tables. Without that step every walk
     stopped in work_X ("unsupported rule")."""
     out = tmp_path / "pc.folded"
-    r = run(["--unwind", "auto", "-F", "999", "-o", str(out), "--", workload("partial_cfi"), "4"])
+    r = run(["-v", "--unwind", "auto", "-F", "999", "-o", str(out), "--", workload("partial_cfi"),
+             "4"])
     assert r.returncode == 0, r.stderr
     good, n = reach_main_share(parse_folded(out.read_text()), "partial_cfi")
     # most of the CPU time its work got (it prints it) at 999 Hz, not a fixed 1000
@@ -166,7 +168,7 @@ def test_missing_frames_marker(tmp_path, fmt):
     the native walk cannot get past it, the Python frames below are known.
     Between them goes one [missing frames] marker, in every format."""
     out = tmp_path / f"nc.{fmt}"
-    r = run(["-f", fmt, "-F", "999", "-o", str(out), "--", "python3", NOCFI_PY,
+    r = run(["-v", "-f", fmt, "-F", "999", "-o", str(out), "--", "python3", NOCFI_PY,
              workload("libnocfi.so"), "3"])
     assert r.returncode == 0, r.stderr
     m = re.search(r"(\d+) samples with a \[missing frames\] marker", r.stderr)
@@ -218,18 +220,26 @@ def instructions(binary):
 
 
 def test_unresolved_callers_at_return_address_minus_one(tmp_path):
-    """A binary without symbols: its frames are module+0xADDR. A caller's
-    ADDR is return address - 1, inside its call instruction (where addr2line
-    finds the calling line); the leaf's is the exact PC, an instruction's
-    first byte. Checked against the disassembly of the unstripped twin."""
-    out = tmp_path / "st.folded"
+    """A binary without symbols: its frames are named module+0xSTART, START
+    the function's first byte by its FDE (one frame per function, as a
+    symbol gives), and keep their own address in pprof's locations: a
+    caller's is return address - 1, inside its call instruction (where
+    addr2line finds the calling line); the leaf's is the exact PC, an
+    instruction's first byte. Checked against the disassembly and the
+    symbols of the unstripped twin."""
+    sys.path.insert(0, os.path.dirname(__file__))
+    from test_pprof import decode
+    pb = tmp_path / "st.pb.gz"
     # 2 s of its CPU time, ~2000 samples (2 s of wall time left 448 leaves of the
     # 500 next to two busy loops and a suite)
-    r = run(["-F", "999", "-o", str(out), "--", workload("cpu_split_stripped"), "--cpu", "2"],
+    r = run(["-F", "999", "-o", str(pb), "--", workload("cpu_split_stripped"), "--cpu", "2"],
             timeout=600)
     assert r.returncode == 0, r.stderr
     insns = instructions(workload("cpu_split"))
     starts = sorted(insns)
+    funcs = {int(a, 16) for a, t, _ in (l.split(None, 2) for l in subprocess.run(
+        ["nm", workload("cpu_split")], capture_output=True, text=True, check=True
+    ).stdout.splitlines() if len(l.split()) == 3) if t in "tT"}
 
     def containing(addr):
         import bisect
@@ -237,20 +247,37 @@ def test_unresolved_callers_at_return_address_minus_one(tmp_path):
         a = starts[i]
         return a, insns[a]
 
+    d = decode(pb)
+    maps = {m["id"]: m for m in d["mappings"]}
+    fns = {f["id"]: f["name"] for f in d["functions"]}
+    locs = {loc["id"]: loc for loc in d["locations"]}
     callers = leaves = 0
-    for f, c in parse_folded(out.read_text()):
-        user = [x for x in f[1:] if not x.endswith("_[k]")]
-        own = [(i, int(x.split("+0x")[1], 16)) for i, x in enumerate(user)
-               if x.startswith("cpu_split_stripped+0x")]
-        for i, addr in own:
+    names = set()
+    for smp in d["samples"]:
+        user = [lid for lid in smp["locations"]  # leaf first, kernel frames left out
+                if maps.get(locs[lid]["mapping"], {}).get("file", "").startswith("/")]
+        for i, lid in enumerate(user):
+            loc = locs[lid]
+            name = fns[loc["lines"][0]["function"]] if loc["lines"] else ""
+            if not name.startswith("cpu_split_stripped+0x"):
+                continue
+            names.add(name)
+            # the function's start, by its FDE: a symbol of the unstripped twin
+            func = int(name.split("+0x")[1], 16)
+            assert func in funcs, (name, sorted(hex(f) for f in funcs)[:20])
+            m = maps[loc["mapping"]]
+            addr = loc["address"] - m["start"] + m["offset"]  # PIE: vaddr == file offset
             start, (length, op) = containing(addr)
-            if i == len(user) - 1:
-                assert start == addr, (f, hex(addr))
-                leaves += c
+            assert func <= addr, (name, hex(addr))
+            if i == 0:
+                assert start == addr, (name, hex(addr))
+                leaves += smp["values"][0]
             else:
-                assert op.startswith("call") and start < addr < start + length, (f, hex(addr), op)
-                callers += c
+                assert op.startswith("call") and start < addr < start + length, (name, hex(addr), op)
+                callers += smp["values"][0]
     assert callers > 1000 and leaves > 500, (callers, leaves)
+    # one name per function: main, dispatch and the work functions
+    assert 4 <= len(names) <= 8, names
 
 
 def pyenv_paths():
@@ -317,7 +344,7 @@ def test_same_build_id_shares_one_table(tmp_path):
     for p in procs:
         p.wait(timeout=30)
     assert b.returncode == 0, err
-    m = re.search(r"unwind tables: \d+ files \(\d+ without, (\d+) shared by build id\)", err)
+    m = re.search(r"unwind tables: \d+ files \(\d+ without, (\d+) shared with identical files\)", err)
     assert m and int(m.group(1)) >= 1, err
     stacks = parse_folded(out.read_text())
     work = [(f, c) for f, c in stacks if any(w in f for w in SPLIT)]

@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "symbolize/elfsym.h"
+#include "unwind/cfi.h"
 #include "util/tfile.h"
 
 /* A debug root that has nothing, for tests that must not find debug files. */
@@ -120,7 +121,9 @@ static uint64_t nm_addr(const char *file, const char *name, uint64_t *size)
 static int open_fixture(struct elfsym **es, const char *file, const char *path,
 			const char *debug_root, const char *root)
 {
-	struct elfsym_opts opts = { .debug_root = debug_root, .root = root };
+	struct elfsym_opts opts = { .debug_root = debug_root,
+				    .root = root,
+				    .functions = cfi__functions };
 	char full[PATH_MAX];
 	int fd, err;
 
@@ -329,6 +332,39 @@ static void test_shared_lib(void **state)
 	check_lookup(es, add + 1, "fx_lib_add", 1);
 	check_lookup(es, mul, "fx_lib_mul", 0);
 	check_lookup(es, hidden + 2, NULL, 0);
+	elfsym__free(es);
+}
+
+/*
+ * Stripped: what no symbol names is named by its function's start from the
+ * CFI (FDEs), one name for every address of a function; with the full
+ * symbol table nothing of it is loaded.
+ */
+static void test_function_starts_where_stripped(void **state)
+{
+	static const char *const fns[] = { "fx_lib_add", "fx_lib_mul", "lib_hidden" };
+	struct elfsym *es;
+	uint64_t start;
+
+	(void)state;
+	assert_int_equal(open_fixture(&es, "libfx.stripped.so", NULL, NO_DEBUG, NULL), 0);
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		uint64_t size, a = nm_addr("libfx.so", fns[i], &size);
+
+		assert_true(size > 2);
+		for (uint64_t d = 0; d < size; d += size / 2 - 1) {
+			start = 0;
+			assert_int_equal(elfsym__function(es, a + d, &start), 0);
+			assert_int_equal(start, a);
+		}
+	}
+	/* before the first function: none */
+	assert_int_equal(elfsym__function(es, 0, &start), -ENOENT);
+	elfsym__free(es);
+	/* the full symbol table: no FDE list, and no answer */
+	assert_int_equal(open_fixture(&es, "libfx.so", NULL, NO_DEBUG, NULL), 0);
+	assert_int_equal(elfsym__function(es, nm_addr("libfx.so", "lib_hidden", NULL) + 1, &start),
+			 -ENOENT);
 	elfsym__free(es);
 }
 
@@ -815,6 +851,7 @@ int main(void)
 		cmocka_unit_test(test_offset_to_vaddr),
 		cmocka_unit_test(test_read_build_id),
 		cmocka_unit_test(test_shared_lib),
+		cmocka_unit_test(test_function_starts_where_stripped),
 		cmocka_unit_test(test_cxx),
 		cmocka_unit_test(test_demangle),
 		cmocka_unit_test(test_debug_by_build_id),

@@ -1146,63 +1146,155 @@ static void test_unsupported(void **state)
 
 /* ---- _Py_DebugOffsets: the real block of 3.13, then damaged copies ---- */
 
+/* A _Py_DebugOffsets block of a real interpreter (the fixtures debug_offsets-3.X.Y.bin) into buf. */
+static size_t read_block(const char *name, uint8_t *buf, size_t cap)
+{
+	char path[PATH_MAX + 64];
+	size_t n;
+	FILE *f;
+
+	memset(buf, 0, cap);
+	snprintf(path, sizeof(path), "%s/%s", scripts, name);
+	f = fopen(path, "rb");
+	if (!f)
+		fail_msg("%s: %s", path, strerror(errno));
+	n = fread(buf, 1, cap, f);
+	fclose(f);
+	return n;
+}
+
+static void set_version(uint8_t *buf, uint32_t v)
+{
+	uint64_t w = v;
+
+	memcpy(buf + 8, &w, 8);
+}
+
+/*
+ * Debian's 3.13, 3.14 and 3.15 blocks decode to the offsets their headers
+ * give; a 3.15 block with its version raised (a 3.16 or 3.20 that kept
+ * 3.15's block) still decodes, with 3.15's layout, said in info.layout; an
+ * older block claiming a newer version does not fit and is refused; damage
+ * is refused.
+ */
 static void test_debug_offsets(void **state)
 {
-	struct pyexe *e = &exes[5];
+	static const struct {
+		const char *file;
+		uint32_t minor;
+		int32_t ts_frame, ts_tid, ts_native, ceval_gil, co_filename, co_adaptive;
+		uint8_t shim;
+	} blocks[] = {
+		/*
+		 * offsetof()s compiled against each one's headers (python3.X-dev
+		 * in the sid root, gcc there): PyThreadState current_frame,
+		 * thread_id, native_thread_id; PyInterpreterState ceval.gil;
+		 * PyCodeObject co_filename, co_code_adaptive
+		 */
+		{ "debug_offsets-3.13.18.bin", 13, 72, 152, 160, 16, 112, 200, 3 },
+		{ "debug_offsets-3.14.10.bin", 14, 72, 152, 160, 16, 112, 208, 3 },
+		{ "debug_offsets-3.15.2.bin", 15, 72, 176, 184, 16, 112, 208, 3 },
+	};
 	uint8_t real[PY_DEBUG_OFFSETS_MAX], buf[PY_DEBUG_OFFSETS_MAX];
-	struct pyinfo info;
-	struct live *lv;
+	struct pyinfo info, raised;
+	const struct pylayout *l;
+	size_t len;
 	uint64_t v;
 
 	(void)state;
-	if (!e->path[0])
-		skip_no_exe(e);
-	lv = calloc(1, sizeof(*lv));
-	assert_non_null(lv);
-	assert_int_equal(child_start(&lv->ch, e->path, "live.py", NULL, NULL), 0);
-	lv->pid = lv->ch.pid;
-	assert_true(live_read(lv));
-	live_probe(lv, e->path);
-	assert_int_equal(pymem__read(lv->pid, lv->info.runtime, real, sizeof(real)), 0);
-	child_stop(&lv->ch);
-	free(lv);
+	for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++) {
+		len = read_block(blocks[i].file, real, sizeof(real));
+		assert_true(len >= 73 * 8);
+		assert_int_equal(pyoffsets__from_debug(real, len, &info), 0);
+		l = pyinfo__layout(&info);
+		assert_int_equal(info.layout, PYVER(3, blocks[i].minor));
+		assert_int_equal(PYVER_MINOR(info.version), PYVER(3, blocks[i].minor));
+		assert_int_equal(info.bpf.model, PY_MODEL_IFRAME);
+		assert_int_equal(info.bpf.frame_code, 0);
+		assert_int_equal(info.bpf.frame_back, 8);
+		assert_int_equal(info.bpf.frame_globals, 24);
+		assert_int_equal(info.bpf.tstate_frame, blocks[i].ts_frame);
+		assert_int_equal(info.bpf.owner_cstack, blocks[i].shim);
+		assert_int_equal(info.bpf.frame_tlbc, 0); /* GIL builds: no per-thread bytecode */
+		assert_int_equal(l->ts_thread_id, blocks[i].ts_tid);
+		assert_int_equal(l->ts_native_id, blocks[i].ts_native);
+		assert_int_equal(l->co_filename, blocks[i].co_filename);
+		assert_int_equal(l->co_code_adaptive, blocks[i].co_adaptive);
+		assert_int_equal(l->ob_type, 8);
+		assert_int_equal(l->free_threaded, 0);
+		/* the GIL: interp->ceval.gil, then last_holder, locked in it */
+		assert_int_equal(l->is_ceval_gil, blocks[i].ceval_gil);
+		assert_int_equal(l->gil_holder, 8);
+		assert_int_equal(l->gil_locked, 16);
+		/* thread names: derived where the block is silent, given from 3.15 */
+		assert_int_equal(l->md_dict, 16);
+		assert_int_equal(l->tp_basicsize, 32);
+		assert_int_equal(l->tp_dictoffset, 288);
+		assert_int_equal(l->inst_dict, PY_INST_313);
+		assert_true(l->is_modules > 0);
 
-	assert_int_equal(pyoffsets__from_debug(real, sizeof(real), &info), 0);
-	assert_int_equal(info.bpf.model, PY_MODEL_IFRAME);
-	assert_int_equal(info.bpf.frame_owner >= 0, 1);
-	assert_int_equal(info.bpf.owner_cstack, 3);
+		/* the same block claiming a newer version: the newest layout, said */
+		memcpy(buf, real, sizeof(buf));
+		set_version(buf, PYVER(3, 20) | 0x00a1);
+		if (blocks[i].minor == 15) {
+			assert_int_equal(pyoffsets__from_debug(buf, len, &raised), 0);
+			assert_int_equal(raised.layout, PYVER(3, 15));
+			assert_int_equal(raised.version, PYVER(3, 20) | 0x00a1);
+			assert_memory_equal(&raised.bpf.tstate_frame, &info.bpf.tstate_frame,
+					    sizeof(info.bpf) - offsetof(struct bpf_pyproc, tstate_frame));
+			assert_memory_equal(raised.priv, info.priv, sizeof(info.priv));
+			set_version(buf, PYVER(3, 16) | 0xf0);
+			assert_int_equal(pyoffsets__from_debug(buf, len, &raised), 0);
+			assert_int_equal(raised.layout, PYVER(3, 15));
+		} else {
+			/* an older block does not fit the newest layout: refused */
+			assert_int_equal(pyoffsets__from_debug(buf, len, &raised), -EINVAL);
+		}
+	}
+	/* 3.15 gives tp_basicsize, tp_dictoffset, ht_cached_keys: the 3.13/3.14 derivations hold */
+	len = read_block("debug_offsets-3.15.2.bin", real, sizeof(real));
+	assert_int_equal(pyoffsets__from_debug(real, len, &info), 0);
+	l = pyinfo__layout(&info);
+	{
+		uint64_t tp_size, tp_name, ht;
 
+		memcpy(&tp_size, real + 8 * 60, 8); /* type_object.size */
+		memcpy(&tp_name, real + 8 * 61, 8);
+		memcpy(&ht, real + 8 * 67, 8); /* heap_type_object.ht_cached_keys */
+		assert_int_equal(l->tp_basicsize, tp_name + 8);
+		assert_int_equal(l->tp_dictoffset, tp_name + 264);
+		assert_int_equal(l->ht_cached_keys, ht);
+		assert_int_equal(ht, tp_size + 464);
+	}
+
+	len = read_block("debug_offsets-3.13.18.bin", real, sizeof(real));
 	assert_int_equal(pyoffsets__from_debug(real, 16, &info), -EINVAL);
 	memcpy(buf, real, sizeof(buf));
 	buf[0] = 'y';
-	assert_int_equal(pyoffsets__from_debug(buf, sizeof(buf), &info), -EINVAL);
-	/* A minor version whose block layout is unknown. */
-	memcpy(buf, real, sizeof(buf));
-	v = PYVER(3, 15) | 0xa0;
-	memcpy(buf + 8, &v, 8);
-	assert_int_equal(pyoffsets__from_debug(buf, sizeof(buf), &info), -ENOTSUP);
+	assert_int_equal(pyoffsets__from_debug(buf, len, &info), -EINVAL);
 	/* Claiming 3.12: those never carry the block. */
-	v = PYVER(3, 12) | 0xf0;
-	memcpy(buf + 8, &v, 8);
-	assert_int_equal(pyoffsets__from_debug(buf, sizeof(buf), &info), -EINVAL);
+	memcpy(buf, real, sizeof(buf));
+	set_version(buf, PYVER(3, 12) | 0xf0);
+	assert_int_equal(pyoffsets__from_debug(buf, len, &info), -EINVAL);
 	/* 3.13's block read as 3.14's: the fields do not fit the sizes. */
-	v = PYVER(3, 14) | 0xf0;
-	memcpy(buf + 8, &v, 8);
-	assert_int_equal(pyoffsets__from_debug(buf, sizeof(buf), &info), -EINVAL);
+	set_version(buf, PYVER(3, 14) | 0xf0);
+	assert_int_equal(pyoffsets__from_debug(buf, len, &info), -EINVAL);
 	/* free_threaded neither 0 nor 1 */
 	memcpy(buf, real, sizeof(buf));
 	v = 7;
 	memcpy(buf + 16, &v, 8);
-	assert_int_equal(pyoffsets__from_debug(buf, sizeof(buf), &info), -EINVAL);
+	assert_int_equal(pyoffsets__from_debug(buf, len, &info), -EINVAL);
 	/* thread_state.size too small for its fields, then absurdly large offsets */
 	memcpy(buf, real, sizeof(buf));
 	v = 8;
 	memcpy(buf + 8 * 19, &v, 8);
-	assert_int_equal(pyoffsets__from_debug(buf, sizeof(buf), &info), -EINVAL);
+	assert_int_equal(pyoffsets__from_debug(buf, len, &info), -EINVAL);
 	memcpy(buf, real, sizeof(buf));
 	v = 1ULL << 40;
 	memcpy(buf + 8 * 35, &v, 8);
-	assert_int_equal(pyoffsets__from_debug(buf, sizeof(buf), &info), -EINVAL);
+	assert_int_equal(pyoffsets__from_debug(buf, len, &info), -EINVAL);
+	/* a block cut before its last member */
+	assert_int_equal(pyoffsets__from_debug(real, 8 * 60, &info), -EINVAL);
 }
 
 /* ---- pure functions ---- */

@@ -69,7 +69,8 @@ static struct tcache *fresh(uint64_t max)
 	return c;
 }
 
-static struct tcache_key key(const char *bid, uint64_t ino)
+/* A key for a file others may write: its digest (from tag) and its identity. */
+static struct tcache_key key(const char *tag, uint64_t ino)
 {
 	struct tcache_key k = { .dev = 2049,
 				.ino = ino,
@@ -77,7 +78,16 @@ static struct tcache_key key(const char *bid, uint64_t ino)
 				.mtime_ns = 1700000000123456789LL,
 				.ctime_ns = 1700000001LL };
 
-	strcpy(k.bid, bid);
+	strncpy((char *)k.digest, tag, sizeof(k.digest));
+	return k;
+}
+
+/* A root-owned file's key: the digest alone. */
+static struct tcache_key root_key(const char *tag)
+{
+	struct tcache_key k = { 0 };
+
+	strncpy((char *)k.digest, tag, sizeof(k.digest));
 	return k;
 }
 
@@ -125,7 +135,10 @@ static void test_round_trip_and_misses(void **state)
 	assert_memory_equal(out, in, 1000 * sizeof(*in));
 	free(out);
 
-	/* the same build id in another file (or this one changed): never its rows */
+	/*
+	 * A file others may write: the same CFI in another file (or this one
+	 * changed) never gets its rows; nor does a root-owned file of that digest.
+	 */
 	other = k;
 	other.ino = 78;
 	assert_int_equal(tcache__load(c, &other, &out, &n, &b), -ENOENT);
@@ -134,19 +147,24 @@ static void test_round_trip_and_misses(void **state)
 	assert_int_equal(tcache__load(c, &other, &out, &n, &b), -ENOENT);
 	other = key("0123abce", 77);
 	assert_int_equal(tcache__load(c, &other, &out, &n, &b), -ENOENT);
-	/* a build id that is not hex cannot name a file */
-	other = key("../x", 77);
+	other = root_key("0123abcd");
 	assert_int_equal(tcache__load(c, &other, &out, &n, &b), -ENOENT);
-	assert_int_not_equal(tcache__store(c, &other, in, 10, 0), 0);
+	/* a root-owned file's table serves any file of its digest, and no other */
+	assert_int_equal(tcache__store(c, &other, in, 10, 0), 0);
+	assert_int_equal(tcache__load(c, &other, &out, &n, &b), 0);
+	assert_int_equal(n, 10);
+	free(out);
+	other = root_key("0123abce");
+	assert_int_equal(tcache__load(c, &other, &out, &n, &b), -ENOENT);
 
-	assert_int_equal(tcache__stats(c)->hits, 1);
-	assert_int_equal(tcache__stats(c)->stored, 1);
-	assert_int_equal(tcache__stats(c)->files, 1);
+	assert_int_equal(tcache__stats(c)->hits, 2);
+	assert_int_equal(tcache__stats(c)->stored, 2);
+	assert_int_equal(tcache__stats(c)->files, 2);
 	tcache__free(c);
 
-	/* a new agent finds it */
+	/* a new agent finds them */
 	assert_int_equal(tcache__open(&c, dir, 1 << 20, &(const char *){ NULL }), 0);
-	assert_int_equal(tcache__stats(c)->files, 1);
+	assert_int_equal(tcache__stats(c)->files, 2);
 	assert_int_equal(tcache__load(c, &k, &out, &n, &b), 0);
 	free(out);
 	tcache__free(c);
@@ -303,7 +321,8 @@ static void test_bounded_lru(void **state)
 	tcache__free(c);
 	/* k1 used last (a load refreshes it); k2 made old */
 	assert_int_equal(tcache__open(&c, dir, 2000, &(const char *){ NULL }), 0);
-	snprintf(p, sizeof(p), "touch -d @1000 '%s'/02-*.utab", dir);
+	/* k2's name begins with its digest, "02", in hex */
+	snprintf(p, sizeof(p), "touch -d @1000 '%s'/3032*.utab", dir);
 	assert_int_equal(system(p), 0);
 	tcache__free(c);
 	assert_int_equal(tcache__open(&c, dir, 2000, &(const char *){ NULL }), 0);

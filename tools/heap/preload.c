@@ -104,24 +104,34 @@ static struct {
 } alloc_text[MAX_TEXT];
 static int nalloc_text;
 
-/* The probe points. Their arguments are what the BPF programs read. */
-API __attribute__((noinline, used)) void
-bpfprof_heap_sampled(void *addr, uint64_t size, uintptr_t ip, uintptr_t sp, uintptr_t bp)
-{
-	/*
-	 * A 5-byte nop first: the kernel emulates nops (a ret would be
-	 * single-stepped), and kernels that optimize uprobes on a nop5 turn the
-	 * trap into a call.
-	 */
-	asm volatile(".byte 0x0f, 0x1f, 0x44, 0x00, 0x00" ::"r"(addr), "r"(size), "r"(ip), "r"(sp),
-		     "r"(bp)
-		     : "memory");
-}
+/*
+ * The probe points. Their arguments are what the BPF programs read.
+ *
+ * Each is a one-byte nop (the probed instruction) and a ret, in assembly so
+ * that no compiler changes either. The kernel emulates a probed nop (no
+ * single step), and it cannot rewrite a one-byte instruction into a call.
+ * It does rewrite a probed 5-byte nop (kernel 6.18, "uprobes/x86: Add
+ * support to optimize uprobes"): after the first hit the nop becomes a call
+ * to an [uprobes-trampoline] page it maps in that process, VM_DONTCOPY. A
+ * forked child keeps the call (its copy of the text page) but not the page,
+ * and died of SIGSEGV at its first sampled allocation (issue 25). Protected:
+ * the library's own calls bind here, not through the PLT.
+ */
+void bpfprof_heap_sampled(void *addr, uint64_t size, uintptr_t ip, uintptr_t sp, uintptr_t bp)
+	__attribute__((visibility("protected")));
+void bpfprof_heap_freed(void *addr) __attribute__((visibility("protected")));
 
-API __attribute__((noinline, used)) void bpfprof_heap_freed(void *addr)
-{
-	asm volatile(".byte 0x0f, 0x1f, 0x44, 0x00, 0x00" ::"r"(addr) : "memory");
-}
+#define PROBE_POINT(name)                       \
+	".globl " #name "\n"                    \
+	".protected " #name "\n"                \
+	".type " #name ", @function\n"          \
+	".p2align 4\n" #name ":\n"              \
+	"\tnop\n" /* 0x90: the probe's place */ \
+	"\tret\n"                               \
+	".size " #name ", .-" #name "\n"
+
+asm(".pushsection .text\n" PROBE_POINT(bpfprof_heap_sampled)
+	    PROBE_POINT(bpfprof_heap_freed) ".popsection\n");
 
 static void resolve(void)
 {

@@ -16,6 +16,12 @@
 #include "symbolize/perfmap.h"
 #include "util/htab.h"
 
+/* Weights per profile mapping: which file holds the most of something. */
+struct file_tally {
+	uint64_t *n;
+	size_t cap;
+};
+
 struct builder {
 	struct profile *p;
 	struct objtab *objs;
@@ -24,8 +30,10 @@ struct builder {
 	struct build_stats *bs;
 	const struct build_python *py;
 	const void *py_arg;
-	const char *eval_name; /* the interned "_PyEval_EvalFrameDefault", once seen */
-	uint32_t cv;	       /* build_opts.count_value */
+	const char *eval_name;	      /* the interned "_PyEval_EvalFrameDefault", once seen */
+	struct file_tally unresolved; /* unresolved frames (weighted) per profile mapping */
+	struct file_tally stopped;    /* [missing frames] stacks by their outermost frame's file */
+	uint32_t cv;		      /* build_opts.count_value */
 	const struct build_opts *o;
 	char sysbuf[512]; /* a Python frame's dotted name, until profile__add_frame copies it */
 };
@@ -124,6 +132,10 @@ static int user_frame(struct builder *b, const struct sframe *f, bool caller, st
 	pf->kind = FRAME_NATIVE;
 	pf->mapping = -1;
 	pf->addr = f->addr;
+	if (!o && (f->aux & SFRAME_TRAMPOLINE)) { /* no perf map names it (-X perf_jit) */
+		pf->name = "[trampoline]";
+		return 0;
+	}
 	if (!o) { /* OBJ_UNMAPPED, OBJ_ANON */
 		pf->name = "[unknown]";
 		*unresolved = true;
@@ -164,7 +176,17 @@ static int user_frame(struct builder *b, const struct sframe *f, bool caller, st
 			}
 		}
 	} else {
-		snprintf(buf, len, "%s+0x%" PRIx64, o->name, vaddr);
+		uint64_t func;
+
+		/*
+		 * No symbol: the function by its FDE (module+0xSTART), one frame
+		 * for all of it, as a symbol would be; pprof keeps the address
+		 * in the location. No FDE either: the address itself.
+		 */
+		if (!objfile__function(o, off, &func))
+			snprintf(buf, len, "%s+0x%" PRIx64, o->name, func);
+		else
+			snprintf(buf, len, "%s+0x%" PRIx64, o->name, vaddr);
 		pf->name = buf;
 		*unresolved = true;
 		flags |= PMAP_UNNAMED;
@@ -257,12 +279,55 @@ static int python_frame(struct builder *b, const struct sframe *f, struct pframe
 	return 0;
 }
 
+/* Weight w to the file of profile frame ix (none for frames in no file). */
+static void tally_add(struct builder *b, struct file_tally *t, uint32_t ix, int64_t w)
+{
+	int32_t m = b->p->frames[ix].mapping;
+
+	if (m < 0 || w <= 0)
+		return;
+	if ((size_t)m >= t->cap) {
+		size_t n = (size_t)m + 16;
+		uint64_t *a = realloc(t->n, n * sizeof(*a));
+
+		if (!a)
+			return; /* only the file a warning names is lost */
+		memset(a + t->cap, 0, (n - t->cap) * sizeof(*a));
+		t->n = a;
+		t->cap = n;
+	}
+	t->n[m] += (uint64_t)w;
+}
+
+/* The file with the most weight in t: its path into file, the weight into *count. */
+static void tally_top(const struct builder *b, const struct file_tally *t, char *file, size_t len,
+		      uint64_t *count)
+{
+	size_t best = 0;
+
+	for (size_t i = 1; i < t->cap; i++)
+		if (t->n[i] > t->n[best])
+			best = i;
+	if (!t->cap || !t->n[best] || best >= b->p->nmappings || !b->p->mappings[best].path)
+		return;
+	snprintf(file, len, "%s", b->p->mappings[best].path);
+	*count = t->n[best];
+}
+
+/* An unresolved frame (profile frame ix) in a sample of weight w: counted, and per file. */
+static void unresolved_in(struct builder *b, uint32_t ix, int64_t w)
+{
+	b->bs->unresolved += w;
+	tally_add(b, &b->unresolved, ix, w);
+}
+
 /* Profile frame index for f, symbolizing it on first sight. */
 static int frame_index(struct builder *b, const struct sframe *f, bool caller, bool *unresolved)
 {
 	struct cache_key k = { .f = *f, .caller = caller };
 
-	k.f.aux &= ~SFRAME_PY_ENTRY; /* the same frame whether or not it began an eval call */
+	/* the same frame whether or not it began (or is) an eval call */
+	k.f.aux &= ~(SFRAME_PY_ENTRY | SFRAME_PY_EVAL);
 	struct pframe pf = { 0 };
 	struct htab_entry *e;
 	char buf[512];
@@ -431,13 +496,20 @@ static bool is_eval_loop(struct builder *b, int idx)
 
 /*
  * User frames root first, with each native _PyEval_EvalFrameDefault frame
- * replaced by the Python calls it was running (as py-spy --native does), so
+ * (by its name, or by BPF's finding that its stack holds a Python entry
+ * frame: SFRAME_PY_EVAL) replaced by the Python calls it was running (as py-spy --native does), so
  * that C extension frames sit above their Python caller. A Python frame
  * flagged SFRAME_PY_ENTRY begins the run of one eval call. When the counts
  * disagree (an eval frame the native unwinder missed), calls and eval frames
  * are paired from the leaf, where the time is; extra calls go to the
  * outermost eval frame, and with no eval frame at all the Python stack goes
  * below the native one.
+ *
+ * Under -X perf each eval call runs through a trampoline (SFRAME_TRAMPOLINE:
+ * named py::qualname:file from the perf map, or [trampoline]): what it calls
+ * is the eval loop, named or not (a stripped interpreter's, an LTO clone),
+ * and the trampoline's frame is left out where the Python calls stand in
+ * for the eval frame, since they name the same call.
  */
 static int user_and_python(struct builder *b, const struct stack_key *k, const struct stack_vals *v,
 			   uint32_t *idx, uint32_t *n)
@@ -447,6 +519,7 @@ static int user_and_python(struct builder *b, const struct stack_key *k, const s
 	int32_t uidx[MAX_USTACK_FRAMES], pidx[MAX_PY_FRAMES];
 	uint32_t gstart[MAX_PY_FRAMES + 1];
 	bool unresolved, uunres[MAX_USTACK_FRAMES], punres[MAX_PY_FRAMES];
+	bool ueval[MAX_USTACK_FRAMES], utramp[MAX_USTACK_FRAMES];
 	int ret;
 
 	if (nu > MAX_USTACK_FRAMES || np > MAX_PY_FRAMES)
@@ -460,7 +533,11 @@ static int user_and_python(struct builder *b, const struct stack_key *k, const s
 			return ret;
 		uidx[i] = ret;
 		uunres[i] = unresolved;
-		m += np && is_eval_loop(b, ret);
+		utramp[i] = (uf[j].obj == OBJ_ANON || uf[j].obj == OBJ_JIT) &&
+			    (uf[j].aux & SFRAME_TRAMPOLINE);
+		ueval[i] = np && ((uf[j].aux & SFRAME_PY_EVAL) || is_eval_loop(b, ret) ||
+				 (i && utramp[i - 1]));
+		m += ueval[i];
 	}
 	/* Python frames root first, cut into one group per eval call */
 	for (uint32_t i = 0; i < np; i++) {
@@ -478,12 +555,12 @@ static int user_and_python(struct builder *b, const struct stack_key *k, const s
 	if (np && m != g)
 		b->bs->py_merge_mismatch++;
 
-#define EMIT(ix, un)                                      \
-	do {                                              \
-		idx[(*n)++] = (ix);                       \
-		b->bs->frames += v->v[b->cv];             \
-		if (un)                                   \
-			b->bs->unresolved += v->v[b->cv]; \
+#define EMIT(ix, un)                                       \
+	do {                                               \
+		idx[(*n)++] = (ix);                        \
+		b->bs->frames += v->v[b->cv];              \
+		if (un)                                    \
+			unresolved_in(b, ix, v->v[b->cv]); \
 	} while (0)
 
 	if (np && !m) {
@@ -496,12 +573,15 @@ static int user_and_python(struct builder *b, const struct stack_key *k, const s
 		if (ret < 0)
 			return ret;
 		EMIT(ret, false);
+		tally_add(b, &b->stopped, uidx[0], v->v[b->cv]);
 	}
 	for (uint32_t i = 0, e = 0; i < nu; i++) {
 		uint32_t first, last;
 
-		if (!(np && m && is_eval_loop(b, uidx[i]))) {
-			EMIT(uidx[i], uunres[i]);
+		if (!(np && m && ueval[i])) {
+			/* a trampoline into an eval call the Python frames replace */
+			if (!(m && utramp[i] && i + 1 < nu && ueval[i + 1]))
+				EMIT(uidx[i], uunres[i]);
 			continue;
 		}
 		/* eval frame e (root first) of m gets which groups? */
@@ -596,13 +676,13 @@ static int add_stack(struct builder *b, const struct stack_key *k, const struct 
 		idx[n++] = ret;
 		b->bs->frames += v->v[b->cv];
 		if (unresolved)
-			b->bs->unresolved += v->v[b->cv];
+			unresolved_in(b, ret, v->v[b->cv]);
 	}
 	for (i = 0; i < (int)o->nvalues; i++)
 		values[i] = v->v[i];
 	labels[nlabels++] = (struct plabel){ .key = "pid", .num = k->pid };
 	labels[nlabels++] = (struct plabel){ .key = "comm", .str = pcomm };
-	if (k->npython)
+	if (k->npython && (k->flags & STACK_F_GIL_KNOWN))
 		labels[nlabels++] =
 			(struct plabel){ .key = "gil",
 					 .str = k->flags & STACK_F_GIL_HELD ? "held" : "released" };
@@ -685,11 +765,17 @@ int profile__build(struct profile **out, const struct stacks *st, struct objtab 
 		if (ob && ob->frames && !ob->syms && !ob->info_known)
 			bs->objects_without_symbols++;
 	}
+	tally_top(&b, &b.unresolved, bs->unresolved_file, sizeof(bs->unresolved_file),
+		  &bs->unresolved_file_frames);
+	tally_top(&b, &b.stopped, bs->stopped_file, sizeof(bs->stopped_file),
+		  &bs->stopped_file_samples);
 	*out = b.p;
 	b.p = NULL;
 	err = 0;
 cleanup:
 	profile__free(b.p);
+	free(b.unresolved.n);
+	free(b.stopped.n);
 	htab__free(b.cache);
 	free(idx);
 	return err;

@@ -80,6 +80,15 @@ struct build_stats {
 	uint64_t distinct_frames;
 	uint64_t objects_without_symbols;
 	uint64_t py_merge_mismatch; /* stacks whose eval frames and Python calls did not pair up */
+	/*
+	 * The file with the most unresolved frames (weighted as unresolved is)
+	 * and how many: what a "no symbols" warning names. Empty: none.
+	 */
+	char unresolved_file[256];
+	uint64_t unresolved_file_frames;
+	/* likewise, the file [missing frames] stacks stopped in most (their outermost frame's) */
+	char stopped_file[256];
+	uint64_t stopped_file_samples;
 };
 
 /*

@@ -20,6 +20,17 @@ struct sframe {
 
 /* aux of a Python frame: the first frame of its eval loop call */
 #define SFRAME_PY_ENTRY (1u << 31)
+/*
+ * aux of a native frame: a call of the eval loop, found by BPF from where
+ * the call's Python entry frame lies on the stack (UFRAME_F_PYEVAL), not by
+ * the frame's symbol
+ */
+#define SFRAME_PY_EVAL (1u << 30)
+/*
+ * aux of an anonymous-code frame (OBJ_ANON, OBJ_JIT): in copies of a
+ * trampoline (unwind/anoncode.h), CPython's perf trampolines (-X perf)
+ */
+#define SFRAME_TRAMPOLINE (1u << 29)
 
 /* stack_key.flags */
 #define STACK_F_KERNEL_TRUNC 1 /* more kernel frames existed */
@@ -30,6 +41,8 @@ struct sframe {
 #define STACK_F_GIL_HELD     32	 /* a Python sample whose thread held the GIL */
 #define STACK_F_HEURISTIC    64	 /* a user frame was reached by a frame-pointer step */
 #define STACK_F_MISSING	     128 /* the native walk stopped before the outermost frame */
+/* the GIL was read (STACK_F_GIL_HELD says the answer); not: no gil label */
+#define STACK_F_GIL_KNOWN 256
 
 struct stack_key {
 	uint32_t pid;

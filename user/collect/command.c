@@ -3,7 +3,8 @@
  * -- CMD: the command is forked at once (so the side band sees its fork and
  * BPF's pid filter has it) but held before its exec until every event and
  * probe is attached and the ready line is out; then released, and reaped
- * when it exits (its exit ends the run).
+ * when it exits (its exit ends the run). bpfprof exits with its status, as
+ * time(1) does: a script or CI job sees the command fail.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -155,16 +156,33 @@ void command__reap(struct recorder *r)
  */
 void command__end(struct recorder *r, bool failed)
 {
+	int status;
+
 	if (r->child > 0 && !r->child_done) {
 		if (r->go_fd >= 0) /* never released: let it die */
 			close(r->go_fd), r->go_fd = -1;
 		if (failed)
 			kill(r->child, SIGTERM);
-		waitpid(r->child, NULL, 0);
+		/* -d ended the recording first: its status is still the run's */
+		if (waitpid(r->child, &status, 0) == r->child) {
+			r->child_done = true;
+			r->child_status = status;
+		}
 	}
 	if (r->go_fd >= 0)
 		close(r->go_fd);
 	if (r->err_fd >= 0)
 		close(r->err_fd);
 	r->go_fd = r->err_fd = -1;
+}
+
+int command__exit_status(const struct recorder *r, int status)
+{
+	if (status != EXIT_OK || r->child <= 0 || !r->child_done)
+		return status;
+	if (WIFEXITED(r->child_status))
+		return WEXITSTATUS(r->child_status);
+	if (WIFSIGNALED(r->child_status))
+		return 128 + WTERMSIG(r->child_status);
+	return status;
 }

@@ -17,7 +17,15 @@ void command__prepare_tables(struct recorder *r);
 int command__release(struct recorder *r);
 /* SIGCHLD came: if the command exited, note its status (r->child_done, r->child_status). */
 void command__reap(struct recorder *r);
-/* End of the run (failed: bpfprof's own failure): wait for the command, close the pipes. */
+/*
+ * End of the run (failed: bpfprof's own failure): wait for the command (its
+ * status noted), close the pipes.
+ */
 void command__end(struct recorder *r, bool failed);
+/*
+ * What bpfprof exits with: status (EXIT_*) when bpfprof failed or ran no
+ * command; else the command's own status, 128+N when signal N ended it.
+ */
+int command__exit_status(const struct recorder *r, int status);
 
 #endif

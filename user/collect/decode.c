@@ -83,9 +83,13 @@ static void python_frames(const struct decode_ops *ops, struct decode_stats *st,
 	if (ops->py_probe)
 		ops->py_probe(ops->ctx, h->pid, h->time_ns);
 	st->py_samples++;
-	if (h->flags & SAMPLE_F_PY_GIL) {
-		k->flags |= STACK_F_GIL_HELD;
-		st->gil_held++;
+	if (h->flags2 & SAMPLE_F2_PY_GIL_KNOWN) {
+		k->flags |= STACK_F_GIL_KNOWN;
+		st->gil_known++;
+		if (h->flags & SAMPLE_F_PY_GIL) {
+			k->flags |= STACK_F_GIL_HELD;
+			st->gil_held++;
+		}
 	}
 	for (uint32_t i = 0; i < h->pystack_len; i++) {
 		uint64_t raw = w[2 * i + 1];
@@ -116,6 +120,7 @@ int decode__sample(const struct decode_cfg *cfg, const struct decode_ops *ops,
 		st->bad++;
 		return -EINVAL;
 	}
+	st->stacks++;
 	nk = cfg->kernel ? h->kstack_len : 0;
 	nu = cfg->user ? h->ustack_len : 0;
 
@@ -146,20 +151,33 @@ int decode__sample(const struct decode_cfg *cfg, const struct decode_ops *ops,
 		ops->user_begin(ops->ctx, h->pid, h->time_ns);
 		for (i = 0; i < nu; i++) {
 			struct sframe *f = &k->frames[nk + i];
+			uint64_t w = s->frames[h->kstack_len + i];
 
 			st->user_frames++;
 			f->aux = 0;
-			if (!ops->user_resolve(ops->ctx, s->frames[h->kstack_len + i], f))
+			if (!ops->user_resolve(ops->ctx, w & ~UFRAME_F_PYEVAL, f))
 				st->user_unmapped++;
+			/* BPF found a Python entry frame in its stack: an eval loop call */
+			if (w & UFRAME_F_PYEVAL) {
+				f->aux |= SFRAME_PY_EVAL;
+				st->py_eval_marked++;
+			}
 		}
 		if (ops->user_end)
 			ops->user_end(ops->ctx, &k->frames[nk], nu, h->time_ns);
 	}
 	if (cfg->python)
 		python_frames(ops, st, s, k);
-	if (cfg->gil && (!k->npython || !(h->flags & SAMPLE_F_PY_GIL))) {
+	/*
+	 * A free-threaded interpreter has no GIL to wait for: every thread with
+	 * Python frames may be running Python, and --gil keeps them (counted).
+	 */
+	if (cfg->gil && (!k->npython || ((h->flags2 & SAMPLE_F2_PY_GIL_KNOWN) &&
+					 !(h->flags & SAMPLE_F_PY_GIL)))) {
 		st->gil_left_out++;
 		return -ENOENT;
 	}
+	if (cfg->gil && !(h->flags2 & SAMPLE_F2_PY_GIL_KNOWN))
+		st->gil_none_kept++;
 	return 0;
 }

@@ -60,7 +60,8 @@ struct decode_ops {
 };
 
 struct decode_stats {
-	uint64_t bad; /* malformed records */
+	uint64_t bad;	 /* malformed records */
+	uint64_t stacks; /* records decoded into a stack (the base of the shares below) */
 	uint64_t user_frames;
 	uint64_t user_unmapped; /* user addresses in no known mapping */
 	uint64_t kstack_err, ustack_err, ktrunc, utrunc;
@@ -74,6 +75,9 @@ struct decode_stats {
 	uint64_t py_err, py_trunc;
 	uint64_t py_frames_dropped; /* code objects that could not be read */
 	uint64_t gil_held;	    /* Python samples whose thread held the GIL */
+	uint64_t py_eval_marked;    /* native frames BPF found to be eval loop calls */
+	uint64_t gil_none_kept;	    /* --gil: kept, no GIL known (free-threaded, unreadable) */
+	uint64_t gil_known;	    /* Python samples whose GIL was read (else: no GIL, free-threaded) */
 	uint64_t gil_left_out;	    /* samples --gil did not keep */
 };
 

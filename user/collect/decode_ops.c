@@ -70,6 +70,8 @@ static bool dec_user_resolve(void *ctx, uint64_t ip, struct sframe *f)
 
 		*f = id ? (struct sframe){ .obj = OBJ_JIT, .addr = id }
 			: (struct sframe){ .obj = OBJ_ANON, .addr = ip };
+		if (r->unw && unwinder__trampoline(r->unw, r->dpid, ip))
+			f->aux = SFRAME_TRAMPOLINE;
 	} else {
 		*f = (struct sframe){ .obj = m->obj, .addr = ip - m->start + m->pgoff };
 		objtab__sampled(r->objs, m->obj);

@@ -70,6 +70,38 @@ static void python_interval(struct recorder *r, void *priv, struct stacks *old)
 	pytrack__gc(r->py);
 }
 
+/*
+ * What changes the answer: an interpreter newer than any layout bpfprof
+ * knows (decoded with the newest: its frames may be wrong), or one whose
+ * version it cannot decode at all (no Python frames).
+ */
+static void python_warnings(struct recorder *r, void *priv)
+{
+	const struct pytrack_stats *ps = pytrack__stats(r->py);
+
+	(void)priv;
+	for (uint32_t i = 0; i < ps->nnewer; i++)
+		rec__warn(r, "check them against the script, or use a bpfprof that knows it",
+			  "python%u.%u: decoded with %u.%u's layout (newer than any bpfprof knows): "
+			  "its frames may be wrong",
+			  ps->newer_version[i] >> 24, (ps->newer_version[i] >> 16) & 0xff,
+			  ps->newer_layout[i] >> 24, (ps->newer_layout[i] >> 16) & 0xff);
+	if (ps->unsupported) {
+		if (ps->unsupported_version)
+			rec__warn(r, "use a bpfprof that knows it",
+				  "%llu processes of python%u.%u have no Python frames (a layout "
+				  "bpfprof cannot read)",
+				  (unsigned long long)ps->unsupported,
+				  ps->unsupported_version >> 24,
+				  (ps->unsupported_version >> 16) & 0xff);
+		else
+			rec__warn(r, "use a bpfprof that knows it",
+				  "%llu CPython processes have no Python frames (a version bpfprof "
+				  "cannot read)",
+				  (unsigned long long)ps->unsupported);
+	}
+}
+
 static void python_summary(struct recorder *r, void *priv, FILE *f)
 {
 	const struct decode_stats *d = &r->st.dec;
@@ -105,10 +137,12 @@ static void python_summary(struct recorder *r, void *priv, FILE *f)
 		"at its address, %llu found another there",
 		(unsigned long long)ps->codes, (unsigned long long)ps->code_checks,
 		(unsigned long long)ps->code_reused);
-	pr_info("python: the thread held the GIL in %llu of %llu Python samples; %llu "
-		"samples left out by --gil",
-		(unsigned long long)d->gil_held, (unsigned long long)d->py_samples,
-		(unsigned long long)d->gil_left_out);
+	pr_info("python: the thread held the GIL in %llu of %llu Python samples whose GIL was "
+		"read (of %llu; the others' interpreter has none: free-threaded); %llu samples "
+		"left out by --gil, %llu kept with no GIL to hold",
+		(unsigned long long)d->gil_held, (unsigned long long)d->gil_known,
+		(unsigned long long)d->py_samples, (unsigned long long)d->gil_left_out,
+		(unsigned long long)d->gil_none_kept);
 	if (env.per_thread && ps->name_reads)
 		pr_info("python: thread names: %llu threads named by threading.Thread; OS "
 			"name kept for %llu not threading's, %llu unreadable, %llu ended "
@@ -137,6 +171,7 @@ const struct rec_feature python_feature = {
 	.on_proc = python_on_proc,
 	.finish = python_finish,
 	.interval = python_interval,
+	.warnings = python_warnings,
 	.summary = python_summary,
 	.destroy = python_destroy,
 	.kinds = { SAMPLE_PYCODE, 0 },

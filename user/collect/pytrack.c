@@ -39,14 +39,6 @@
 #define REVALIDATE_MAX_SHIFT 4
 #define RESCAN_NS	     (20 * 1000000ULL)
 /*
- * BPF looks for a thread missing from py_threads in the thread list itself
- * (bpf_pyproc.ts_walk) for a process's first second: its threads started
- * meanwhile have Python frames from their first sample. After that a new
- * thread waits for a rescan (a few samples), and a thread with no state (a
- * C library's) costs no walk per sample.
- */
-#define TS_WALK_NS (1000 * 1000000ULL)
-/*
  * Thread names: read again at most this often per process (renames, threads
  * that come and go), and at most every RESCAN_NS when a thread is new.
  */
@@ -191,6 +183,30 @@ struct pytrack {
 	 */
 	struct membudget_cache mb_codes;
 };
+
+/*
+ * A _Py_DebugOffsets block newer than every layout bpfprof knows is decoded
+ * with the newest (pyoffsets.c): kept, once per version, for the end of
+ * the run's warning (python.c), since its frames are only as right as that
+ * guess.
+ */
+static void note_layout(struct pytrack *t, const struct pyinfo *info)
+{
+	uint32_t v = info->version & 0xffff0000u; /* major.minor */
+	struct pytrack_stats *st = &t->st;
+
+	if (!info->layout || v == info->layout)
+		return;
+	for (uint32_t i = 0; i < st->nnewer; i++)
+		if (st->newer_version[i] == v)
+			return;
+	if (st->nnewer < sizeof(st->newer_version) / sizeof(st->newer_version[0])) {
+		st->newer_version[st->nnewer] = v;
+		st->newer_layout[st->nnewer++] = info->layout;
+	}
+	pr_verbose("python%u.%u: decoded with %u.%u's layout (newer than any bpfprof knows)",
+		   v >> 24, (v >> 16) & 0xff, info->layout >> 24, (info->layout >> 16) & 0xff);
+}
 
 /* What ce holds besides its line table, charged again after it changed. */
 static void codes_recharge(struct pytrack *t, struct code_entry *ce)
@@ -473,19 +489,14 @@ static void scan_threads(struct pytrack *t, struct pyp *pp)
 	if (pp->ntids)
 		gen_bump(t);
 	t->st.threads += pp->ntids;
-	if (pp->ntids && pp->info.bpf.ts_walk &&
-	    (!pp->start_ns || mono_ns() - pp->start_ns > TS_WALK_NS)) {
-		/* py_threads has its threads; later ones wake us (SAMPLE_F_PY_NO_THREAD) */
-		pp->info.bpf.ts_walk = 0;
-		bpf_map_update_elem(t->procs_fd, &pp->pid, &pp->info.bpf, BPF_ANY);
-	}
 }
 
 /* BPF copies this much of each frame: every field it reads, 8 bytes each. */
 static void set_span(struct bpf_pyproc *b)
 {
 	int32_t offs[] = { b->frame_back,  b->frame_code,     b->frame_instr,
-			   b->frame_owner, b->frame_is_entry, b->frame_globals };
+			   b->frame_owner, b->frame_is_entry, b->frame_globals,
+			   b->frame_tlbc };
 	int32_t max = 0;
 
 	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
@@ -631,18 +642,24 @@ void pytrack__probe(struct pytrack *t, const struct proc *p)
 			return;
 		}
 		if (err) {
-			if (err == -ENOTSUP)
+			if (err == -ENOTSUP) {
 				t->st.unsupported++;
+				t->st.unsupported_version = pp->info.version & 0xffff0000u;
+			}
 			pr_verbose("pid %u: %s: no Python stacks (%s)", p->pid, o->path,
 				   err == -ENOTSUP ? "unsupported version" : strerror(-err));
 			return;
 		}
+		note_layout(t, &pp->info);
 		set_span(&pp->info.bpf);
 		file_learn(t, fe, o, &pp->info, m->start - vaddr);
 		pp->info.bpf.snap_gen = (uint16_t)pp->gen; /* a new image's snapshots */
 		if (t->seen_fd < 0)
 			pp->info.bpf.code_read = 0;
-		/* BPF finds its threads' states itself while it is young (TS_WALK_NS) */
+		/*
+		 * BPF finds a thread's state in the list itself when py_threads
+		 * does not have it yet (a new thread: at the list's head)
+		 */
 		pp->info.bpf.ts_walk = 1;
 		pp->start_ns = p->start_ns;
 		if (bpf_map_update_elem(t->procs_fd, &p->pid, &pp->info.bpf, BPF_ANY)) {

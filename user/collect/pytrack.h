@@ -46,6 +46,14 @@ struct pytrack_stats {
 	/* line tables given back to the memory budget (counted in its cache) */
 	uint64_t lines_reread; /* read again for an offset not seen before the eviction */
 	uint64_t lines_lost;   /* could not be: the frame gets the function's first line */
+	/*
+	 * Interpreters whose _Py_DebugOffsets block is newer than any layout
+	 * bpfprof knows, decoded with the newest (pyoffsets.c): PY_VERSION_HEX
+	 * major.minor of each, and of the layout used; said once each.
+	 */
+	uint32_t newer_version[4], newer_layout[4];
+	uint32_t nnewer;
+	uint32_t unsupported_version; /* major.minor of the last unsupported one, 0: unknown */
 };
 
 int pytrack__new(struct pytrack **out, int procs_fd, int threads_fd, struct objtab *objs);

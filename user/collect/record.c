@@ -42,6 +42,7 @@
 #include "symbolize/perfmap.h"
 #include "unwind/tables.h"
 #include "unwind/tcache.h"
+#include "util/caps.h"
 #include "util/clock.h"
 #include "util/htab.h"
 #include "util/log.h"
@@ -65,6 +66,7 @@ static volatile sig_atomic_t exiting;
 static volatile sig_atomic_t got_signal;
 static volatile sig_atomic_t child_changed;
 static volatile sig_atomic_t new_interval; /* SIGHUP in continuous mode */
+static bool final_drain;		   /* the events are off: read the ring buffer to its end */
 
 static void on_signal(int sig)
 {
@@ -169,6 +171,13 @@ static int handle_record(void *ctx, void *data, size_t size)
 	struct recorder *r = ctx;
 	const struct prof_sample_hdr *h = data;
 
+	/*
+	 * Ctrl-C while the buffer refills as fast as it is read (a loaded host):
+	 * ring_buffer__consume() reads until it is empty, so the stop waited
+	 * minutes. Stop here; what is left is read once the events are off.
+	 */
+	if (exiting && !final_drain)
+		return -EINTR;
 	r->st.received++;
 	r->st.bytes += size;
 	if (size < sizeof(*h)) {
@@ -486,8 +495,10 @@ int record__run(const struct rec_mode *mode)
 	/* side band first: it must see the command's fork and exec */
 	err = sideband__new(&r.sb, r.procs, SIDEBAND_PAGES);
 	if (err) {
-		pr_err("cannot open the side-band perf events: %s (needs root or CAP_PERFMON)",
-		       strerror(-err));
+		char why[256];
+
+		pr_err("cannot open the perf events that follow processes (exec, mmap, exit): %s%s",
+		       strerror(-err), caps__why(err, CAPS_RECORD, why, sizeof(why)));
 		goto cleanup;
 	}
 	/* what the command inherits from the features (e.g. an injection library) */
@@ -550,6 +561,7 @@ int record__run(const struct rec_mode *mode)
 	if (got_signal && r.child > 0 && !r.child_done)
 		kill(r.child, got_signal);
 	/* everything already in the buffers is part of the profile */
+	final_drain = true;
 	sideband__consume(r.sb);
 	ring_buffer__consume(r.rb);
 	for (uint32_t i = 0; i < r.nfeat; i++)
@@ -566,14 +578,13 @@ int record__run(const struct rec_mode *mode)
 		goto cleanup;
 	}
 	report__summary(&r, &bs, nprocs);
-	if (r.cont)
-		continuous__summary(r.cont);
 	status = EXIT_OK;
 cleanup:
 	setup__save_core_btf(&r);
 	if (status != EXIT_OK)
 		output__abort(&r.out);
 	command__end(&r, status != EXIT_OK);
+	status = command__exit_status(&r, status);
 	teardown(&r);
 	return status;
 }

@@ -143,6 +143,7 @@ struct recorder {
 	struct proctab *procs;
 	struct stacks *stacks;
 	struct ksyms *ks;
+	int ks_err; /* why /proc/kallsyms gave no symbols (-errno), 0: read or not needed */
 	struct unwinder *unw;
 	struct pytrack *py;
 	struct perfmaps *jit;	 /* /tmp/perf-PID.map names of anonymous code */
@@ -272,7 +273,7 @@ uint64_t rec__counter(struct recorder *r, enum bpf_counter c);
 /*
  * The end-of-run warnings. By default the summary is at most three lines
  * (samples and processes, what was written where, how to open it); after
- * it comes one "bpfprof: warning: PROBLEM; REMEDY" line per problem that
+ * it comes one "bpfprof: warning: PROBLEM: REMEDY" line per problem that
  * changes the answer and that the user can act on: a target not covered, a
  * share of stacks cut short (`[missing frames]`) with its main cause, lost
  * samples. Everything else (every counter, each feature's detail) is -v:

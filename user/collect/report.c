@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,7 +23,9 @@
 #include "aggregate/profile_build.h"
 #include "aggregate/stacks.h"
 #include "cli.h"
+#include "collect/continuous.h"
 #include "collect/pytrack.h"
+#include "collect/record.h"
 #include "collect/recorder.h"
 #include "collect/report.h"
 #include "collect/sampler.h"
@@ -35,6 +38,7 @@
 #include "unwind/tables.h"
 #include "unwind/tcache.h"
 #include "util/bpfmap.h"
+#include "util/caps.h"
 #include "util/clock.h"
 #include "util/counters.h"
 #include "util/log.h"
@@ -223,10 +227,6 @@ static void print_files_summary(struct recorder *r)
 			(unsigned long long)(ps ? ps->lines_reread : 0),
 			(unsigned long long)(ps ? ps->lines_lost : 0));
 	}
-	if (stacks__refused())
-		pr_warn("%llu new distinct stacks were not aggregated (their samples are counted "
-			"lost, table full): the stacks hold half of --mem-budget %.0f MiB; raise it",
-			(unsigned long long)stacks__refused(), membudget__get() / 1048576.0);
 	if (os->reopen_failed)
 		pr_info("files: %llu closed by the fd cap (%u) could not be opened again when "
 			"needed (their mapping gone or replaced)",
@@ -238,6 +238,7 @@ static void print_files_summary(struct recorder *r)
 		   (unsigned long long)os->closed, os->fds, os->fds_peak, os->fd_cap,
 		   (unsigned long long)os->parked, (unsigned long long)os->reopened,
 		   (unsigned long long)os->reopen_failed);
+	objtab__debuginfod_report(r->objs);
 }
 
 /*
@@ -293,7 +294,7 @@ int rec__warn(struct recorder *r, const char *remedy, const char *problem_fmt, .
 	va_end(ap);
 	if (n < 0)
 		return -ENOMEM;
-	n = remedy && *remedy ? asprintf(&line, "%s; %s", problem, remedy)
+	n = remedy && *remedy ? asprintf(&line, "%s: %s", problem, remedy)
 			      : asprintf(&line, "%s", problem);
 	free(problem);
 	if (n < 0)
@@ -337,25 +338,107 @@ void report__free(struct recorder *r)
 	r->nwarnings = 0;
 }
 
-void report__summary(struct recorder *r, const struct build_stats *bs, size_t nprocs)
+/* Lost samples worth a warning: percent of the samples taken. */
+#define LOST_WARN_SHARE 1.0
+/* Frames without a name worth a warning (the summary line shows the share) */
+#define UNRESOLVED_WARN_SHARE 10.0
+
+/*
+ * Files walked by frame pointers because the unwind tables had no room for
+ * them: how much --unwind-mem the files sampled need.
+ */
+static void no_room_warning(struct recorder *r)
 {
-	uint64_t rb_full = rec__counter(r, CNT_RB_FULL);
-	uint64_t lost = rb_full + r->st.agg_failed + r->st.bad + r->st.dec.bad + r->st.unknown_kind;
-	uint64_t sb_lost = sideband__stats(r->sb)->lost;
-	double secs = (timespec_ns(&r->t_stop) - timespec_ns(&r->t_start)) / 1e9;
-	char why[256] = "", line[2048];
+	uint64_t want = unwinder__rows_wanted(r->unw) * UNWIND_ROW_BYTES;
+	uint64_t have = (uint64_t)env.unwind_rows * UNWIND_ROW_BYTES, mib = 1 << 20;
+	uint64_t raise = (want > have ? want : have) + 16 * mib;
+	char remedy[64];
+
+	raise = (raise + 16 * mib - 1) / (16 * mib) * 16;
+	snprintf(remedy, sizeof(remedy), "raise it to --unwind-mem %lluM",
+		 (unsigned long long)raise);
+	rec__warn(r, remedy,
+		  "%llu of %llu samples (%.1f%%) were unwound with frame pointers in files the "
+		  "unwind tables had no room for; the files sampled need %llu MiB of rows, "
+		  "--unwind-mem is %llu MiB",
+		  (unsigned long long)r->st.unwind_no_room, (unsigned long long)r->st.received,
+		  r->st.received ? 100.0 * r->st.unwind_no_room / r->st.received : 0.0,
+		  (unsigned long long)((want + mib - 1) / mib), (unsigned long long)(have / mib));
+}
+
+/*
+ * A share of stacks cut short ([missing frames]): its main cause, from the
+ * counters of where BPF's walks stopped, and what to do about it. A cause
+ * nothing can be done about (a stack page not readable) gets no warning.
+ */
+static void missing_frames_warning(struct recorder *r, const struct build_stats *bs, double pct,
+				   bool maps_denied)
+{
+	static const struct {
+		const char *why, *remedy;
+	} causes[] = {
+		{ "most stopped in JIT-compiled code",
+		  "have the JIT keep frame pointers and write a perf map (node "
+		  "--perf-basic-prof, java -XX:+PreserveFramePointer, python3.12+ -X perf)" },
+		{ "most stopped in code with neither unwind tables nor frame pointers",
+		  "rebuild it with -fno-omit-frame-pointer or -fasynchronous-unwind-tables" },
+		{ "most were taken as their processes started, before their unwind tables "
+		  "were built",
+		  "record for longer (-d), so that start-up weighs less" },
+	};
+	uint64_t n[3] = {
+		rec__counter(r, CNT_UNW_ANON),
+		rec__counter(r, CNT_UNW_BAD_FP) + rec__counter(r, CNT_UNW_NO_ROW) +
+			rec__counter(r, CNT_UNW_UNSUPPORTED),
+		rec__counter(r, CNT_UNW_TABLE_PENDING) + rec__counter(r, CNT_UNW_NO_MAPPING) +
+			rec__counter(r, CNT_EARLY_MAP_LOST),
+	};
+	uint64_t unreadable = rec__counter(r, CNT_UNW_READ_FAILED);
+	uint32_t top = 0;
+	char why[512];
+
+	for (uint32_t i = 1; i < 3; i++)
+		if (n[i] > n[top])
+			top = i;
+	/* processes whose maps could not be read have no tables: that warning says why */
+	if (!n[top] || unreadable > n[top] || (top == 2 && maps_denied))
+		return;
+	snprintf(why, sizeof(why), "%s", causes[top].why);
+	/* no CFI, no frame pointer: name the file when one holds most of them */
+	if (top == 1 && bs->stopped_file[0] &&
+	    bs->stopped_file_samples * 2 >= r->st.dec.missing_frames)
+		snprintf(why, sizeof(why),
+			 "most stopped in %s, which has neither unwind tables nor frame pointers",
+			 bs->stopped_file);
+	rec__warn(r, causes[top].remedy,
+		  "%.1f%% of samples (%llu of %llu) have [missing frames] where the stack walk "
+		  "stopped: %s",
+		  pct, (unsigned long long)r->st.dec.missing_frames,
+		  (unsigned long long)r->st.dec.stacks, why);
+}
+
+/* Samples lost on the way to the profile (what the summary's "lost" counts). */
+static uint64_t lost_samples(struct recorder *r)
+{
+	return rec__counter(r, CNT_RB_FULL) + r->st.agg_failed + r->st.bad + r->st.dec.bad +
+	       r->st.unknown_kind;
+}
+
+/*
+ * -v: the account behind the summary: why samples were lost, the CPU time,
+ * every stage's counters, each feature's lines, files, memory, cost.
+ */
+static void detail(struct recorder *r, const struct build_stats *bs)
+{
+	char line[2048];
 	struct rusage ru;
 
-	if (lost || sb_lost)
-		snprintf(why, sizeof(why),
-			 " (ring buffer full %llu, table full %llu, malformed %llu; "
-			 "side-band records lost %llu)",
-			 (unsigned long long)rb_full, (unsigned long long)r->st.agg_failed,
-			 (unsigned long long)(r->st.bad + r->st.dec.bad + r->st.unknown_kind),
-			 (unsigned long long)sb_lost);
-	pr_info("%llu samples, %llu lost%s, %zu processes, %.1f%% frames unresolved, %.1f s",
-		(unsigned long long)rec__samples(r), (unsigned long long)lost, why, nprocs,
-		bs->frames ? 100.0 * bs->unresolved / bs->frames : 0.0, secs);
+	pr_info("lost: ring buffer full %llu, table full %llu, malformed %llu; side-band "
+		"records lost %llu",
+		(unsigned long long)rec__counter(r, CNT_RB_FULL),
+		(unsigned long long)r->st.agg_failed,
+		(unsigned long long)(r->st.bad + r->st.dec.bad + r->st.unknown_kind),
+		(unsigned long long)sideband__stats(r->sb)->lost);
 	{
 		const struct sideband_stats *ss = sideband__stats(r->sb);
 
@@ -401,6 +484,15 @@ void report__summary(struct recorder *r, const struct build_stats *bs, size_t np
 			(unsigned long long)js->files, (unsigned long long)js->entries,
 			(unsigned long long)js->bad, (unsigned long long)js->found,
 			(unsigned long long)js->missed);
+		pr_info("jit: %.1f MiB of perf maps parsed in %.3f s, %llu reads put off (a "
+			"map's share of time), %llu maps replaced, %llu read no further (%llu "
+			"past their share of --mem-budget, %llu past 64 MiB), %llu refused (not "
+			"their process's own regular file)",
+			js->bytes / 1048576.0, js->read_ns / 1e9, (unsigned long long)js->deferred,
+			(unsigned long long)js->replaced,
+			(unsigned long long)(js->over_budget + js->capped),
+			(unsigned long long)js->over_budget, (unsigned long long)js->capped,
+			(unsigned long long)js->refused);
 	}
 	if (r->st.dec.missing_frames)
 		pr_info("unwinding: %llu samples with a [missing frames] marker where the walk "
@@ -425,21 +517,6 @@ void report__summary(struct recorder *r, const struct build_stats *bs, size_t np
 			(unsigned long long)r->st.unwind_partial_gap,
 			r->st.received ? 100.0 * r->st.unwind_partial_gap / r->st.received : 0.0);
 	}
-	if (r->unw && r->st.unwind_no_room) {
-		uint64_t want = unwinder__rows_wanted(r->unw) * UNWIND_ROW_BYTES;
-		uint64_t have = (uint64_t)env.unwind_rows * UNWIND_ROW_BYTES, mib = 1 << 20;
-		uint64_t raise = (want > have ? want : have) + 16 * mib;
-
-		raise = (raise + 16 * mib - 1) / (16 * mib) * 16;
-		pr_warn("%llu of %llu samples (%.1f%%) were unwound with frame pointers in files "
-			"the unwind tables had no room for; the files sampled need %llu MiB of "
-			"rows, --unwind-mem is %llu MiB: raise it to --unwind-mem %lluM",
-			(unsigned long long)r->st.unwind_no_room,
-			(unsigned long long)r->st.received,
-			r->st.received ? 100.0 * r->st.unwind_no_room / r->st.received : 0.0,
-			(unsigned long long)((want + mib - 1) / mib),
-			(unsigned long long)(have / mib), (unsigned long long)raise);
-	}
 	for (uint32_t i = 0; i < r->nfeat; i++)
 		if (r->feat[i]->summary)
 			r->feat[i]->summary(r, r->feat_priv[i], stderr);
@@ -447,12 +524,6 @@ void report__summary(struct recorder *r, const struct build_stats *bs, size_t np
 	format_counters(r, line, sizeof(line), true);
 	if (*line)
 		pr_info("losses: %s", line);
-	if (r->child > 0 && r->child_done &&
-	    (!WIFEXITED(r->child_status) || WEXITSTATUS(r->child_status)))
-		pr_info("command '%s' %s %d", env.cmd_argv[0],
-			WIFEXITED(r->child_status) ? "exited with status" : "killed by signal",
-			WIFEXITED(r->child_status) ? WEXITSTATUS(r->child_status)
-						   : WTERMSIG(r->child_status));
 	if (log_level >= 2) {
 		const struct proctab_stats *ps = proctab__stats(r->procs);
 
@@ -483,7 +554,7 @@ void report__summary(struct recorder *r, const struct build_stats *bs, size_t np
 			const struct unwinder_stats *us = unwinder__stats(r->unw);
 
 			pr_verbose(
-				"unwind tables: %llu files (%llu without, %llu shared by build id), "
+				"unwind tables: %llu files (%llu without, %llu shared with identical files), "
 				"%llu rows in use, peak %llu of %llu (%.1f MiB), %llu evicted (%llu built "
 				"again), "
 				"%llu refused for room (%llu built later), %.1f ms compiling CFI, "
@@ -571,6 +642,231 @@ void report__summary(struct recorder *r, const struct build_stats *bs, size_t np
 			   ru.ru_maxrss > r->hwm_run_kib ? ru.ru_maxrss : r->hwm_run_kib);
 		print_cost(r, &ru);
 	}
+}
+
+/* A path as one shell word: quoted unless it is only [A-Za-z0-9_./+,:@%=-]. */
+static void shell_word(char *buf, size_t len, const char *s)
+{
+	size_t o = 0;
+
+	static const char plain[] = "abcdefghijklmnopqrstuvwxyz"
+				    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./+,:@%=-";
+
+	if (*s && !s[strspn(s, plain)]) {
+		snprintf(buf, len, "%s", s);
+		return;
+	}
+	for (const char *p = s; *p && o + 5 < len; p++) {
+		if (o == 0)
+			buf[o++] = '\'';
+		if (*p == '\'') { /* ' -> '\'' */
+			memcpy(buf + o, "'\\''", 4);
+			o += 4;
+			continue;
+		}
+		buf[o++] = *p;
+	}
+	if (!o)
+		buf[o++] = '\'';
+	buf[o++] = '\'';
+	buf[o] = '\0';
+}
+
+/*
+ * The file -o wrote, or the regular file stdout was redirected to (a
+ * pipe or terminal has its reader already): NULL when there is none.
+ */
+static const char *written_path(const struct recorder *r, char *buf, size_t len)
+{
+	struct stat st;
+	ssize_t n;
+
+	(void)r;
+	if (env.output && strcmp(env.output, "-"))
+		return env.output;
+	if (fstat(STDOUT_FILENO, &st) || !S_ISREG(st.st_mode))
+		return NULL;
+	n = readlink("/proc/self/fd/1", buf, len - 1);
+	if (n <= 0 || buf[0] != '/')
+		return NULL;
+	buf[n] = '\0';
+	return buf;
+}
+
+/* "bpfprof: wrote run.pb.gz (pprof): go tool pprof -http : run.pb.gz" */
+static void print_written(struct recorder *r)
+{
+	static const char *const kinds[] = {
+		[FMT_FOLDED] = "folded stacks",
+		[FMT_PPROF] = "pprof",
+		[FMT_CHROME] = "Chrome trace",
+		[FMT_SVG] = "flame graph",
+	};
+	char buf[PATH_MAX], w[2 * PATH_MAX], svg[2 * PATH_MAX + 8], base[PATH_MAX];
+	const char *path = written_path(r, buf, sizeof(buf));
+	size_t n;
+
+	if (!path)
+		return;
+	if (!rec__samples(r)) { /* nothing to look at */
+		pr_info("wrote %s (%s, empty)", path, kinds[env.format]);
+		return;
+	}
+	shell_word(w, sizeof(w), path);
+	switch (env.format) {
+	case FMT_PPROF:
+		pr_info("wrote %s (pprof): go tool pprof -http : %s", path, w);
+		break;
+	case FMT_SVG:
+		pr_info("wrote %s (flame graph): open it in a web browser", path);
+		break;
+	case FMT_CHROME:
+		pr_info("wrote %s (Chrome trace): open it in https://ui.perfetto.dev or "
+			"chrome://tracing",
+			path);
+		break;
+	default: /* folded: drawn by us or flamegraph.pl */
+		snprintf(base, sizeof(base), "%s", path);
+		n = strlen(base);
+		if (n > 7 && !strcmp(base + n - 7, ".folded"))
+			base[n - 7] = '\0';
+		else if (n > 4 && !strcmp(base + n - 4, ".txt"))
+			base[n - 4] = '\0';
+		strncat(base, ".svg", sizeof(base) - strlen(base) - 1);
+		shell_word(svg, sizeof(svg), base);
+		pr_info("wrote %s (folded stacks): bpfprof flamegraph %s -o %s (or flamegraph.pl %s "
+			"> %s)",
+			path, w, svg, w, svg);
+	}
+}
+
+/*
+ * The recorder's own warnings (the features add theirs in warnings()): what
+ * changes the answer, past its threshold, with the remedy.
+ */
+static void recorder_warnings(struct recorder *r, const struct build_stats *bs)
+{
+	uint64_t n = rec__samples(r), rb_full = rec__counter(r, CNT_RB_FULL);
+	uint64_t stacks = r->st.dec.stacks, missing = r->st.dec.missing_frames;
+	const struct objtab_stats *os = objtab__stats(r->objs);
+	const struct pytrack_stats *ps = r->py ? pytrack__stats(r->py) : NULL;
+	uint64_t unnamed = os->syms_lost + (ps ? ps->lines_lost : 0);
+	uint64_t denied = proctab__stats(r->procs)->maps_read_denied;
+	char remedy[256], why[256];
+
+	if (rb_full && 100.0 * rb_full / (n + rb_full) >= LOST_WARN_SHARE) {
+		snprintf(remedy, sizeof(remedy), "lower -F (now %u Hz) or raise --ring-mb (now %u)",
+			 env.freq, env.ringbuf_bytes >> 20);
+		rec__warn(r, remedy,
+			  "%.1f%% of samples (%llu of %llu) were lost: they came faster than "
+			  "bpfprof read them",
+			  100.0 * rb_full / (n + rb_full), (unsigned long long)rb_full,
+			  (unsigned long long)(n + rb_full));
+	}
+	/* a share of a handful is noise: a command's first sample is often its only one */
+	if (missing >= 10 && 100.0 * missing / stacks >= REC_WARN_SHARE)
+		missing_frames_warning(r, bs, 100.0 * missing / stacks, denied > 0);
+	if (denied && caps__missing(CAPS_PTRACE))
+		rec__warn(r, caps__why(EACCES, CAPS_PTRACE, why, sizeof(why)) + 2,
+			  "%llu processes' memory maps could not be read (other users' "
+			  "processes): their native frames have no names and their stacks are "
+			  "cut short",
+			  (unsigned long long)denied);
+	if (r->ks_err)
+		rec__warn(
+			r,
+			caps__missing(CAPS_SYSLOG)
+				? caps__why(EPERM, CAPS_SYSLOG, why, sizeof(why)) + 2
+				: "allow it with sysctl kernel.kptr_restrict=1",
+			"kernel frames have no names: /proc/kallsyms gave bpfprof no addresses (%s)",
+			strerror(-r->ks_err));
+	if (r->unw && r->st.unwind_no_room)
+		no_room_warning(r);
+	if (stacks__refused()) {
+		snprintf(remedy, sizeof(remedy), "raise --mem-budget (now %.0f MiB)",
+			 membudget__get() / 1048576.0);
+		rec__warn(r, remedy,
+			  "%llu samples were lost: their %llu distinct stacks did not fit in the "
+			  "stack table, which may hold half of --mem-budget",
+			  (unsigned long long)r->st.agg_failed,
+			  (unsigned long long)stacks__refused());
+	}
+	if (objtab__debuginfod_late(r->objs)) {
+		snprintf(remedy, sizeof(remedy), "raise --debuginfod-wait (now %g s)",
+			 env.debuginfod_wait);
+		rec__warn(r, remedy,
+			  "%llu debug files were still coming from debuginfod at the end: their "
+			  "functions are named module+0x...",
+			  (unsigned long long)objtab__debuginfod_late(r->objs));
+	}
+	if (unnamed) {
+		snprintf(remedy, sizeof(remedy), "raise --mem-budget (now %.0f MiB)",
+			 membudget__get() / 1048576.0);
+		rec__warn(r, remedy,
+			  "%llu frames have no name: their symbols or line tables were given "
+			  "back to the memory budget before the frames were named",
+			  (unsigned long long)unnamed);
+	}
+	/* a user-space file (not [kernel.kallsyms] or [vdso]): a debug package names it */
+	if (n >= 10 && bs->frames && 100.0 * bs->unresolved / bs->frames >= UNRESOLVED_WARN_SHARE &&
+	    bs->unresolved_file[0] && bs->unresolved_file[0] != '[')
+		rec__warn(
+			r,
+			getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS")
+				? "install its debug symbols (Debian: its -dbgsym or -dbg package; "
+				  "bpfprof finds them by build id)"
+				: "install its debug symbols (Debian: its -dbgsym or -dbg package; "
+				  "bpfprof finds them by build id), or set DEBUGINFOD_URLS to a "
+				  "debuginfod server that has them",
+			"%.1f%% of frames have no name (module+0x... in the profile), %s in %s",
+			100.0 * bs->unresolved / bs->frames,
+			bs->unresolved_file_frames * 2 >= bs->unresolved ? "most of them"
+									 : "the most of any file",
+			bs->unresolved_file);
+	if (r->jit && perfmaps__stats(r->jit)->refused)
+		rec__warn(r,
+			  "a JIT's map must be its own regular file in its /tmp, as perf requires "
+			  "(not a symlink, not another user's file)",
+			  "JIT frames of %llu processes are not named: their perf maps were not "
+			  "read, not being their process's own regular file",
+			  (unsigned long long)perfmaps__stats(r->jit)->refused);
+	if (r->cpu_samples >= 0 && !n && !r->mode->view && !r->cont) {
+		snprintf(remedy, sizeof(remedy),
+			 "record for longer (-d) or more often (-F, now %u Hz)", env.freq);
+		rec__warn(r, remedy, "no CPU samples: %s did not run on a CPU while recording",
+			  env.cmd_argv ? "the command"
+			  : env.npids  ? "the processes -p names"
+				       : "the targets");
+	}
+}
+
+/*
+ * At the end of the run, by default: samples and processes, what was written
+ * where and how to open it, the command's status if it failed; then the
+ * warnings. -v adds the whole account (detail) before the warnings.
+ */
+void report__summary(struct recorder *r, const struct build_stats *bs, size_t nprocs)
+{
+	double secs = (timespec_ns(&r->t_stop) - timespec_ns(&r->t_start)) / 1e9;
+	uint64_t n = rec__samples(r);
+
+	pr_info("%llu %s, %llu lost, %zu %s, %.1f%% frames unresolved, %.1f s",
+		(unsigned long long)n, n == 1 ? "sample" : "samples",
+		(unsigned long long)lost_samples(r), nprocs, nprocs == 1 ? "process" : "processes",
+		bs->frames ? 100.0 * bs->unresolved / bs->frames : 0.0, secs);
+	if (r->cont)
+		continuous__summary(r->cont);
+	else if (!r->mode->view)
+		print_written(r);
+	if (r->child > 0 && r->child_done &&
+	    (!WIFEXITED(r->child_status) || WEXITSTATUS(r->child_status)))
+		pr_info("command '%s' %s %d", env.cmd_argv[0],
+			WIFEXITED(r->child_status) ? "exited with status" : "killed by signal",
+			WIFEXITED(r->child_status) ? WEXITSTATUS(r->child_status)
+						   : WTERMSIG(r->child_status));
+	if (log_level >= 2)
+		detail(r, bs);
+	recorder_warnings(r, bs);
 	print_warnings(r);
 }
 

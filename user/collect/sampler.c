@@ -11,6 +11,7 @@
 #include <bpf/libbpf.h>
 
 #include "collect/sampler.h"
+#include "util/caps.h"
 #include "util/log.h"
 
 struct sampler {
@@ -159,9 +160,11 @@ int sampler__new(struct sampler **out, struct bpf_program *prog, unsigned int fr
 		if (!hw)
 			fd = open_event(cpu, freq, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK);
 		if (fd < 0) {
+			char why[256];
+
 			err = fd;
-			pr_err("cannot open a %s perf event on CPU %d: %s", s->event, cpu,
-			       strerror(-err));
+			pr_err("cannot open a %s perf event on CPU %d: %s%s", s->event, cpu,
+			       strerror(-err), caps__why(err, CAPS_RECORD, why, sizeof(why)));
 			goto cleanup;
 		}
 		s->fds[cpu] = fd;

@@ -29,8 +29,10 @@
 #include "cuda.skel.h"
 #include "offcpu.skel.h"
 #include "proc/cgroup.h"
+#include "proc/objfile.h"
 #include "unwind/tables.h"
 #include "unwind/tcache.h"
+#include "util/caps.h"
 #include "util/clock.h"
 #include "util/corebtf.h"
 #include "util/counters.h"
@@ -279,8 +281,10 @@ int setup__bpf(struct recorder *r, const struct rec_feature **feats, size_t nfea
 	if (!err)
 		err = rec__add_counters(r, &counters_bpf, bpf_map__fd(r->skel->maps.counters));
 	if (err) {
-		pr_err("cannot load the BPF programs: %s (needs root or CAP_BPF+CAP_PERFMON)",
-		       strerror(-err));
+		char why[256];
+
+		pr_err("cannot load the BPF programs: %s%s", strerror(-err),
+		       caps__why(err, CAPS_RECORD, why, sizeof(why)));
 		return err;
 	}
 	/* written after the run (util/corebtf.h), for the next ones */
@@ -317,6 +321,9 @@ int setup__bpf(struct recorder *r, const struct rec_feature **feats, size_t nfea
 		/* a few named targets: all their tables; the machine: what samples want */
 		unwinder__set_eager(r->unw, !env.all);
 		unwinder__set_partial(r->unw, env.unwind_rows / UNWIND_PARTIAL_SHARE);
+		if (objtab__vdso(r->objs) && unwinder__set_vdso(r->unw, objtab__vdso(r->objs)->id))
+			pr_verbose(
+				"no unwind table for the vDSO: its frames end walks of new processes");
 		err = open_table_cache(r);
 		if (err)
 			return err;
@@ -394,7 +401,7 @@ int setup__sideband_filter(struct recorder *r)
 	if (!env.npids && !env.cmd_argv && !env.cgroup_path)
 		return 0;
 	if ((err = sideband__set_filter(r->sb, &f)))
-		pr_err("cannot set the side-band filter: %s", strerror(-err));
+		pr_err("cannot choose which processes to follow: %s", strerror(-err));
 	return err;
 }
 

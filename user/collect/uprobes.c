@@ -238,6 +238,77 @@ out:
 	return ret;
 }
 
+/*
+ * Length of the x86-64 nop at c[0..n), 0 if c does not start with one: 0x90
+ * (xchg %eax,%eax; not after F3, which makes it pause) or 0f 1f /0 (nopl),
+ * with operand-size, segment and REX prefixes, as compilers and assemblers
+ * pad with.
+ */
+static size_t nop_len(const uint8_t *c, size_t n)
+{
+	size_t i = 0, len;
+	uint8_t modrm, mod, rm;
+
+	while (i < n && i < 14 &&
+	       (c[i] == 0x66 || c[i] == 0x2e || c[i] == 0x3e || c[i] == 0x26 || c[i] == 0x36 ||
+		c[i] == 0x64 || c[i] == 0x65))
+		i++;
+	if (i < n && (c[i] & 0xf0) == 0x40) /* REX */
+		i++;
+	if (i < n && c[i] == 0x90)
+		return i + 1;
+	if (i + 2 >= n || c[i] != 0x0f || c[i + 1] != 0x1f)
+		return 0;
+	modrm = c[i + 2];
+	if ((modrm >> 3) & 7)
+		return 0; /* 0f 1f /1../7: reserved hint space, not the nop */
+	mod = modrm >> 6;
+	rm = modrm & 7;
+	len = i + 3;
+	if (mod != 3 && rm == 4) { /* SIB */
+		if (len >= n)
+			return 0;
+		if (mod == 0 && (c[len] & 7) == 5)
+			len += 4; /* no base: disp32 */
+		len++;
+	}
+	if (mod == 1)
+		len += 1;
+	else if (mod == 2 || (mod == 0 && rm == 5))
+		len += 4;
+	return len <= n ? len : 0;
+}
+
+size_t uprobes__nop_skip(const uint8_t *code, size_t n)
+{
+	size_t at = 0, len;
+
+	while ((len = nop_len(code + at, n - at)) >= 5)
+		at += len;
+	return at;
+}
+
+/*
+ * No probe where the kernel could turn it into a call a fork loses. Kernel
+ * 6.18 ("uprobes/x86: Add support to optimize uprobes") rewrites a uprobe on
+ * a 5-byte nop, after its first hit, into a call to an [uprobes-trampoline]
+ * page it maps in that process only (VM_DONTCOPY): a child forked later
+ * keeps the call in its copy of the text page but has no page there, and
+ * dies of SIGSEGV at its first call (issue 25). Later kernels may do the
+ * same with longer nops. Functions built with patchable entries or tracing
+ * hooks begin with such nops: the probe goes on the first instruction after
+ * them, which sees the same registers and stack (a nop changes nothing but
+ * the instruction pointer), so entry and return probes work unchanged.
+ */
+static void place_safe(int fd, uint64_t *off)
+{
+	uint8_t c[64];
+	ssize_t n = pread(fd, c, sizeof(c), (off_t)*off);
+
+	if (n > 0)
+		*off += uprobes__nop_skip(c, (size_t)n);
+}
+
 int uprobes__new(struct uprobes **out, const char *name, struct objtab *objs, bool all,
 		 bool (*match)(struct objfile *o, void *arg), void *arg,
 		 const struct uprobe_spec *specs, size_t nspecs)
@@ -463,8 +534,10 @@ static struct ufile *get_file(struct uprobes *u, struct objfile *o, const char *
 					pr_debug("%s: %s has no %s", u->name, o ? o->path : path,
 						 u->specs[i].func);
 				}
-			} else if (u->specs[i].place) {
-				u->specs[i].place(fd, &f->offs[i]);
+			} else {
+				if (u->specs[i].place)
+					u->specs[i].place(fd, &f->offs[i]);
+				place_safe(fd, &f->offs[i]);
 			}
 		}
 		if (!o && fd >= 0)

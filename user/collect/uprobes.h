@@ -90,5 +90,12 @@ uint64_t uprobes__live(void);
  * then .symtab. Returns 0 and *off, or -ENOENT / -errno. Exposed for tests.
  */
 int uprobes__func_offset(int fd, const char *func, uint64_t *off);
+/*
+ * Bytes of x86-64 nops of 5 or more bytes each at the start of code[0..n):
+ * where a probe is moved past (a kernel may rewrite a probe on such a nop
+ * into a call of a per-process trampoline, which a forked child lacks).
+ * Exposed for tests.
+ */
+size_t uprobes__nop_skip(const uint8_t *code, size_t n);
 
 #endif

@@ -30,6 +30,7 @@
 #include "proc/objfile.h"
 #include "proc/proc.h"
 #include "symbolize/ksyms.h"
+#include "unwind/cfi.h"
 #include "util/clock.h"
 #include "util/htab.h"
 #include "util/log.h"
@@ -280,7 +281,7 @@ int writeout__profile(struct recorder *r, size_t *nprocs, struct build_stats *bs
 	if (!env.no_kernel && (r->tl || any_kernel_frame(r->stacks))) {
 		err = ksyms__load(&r->ks, NULL);
 		if (err) {
-			pr_warn("no kernel symbols (/proc/kallsyms: %s)", strerror(-err));
+			r->ks_err = err; /* the summary warns */
 			r->ks = NULL;
 		} else {
 			pr_verbose("kernel symbols: %llu read from /proc/kallsyms",
@@ -358,4 +359,7 @@ int writeout__profile(struct recorder *r, size_t *nprocs, struct build_stats *bs
 void writeout__init(struct recorder *r)
 {
 	objtab__set_frames(r->objs, stack_frames, r);
+	objtab__set_debuginfod(r->objs, (uint64_t)(env.debuginfod_wait * 1e9));
+	/* a stripped file's code named by its function's start, from the CFI */
+	objtab__set_functions(r->objs, cfi__functions);
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "proc/objfile.h"
+#include "symbolize/debuginfod.h"
 #include "symbolize/dwlines.h"
 #include "symbolize/elfsym.h"
 #include "util/clock.h"
@@ -23,6 +24,7 @@
 
 struct symmemo {
 	uint64_t off, vaddr;
+	uint64_t func;	  /* no symbol there: its function's start by the CFI, 0: none */
 	const char *name; /* in the memo's own pool; NULL: no symbol there */
 	const char *file; /* source file (memo_lines), in the pool; NULL: none */
 	uint32_t line, start_line;
@@ -42,12 +44,19 @@ struct objtab {
 	struct objfile *busy;		/* being loaded: never its own victim */
 	void (*frames_fn)(void *ctx, objtab_visit_fn visit, void *arg);
 	void *frames_ctx;
+	struct dinfod *dinfod; /* debuginfod's fetches (objtab__set_debuginfod), or NULL */
+	uint64_t dinfod_wait_ns;
+	uint64_t dinfod_late; /* still coming when the end's wait was over */
+	bool dinfod_waited;
+	elfsym_functions_fn functions; /* objtab__set_functions */
 };
 
 static size_t lines_evict(void *ctx, size_t want);
 static size_t syms_evict(void *ctx, size_t want);
 static void close_fds(struct objtab *t, struct objfile *o);
 static void load_syms(struct objfile *o);
+static size_t drop_syms(struct objtab *t, struct objfile *o);
+static void drop_memo(struct objtab *t, struct objfile *o);
 
 /* A file that keeps failing to open is not retried on every mapping of it. */
 #define MAX_OPEN_TRIES 16
@@ -85,6 +94,10 @@ static void objfile__free(struct objtab *t, struct objfile *o)
 	if (!o)
 		return;
 	close_fds(t, o);
+	if (o->debug_fd >= 0) {
+		close(o->debug_fd);
+		t->st.fds--;
+	}
 	elfsym__free(o->syms);
 	dwlines__free(o->dw);
 	free(o->build_id);
@@ -97,6 +110,7 @@ void objtab__free(struct objtab *t)
 {
 	if (!t)
 		return;
+	dinfod__free(t->dinfod);
 	membudget__remove(&t->lines);
 	membudget__remove(&t->mb_syms);
 	membudget__remove(&t->mb_objs);
@@ -133,6 +147,7 @@ static struct objfile *add_obj(struct objtab *t, const char *path)
 	o->name = slash ? slash + 1 : o->path;
 	o->fd = -1;
 	o->root_fd = -1;
+	o->debug_fd = -1;
 	o->tab = t;
 	o->last_use = ++t->tick;
 	o->id = OBJ_FIRST + t->n;
@@ -142,20 +157,57 @@ static struct objfile *add_obj(struct objtab *t, const char *path)
 	return o;
 }
 
-static bool same_file(int fd, uint32_t maj, uint32_t min, uint64_t ino)
+/*
+ * The device of the superblock of the mount fd was opened through, as
+ * /proc/PID/mountinfo (pid 0: ours) gives it, or 0: the device maps shows
+ * for an overlayfs file whose layers are on several file systems (stat
+ * then gives the layer's own pseudo-device).
+ */
+static dev_t mount_dev(int fd, uint32_t pid)
+{
+	struct statx stx;
+	char path[64], line[4096];
+	unsigned long long id;
+	unsigned int maj, min;
+	dev_t dev = 0;
+	FILE *f;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) || !(stx.stx_mask & STATX_MNT_ID))
+		return 0;
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%u/mountinfo", pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/mountinfo");
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llu %*u %u:%u", &id, &maj, &min) == 3 && id == stx.stx_mnt_id) {
+			dev = makedev(maj, min);
+			break;
+		}
+	fclose(f);
+	return dev;
+}
+
+/*
+ * Whether fd is the file a process mapped (maps' device and inode), the
+ * device always compared: inode numbers repeat across file systems (every
+ * fresh tmpfs numbers its first file 2), so a user's tmpfs library was once
+ * taken for a root-only one of the same inode elsewhere. Where stat's device
+ * differs from maps' (overlayfs over several file systems reports a layer's
+ * pseudo-device), the device of the mount fd was opened through is asked
+ * (pid: whose mount namespace that is, 0: ours).
+ */
+static bool same_file(int fd, uint32_t pid, uint32_t maj, uint32_t min, uint64_t ino)
 {
 	struct stat st;
 
-	if (fstat(fd, &st))
+	if (fstat(fd, &st) || st.st_ino != ino)
 		return false;
-	/*
-	 * maps shows the device of the superblock the inode lives on; overlayfs
-	 * reports its own device in stat, so only the inode number is compared
-	 * when the devices differ only because of that.
-	 */
-	if (st.st_ino != ino)
-		return false;
-	return (major(st.st_dev) == maj && minor(st.st_dev) == min) || maj == 0;
+	if (major(st.st_dev) == maj && minor(st.st_dev) == min)
+		return true;
+	return mount_dev(fd, pid) == makedev(maj, min);
 }
 
 /* The root of pid as an O_PATH fd, or -1 when it is the host's own (or gone). */
@@ -257,14 +309,15 @@ static int open_obj(struct objtab *t, struct objfile *o, uint32_t pid, uint64_t 
 
 	snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
 	fd = tfile__open_link(p, &st);
-	if (reopen && fd >= 0 && st.st_ino != o->ino) {
+	if (reopen && fd >= 0 && !same_file(fd, pid, o->dev_major, o->dev_minor, o->ino)) {
 		close(fd);
 		fd = -ESTALE;
 	}
 	root = foreign_root(pid);
 	if (fd < 0 && o->path[0] == '/') {
 		fd = tfile__open(root, o->path, NULL);
-		if (fd >= 0 && !same_file(fd, o->dev_major, o->dev_minor, o->ino)) {
+		if (fd >= 0 &&
+		    !same_file(fd, root >= 0 ? pid : 0, o->dev_major, o->dev_minor, o->ino)) {
 			/* replaced on disk since it was mapped: its symbols would lie */
 			close(fd);
 			fd = -ESTALE;
@@ -446,13 +499,22 @@ static void load_syms(struct objfile *o)
 	int err;
 
 	o->loaded = true;
-	if (objfile__fd(o) < 0) {
+	opts.has_debug_fd = o->debug_fd >= 0;
+	opts.debug_fd = o->debug_fd;
+	opts.functions = t->functions;
+	c0 = thread_cpu_ns();
+	if (objfile__fd(o) >= 0) {
+		opts.root_fd =
+			o->root_fd; /* opened again with the file when the fd cap closed it */
+		err = elfsym__open(&o->syms, o->fd, o->path[0] == '/' ? o->path : NULL, &opts);
+	} else if (o->debug_fd >= 0) {
+		/* closed (its processes are gone): its debug file holds every symbol */
+		opts.has_debug_fd = false;
+		err = elfsym__open(&o->syms, o->debug_fd, NULL, &opts);
+	} else {
 		o->load_err = o->open_err ? o->open_err : -ENOENT;
 		return;
 	}
-	opts.root_fd = o->root_fd; /* opened again with the file when the fd cap closed it */
-	c0 = thread_cpu_ns();
-	err = elfsym__open(&o->syms, o->fd, o->path[0] == '/' ? o->path : NULL, &opts);
 	t->st.syms_cpu_ns += thread_cpu_ns() - c0;
 	t->st.syms_loaded++;
 	if (err) {
@@ -523,6 +585,27 @@ int objfile__symbolize(struct objfile *obj, uint64_t file_off, const char **name
 	return 0;
 }
 
+int objfile__function(struct objfile *obj, uint64_t file_off, uint64_t *start)
+{
+	uint64_t vaddr;
+
+	if (!obj->syms && obj->nmemo) {
+		const struct symmemo *m = memo_find(obj, file_off);
+
+		if (m) {
+			*start = m->func;
+			return m->func ? 0 : -ENOENT;
+		}
+	}
+	if (!obj->loaded)
+		load_syms(obj);
+	if (!obj->syms)
+		return -ENOENT;
+	if (elfsym__offset_to_vaddr(obj->syms, file_off, &vaddr))
+		vaddr = file_off;
+	return elfsym__function(obj->syms, vaddr, start);
+}
+
 void objfile__note_mapping(struct objfile *o, uint64_t start, uint64_t end, uint64_t pgoff)
 {
 	if (!o || o->has_map || end <= start)
@@ -582,7 +665,7 @@ static int lines_file_fd(struct objfile *o)
 	if (o->foreign || o->path[0] != '/')
 		return -ENOENT;
 	fd = tfile__open(-1, o->path, NULL);
-	if (fd >= 0 && !same_file(fd, o->dev_major, o->dev_minor, o->ino)) {
+	if (fd >= 0 && !same_file(fd, 0, o->dev_major, o->dev_minor, o->ino)) {
 		close(fd);
 		return -ESTALE;
 	}
@@ -591,7 +674,10 @@ static int lines_file_fd(struct objfile *o)
 
 int objtab__lines(struct objtab *t, struct objfile *o, uint64_t vaddr, struct dwline *out)
 {
-	struct elfsym_opts opts = { .has_root_fd = true, .root_fd = o->root_fd };
+	struct elfsym_opts opts = { .has_root_fd = true,
+				    .root_fd = o->root_fd,
+				    .has_debug_fd = o->debug_fd >= 0,
+				    .debug_fd = o->debug_fd };
 	int fd, dfd, err;
 
 	/* named file by file at the end of a run (objtab__name_frames): the line is kept */
@@ -607,11 +693,15 @@ int objtab__lines(struct objtab *t, struct objfile *o, uint64_t vaddr, struct dw
 		if (o->lines_err)
 			return o->lines_err;
 		fd = lines_file_fd(o);
+		if (fd < 0 && o->debug_fd >= 0) {
+			fd = o->debug_fd; /* closed: its debug file has the lines */
+			opts.has_debug_fd = false;
+		}
 		if (fd < 0)
 			return fd;
 		opts.root_fd = o->root_fd;
 		dfd = elfsym__dwarf_fd(fd, o->path[0] == '/' ? o->path : NULL, &opts);
-		if (fd != o->fd)
+		if (fd != o->fd && fd != o->debug_fd)
 			close(fd);
 		/* one object may take half the budget, no more */
 		err = dfd < 0 ? dfd : dwlines__open(&o->dw, dfd, membudget__get() / 2);
@@ -645,12 +735,82 @@ void objtab__mark_unused(struct objtab *t)
 		t->vdso->live = true;
 }
 
+/*
+ * Debug files that arrived: a file's symbols (and lines) are read again with
+ * its own, its names from the memo of a closed file too.
+ */
+static void dinfod_apply(struct objtab *t)
+{
+	struct objfile *o;
+	uint32_t id;
+	int fd;
+
+	while (dinfod__take(t->dinfod, &id, &fd)) {
+		o = objtab__by_id(t, id);
+		if (!o || o->debug_fd >= 0) {
+			close(fd);
+			continue;
+		}
+		o->debug_fd = fd;
+		t->st.fds++;
+		drop_syms(t, o);
+		o->loaded = false;
+		o->load_err = 0;
+		if (o->nmemo && !o->memo_pending)
+			drop_memo(t, o);
+		if (o->dw)
+			lines_drop(t, o);
+		o->lines_err = 0;
+		pr_debug("%s: debug file from debuginfod", o->path);
+	}
+}
+
+void objtab__set_functions(struct objtab *t, elfsym_functions_fn fn)
+{
+	t->functions = fn;
+}
+
+void objtab__set_debuginfod(struct objtab *t, uint64_t wait_ns)
+{
+	t->dinfod = dinfod__new();
+	t->dinfod_wait_ns = wait_ns;
+}
+
+void objtab__debuginfod_report(struct objtab *t)
+{
+	struct dinfod_stats st;
+
+	if (!t->dinfod)
+		return;
+	dinfod__stats(t->dinfod, &st);
+	pr_verbose(
+		"debuginfod: %llu stripped files asked for, %llu debug files received (%.1f MiB), "
+		"%llu not found, %llu failed; %llu not asked for (full symbols, or a debug file on "
+		"the host); waited %.2f s at the end",
+		(unsigned long long)(st.asked - st.skipped), (unsigned long long)st.found,
+		st.bytes / 1048576.0, (unsigned long long)st.not_found,
+		(unsigned long long)st.failed, (unsigned long long)st.skipped, st.wait_ns / 1e9);
+}
+
+uint64_t objtab__debuginfod_late(const struct objtab *t)
+{
+	return t->dinfod_late;
+}
+
 void objtab__sampled(struct objtab *t, uint32_t id)
 {
 	struct objfile *o = objtab__by_id(t, id);
 
 	if (!o)
 		return;
+	if (t->dinfod) {
+		dinfod_apply(t);
+		/* the fetch decides: a file with its full symbols or no build id is not asked for */
+		if (!o->debuginfod_asked && o->fd >= 0 && o != t->vdso) {
+			o->debuginfod_asked = true;
+			dinfod__want(t->dinfod, o->id, o->fd);
+		}
+	}
 	o->sampled = true;
 	/*
 	 * Closed by the fd cap before samples named it: its process lives now
@@ -825,6 +985,8 @@ static void build_memo(struct objtab *t, struct objfile *o, const struct frame_r
 			goto fail;
 		prev = nm;
 		m[i].name = nm ? (const char *)name_at : NULL;
+		if (!nm && elfsym__function(o->syms, m[i].vaddr, &m[i].func))
+			m[i].func = 0;
 		if (!lines || !nm || objtab__lines(t, o, m[i].vaddr, &dl) || !dl.file)
 			continue;
 		if ((!file_at || strcmp(pool + file_at - 1, dl.file)) &&
@@ -964,6 +1126,16 @@ size_t objtab__name_frames(struct objtab *t, bool lines)
 
 	if (!t->frames_fn)
 		return 0;
+	if (t->dinfod && !t->dinfod_waited) {
+		struct dinfod_stats st;
+
+		/* once, at the end: what is still coming gets a bounded wait */
+		t->dinfod_waited = true;
+		dinfod__wait(t->dinfod, t->dinfod_wait_ns);
+		dinfod__stats(t->dinfod, &st);
+		t->dinfod_late = st.pending;
+		dinfod_apply(t);
+	}
 	t->frames_fn(t->frames_ctx, all_visit, &c);
 	if (c.failed) {
 		membudget__charge(&t->mb_objs, -(long long)(c.cap * sizeof(*c.v)));

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "symbolize/elfsym.h"
+
 struct elfsym;
 struct dwlines;
 struct dwline;
@@ -78,6 +80,12 @@ struct objfile {
 	 */
 	bool parked;
 	bool pinned;
+	/*
+	 * Its separate debug file from debuginfod (objtab__set_debuginfod),
+	 * -1: none (yet); asked: queued once.
+	 */
+	int debug_fd;
+	bool debuginfod_asked;
 	uint64_t fd_used;  /* last use of its fd (LRU) */
 	uint32_t last_pid; /* the last live mapping seen of it, for a reopen */
 	uint64_t last_start, last_end;
@@ -128,6 +136,11 @@ int objfile__fd(struct objfile *o);
 void objfile__pin(struct objfile *o);
 /* Remember start-end at file offset pgoff as o's mapping, unless it has one (pprof Mapping). */
 void objfile__note_mapping(struct objfile *o, uint64_t start, uint64_t end, uint64_t pgoff);
+/*
+ * What names a stripped file's addresses by function (elfsym_opts.functions:
+ * the CFI parser, unwind/cfi.h's cfi__functions); NULL: module+0xADDR.
+ */
+void objtab__set_functions(struct objtab *t, elfsym_functions_fn fn);
 /* Whether o is a program rather than a library (loads its symbols). */
 bool objfile__executable(struct objfile *o);
 /*
@@ -151,6 +164,12 @@ uint32_t objtab__count(const struct objtab *t);
  * file's symbols are unavailable (then *vaddr is still set).
  */
 int objfile__symbolize(struct objfile *obj, uint64_t file_off, const char **name, uint64_t *vaddr);
+/*
+ * For a file offset no symbol names (objfile__symbolize gave no name): the
+ * ELF vaddr where its function starts by the file's CFI, so that one
+ * function is one frame (module+0xSTART). 0 and *start, or -ENOENT.
+ */
+int objfile__function(struct objfile *obj, uint64_t file_off, uint64_t *start);
 /* Build id (hex) or NULL, available once symbols are loaded. */
 const char *objfile__build_id(struct objfile *obj);
 /* The file's device as the kernel numbers it (s_dev: major << 20 | minor), as BPF keys files. */
@@ -171,6 +190,19 @@ void objtab__sampled(struct objtab *t, uint32_t id);
 void objfile__mark_used(struct objtab *t, uint32_t id);
 size_t objtab__close_unused(struct objtab *t);
 const struct objtab_stats *objtab__stats(const struct objtab *t);
+
+/*
+ * Separate debug files from the servers DEBUGINFOD_URLS names, for sampled
+ * files without their full symbols: fetched on a thread of their own
+ * (symbolize/debuginfod.h), a file's names taken from its debug file once
+ * it arrived; the end of a run (objtab__name_frames) waits for those still
+ * coming at most wait_ns. No-op without DEBUGINFOD_URLS.
+ */
+void objtab__set_debuginfod(struct objtab *t, uint64_t wait_ns);
+/* The -v line of debuginfod's work. */
+void objtab__debuginfod_report(struct objtab *t);
+/* Debug files still coming when the end's wait was over (the summary warns). */
+uint64_t objtab__debuginfod_late(const struct objtab *t);
 
 /*
  * Where the frames that still need names are: fn calls visit(arg, obj, off)

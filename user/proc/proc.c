@@ -342,6 +342,8 @@ static int reload(struct proctab *t, struct proc *p)
 	if (!f) {
 		err = -errno;
 		t->stats.maps_read_failed++;
+		if (err == -EACCES || err == -EPERM)
+			t->stats.maps_read_denied++;
 		if (p->state == MAPS_UNKNOWN)
 			p->state = MAPS_PARTIAL;
 		return err == -ENOENT ? -ESRCH : err;

@@ -55,6 +55,7 @@ struct proctab_stats {
 	uint64_t procs;	    /* process generations seen */
 	uint64_t maps_read; /* /proc/PID/maps reads */
 	uint64_t maps_read_failed;
+	uint64_t maps_read_denied; /* of which refused: another user's process, no CAP_SYS_PTRACE */
 	uint64_t execs, forks, exits, mmaps;
 	uint64_t unseen;      /* processes sampled after the exit of their pid's last one we knew */
 	uint64_t maps_cpu_ns; /* the agent thread's CPU reading them: per process, not sample */

@@ -52,6 +52,7 @@ enum py_instdict {
 	PY_INST_311 = 2, /* values at obj - 32 (keys: ht_cached_keys), else dict at obj - 24 */
 	PY_INST_312 = 3, /* obj - 24: values - 1 (low bit set) or a dict */
 	PY_INST_313 = 4, /* dict at obj - 24, else values inline at tp_basicsize */
+	PY_INST_313FT = 5, /* free-threaded 3.13+: the same, the dict at obj - 8 */
 };
 
 /* How PyLongObject says how many digits it has. */
@@ -113,6 +114,14 @@ struct pylayout {
 	uint8_t inst_dict;	/* enum py_instdict */
 	uint8_t long_fmt;	/* enum py_long */
 	uint8_t values_off;	/* PyDictValues.values[] */
+	/*
+	 * The GIL, 3.13+ (pyproc__gil): PyInterpreterState.ceval.gil points at
+	 * the _gil_runtime_state in use; last_holder and locked are these
+	 * bytes into it. is_ceval_gil < 0: no GIL to follow (free-threaded).
+	 */
+	int32_t is_ceval_gil;
+	int32_t gil_holder;
+	int32_t gil_locked;
 };
 
 _Static_assert(sizeof(struct pylayout) <= sizeof(((struct pyinfo *)0)->priv), "pylayout fits priv");

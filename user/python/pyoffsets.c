@@ -233,11 +233,13 @@ int pyoffsets__from_table(uint32_t version, struct pyinfo *info)
 		if (table[i].version != PYVER_MINOR(version))
 			continue;
 		info->version = version;
+		info->layout = table[i].version;
 		info->bpf = table[i].bpf;
 		info->bpf.version = version;
 		l = pyinfo__layout_mut(info);
 		*l = table[i].l;
 		l->co_read = code_read_size(l);
+		l->is_ceval_gil = -1; /* pyproc__gil's own table */
 		info->code_adaptive = l->co_code_adaptive < 0 ? 0 : (uint32_t)l->co_code_adaptive;
 		snap_offsets(info);
 		return 0;
@@ -246,160 +248,169 @@ int pyoffsets__from_table(uint32_t version, struct pyinfo *info)
 }
 
 /*
- * _Py_DebugOffsets, field by field, as 64-bit words: index of each field we
- * use, per layout of the block. Groups start with the size of the struct
- * they describe; a field is valid when it lies inside that size.
+ * _Py_DebugOffsets (3.13+). The block is a struct of 64-bit words whose
+ * members change from one minor version to the next (3.14 inserted fields
+ * in the middle of it, 3.15 more), so each version we know is described by
+ * the block's own member names in order, as its header declares them
+ * (Include/internal/pycore_runtime.h in 3.13, pycore_debug_offsets.h from
+ * 3.14): tests/e2e/test_pylayout.py parses the interpreters' headers and
+ * checks these lists word for word. A field is then found by name: every
+ * offset the block carries is taken from the target, none is kept here.
+ * Groups start with the size of the struct they describe; a field is valid
+ * when it lies inside that size.
  */
-struct dbg_layout {
-	uint32_t version; /* major.minor */
-	uint8_t words;	  /* the block is at least this long */
-	uint8_t rt_size, rt_interp_head;
-	uint8_t is_size, is_next, is_threads_head;
-	uint8_t ts_size, ts_next, ts_interp, ts_current_frame, ts_thread_id, ts_native_id;
-	uint8_t fr_size, fr_previous, fr_executable, fr_instr_ptr, fr_owner;
-	uint8_t co_size, co_filename, co_name, co_qualname, co_linetable, co_firstlineno,
-		co_argcount, co_localsplusnames, co_code_adaptive;
-	uint8_t ob_size, ob_type;
-	uint8_t tp_size, tp_name;
-	uint8_t by_size, by_ob_size, by_sval;
-	uint8_t un_size, un_state, un_length, un_ascii_size;
-	uint8_t owner_first_shim; /* lowest frame owner that is not a Python frame */
-	uint8_t stackref;	  /* f_executable is a tagged _PyStackRef */
-	/* thread names; is_modules 0: not known for this layout */
-	uint8_t is_modules, tp_flags;
-	uint8_t di_size, di_keys, di_values;
-	uint8_t lo_size, lo_tag, lo_digit;
-	const struct pylayout *names; /* what the block does not give */
+static const char *const dbg_313[] = {
+	"cookie", "version", "free_threaded",
+	"runtime_state.size", "runtime_state.finalizing", "runtime_state.interpreters_head",
+	"interpreter_state.size", "interpreter_state.id", "interpreter_state.next",
+	"interpreter_state.threads_head", "interpreter_state.gc",
+	"interpreter_state.imports_modules", "interpreter_state.sysdict",
+	"interpreter_state.builtins", "interpreter_state.ceval_gil",
+	"interpreter_state.gil_runtime_state", "interpreter_state.gil_runtime_state_enabled",
+	"interpreter_state.gil_runtime_state_locked", "interpreter_state.gil_runtime_state_holder",
+	"thread_state.size", "thread_state.prev", "thread_state.next", "thread_state.interp",
+	"thread_state.current_frame", "thread_state.thread_id", "thread_state.native_thread_id",
+	"thread_state.datastack_chunk", "thread_state.status",
+	"interpreter_frame.size", "interpreter_frame.previous", "interpreter_frame.executable",
+	"interpreter_frame.instr_ptr", "interpreter_frame.localsplus", "interpreter_frame.owner",
+	"code_object.size", "code_object.filename", "code_object.name", "code_object.qualname",
+	"code_object.linetable", "code_object.firstlineno", "code_object.argcount",
+	"code_object.localsplusnames", "code_object.localspluskinds",
+	"code_object.co_code_adaptive",
+	"pyobject.size", "pyobject.ob_type",
+	"type_object.size", "type_object.tp_name", "type_object.tp_repr", "type_object.tp_flags",
+	"tuple_object.size", "tuple_object.ob_item", "tuple_object.ob_size",
+	"list_object.size", "list_object.ob_item", "list_object.ob_size",
+	"dict_object.size", "dict_object.ma_keys", "dict_object.ma_values",
+	"float_object.size", "float_object.ob_fval",
+	"long_object.size", "long_object.lv_tag", "long_object.ob_digit",
+	"bytes_object.size", "bytes_object.ob_size", "bytes_object.ob_sval",
+	"unicode_object.size", "unicode_object.state", "unicode_object.length",
+	"unicode_object.asciiobject_size",
+	"gc.size", "gc.collecting",
+};
+
+static const char *const dbg_314[] = {
+	"cookie", "version", "free_threaded",
+	"runtime_state.size", "runtime_state.finalizing", "runtime_state.interpreters_head",
+	"interpreter_state.size", "interpreter_state.id", "interpreter_state.next",
+	"interpreter_state.threads_head", "interpreter_state.threads_main", "interpreter_state.gc",
+	"interpreter_state.imports_modules", "interpreter_state.sysdict",
+	"interpreter_state.builtins", "interpreter_state.ceval_gil",
+	"interpreter_state.gil_runtime_state", "interpreter_state.gil_runtime_state_enabled",
+	"interpreter_state.gil_runtime_state_locked", "interpreter_state.gil_runtime_state_holder",
+	"interpreter_state.code_object_generation", "interpreter_state.tlbc_generation",
+	"thread_state.size", "thread_state.prev", "thread_state.next", "thread_state.interp",
+	"thread_state.current_frame", "thread_state.thread_id", "thread_state.native_thread_id",
+	"thread_state.datastack_chunk", "thread_state.status",
+	"interpreter_frame.size", "interpreter_frame.previous", "interpreter_frame.executable",
+	"interpreter_frame.instr_ptr", "interpreter_frame.localsplus", "interpreter_frame.owner",
+	"interpreter_frame.stackpointer", "interpreter_frame.tlbc_index",
+	"code_object.size", "code_object.filename", "code_object.name", "code_object.qualname",
+	"code_object.linetable", "code_object.firstlineno", "code_object.argcount",
+	"code_object.localsplusnames", "code_object.localspluskinds",
+	"code_object.co_code_adaptive", "code_object.co_tlbc",
+	"pyobject.size", "pyobject.ob_type",
+	"type_object.size", "type_object.tp_name", "type_object.tp_repr", "type_object.tp_flags",
+	"tuple_object.size", "tuple_object.ob_item", "tuple_object.ob_size",
+	"list_object.size", "list_object.ob_item", "list_object.ob_size",
+	"set_object.size", "set_object.used", "set_object.table", "set_object.mask",
+	"dict_object.size", "dict_object.ma_keys", "dict_object.ma_values",
+	"float_object.size", "float_object.ob_fval",
+	"long_object.size", "long_object.lv_tag", "long_object.ob_digit",
+	"bytes_object.size", "bytes_object.ob_size", "bytes_object.ob_sval",
+	"unicode_object.size", "unicode_object.state", "unicode_object.length",
+	"unicode_object.asciiobject_size",
+	"gc.size", "gc.collecting",
+	"gen_object.size", "gen_object.gi_name", "gen_object.gi_iframe", "gen_object.gi_frame_state",
+	"llist_node.next", "llist_node.prev",
+	"debugger_support.eval_breaker", "debugger_support.remote_debugger_support",
+	"debugger_support.remote_debugging_enabled", "debugger_support.debugger_pending_call",
+	"debugger_support.debugger_script_path", "debugger_support.debugger_script_path_size",
+};
+
+static const char *const dbg_315[] = {
+	"cookie", "version", "free_threaded",
+	"runtime_state.size", "runtime_state.finalizing", "runtime_state.interpreters_head",
+	"interpreter_state.size", "interpreter_state.id", "interpreter_state.next",
+	"interpreter_state.threads_head", "interpreter_state.threads_main", "interpreter_state.gc",
+	"interpreter_state.imports_modules", "interpreter_state.sysdict",
+	"interpreter_state.builtins", "interpreter_state.ceval_gil",
+	"interpreter_state.gil_runtime_state", "interpreter_state.gil_runtime_state_enabled",
+	"interpreter_state.gil_runtime_state_locked", "interpreter_state.gil_runtime_state_holder",
+	"interpreter_state.code_object_generation", "interpreter_state.tlbc_generation",
+	"thread_state.size", "thread_state.prev", "thread_state.next", "thread_state.interp",
+	"thread_state.current_frame", "thread_state.base_frame", "thread_state.last_profiled_frame",
+	"thread_state.last_profiled_frame_seq", "thread_state.thread_id",
+	"thread_state.native_thread_id", "thread_state.datastack_chunk", "thread_state.status",
+	"thread_state.holds_gil", "thread_state.gil_requested", "thread_state.current_exception",
+	"thread_state.exc_state",
+	"err_stackitem.exc_value",
+	"interpreter_frame.size", "interpreter_frame.previous", "interpreter_frame.executable",
+	"interpreter_frame.instr_ptr", "interpreter_frame.localsplus", "interpreter_frame.owner",
+	"interpreter_frame.stackpointer", "interpreter_frame.tlbc_index",
+	"code_object.size", "code_object.filename", "code_object.name", "code_object.qualname",
+	"code_object.linetable", "code_object.firstlineno", "code_object.argcount",
+	"code_object.localsplusnames", "code_object.localspluskinds",
+	"code_object.co_code_adaptive", "code_object.co_tlbc",
+	"pyobject.size", "pyobject.ob_type",
+	"type_object.size", "type_object.tp_name", "type_object.tp_repr", "type_object.tp_flags",
+	"type_object.tp_basicsize", "type_object.tp_dictoffset",
+	"heap_type_object.size", "heap_type_object.ht_cached_keys",
+	"tuple_object.size", "tuple_object.ob_item", "tuple_object.ob_size",
+	"list_object.size", "list_object.ob_item", "list_object.ob_size",
+	"set_object.size", "set_object.used", "set_object.table", "set_object.mask",
+	"dict_object.size", "dict_object.ma_keys", "dict_object.ma_values",
+	"float_object.size", "float_object.ob_fval",
+	"long_object.size", "long_object.lv_tag", "long_object.ob_digit",
+	"bytes_object.size", "bytes_object.ob_size", "bytes_object.ob_sval",
+	"unicode_object.size", "unicode_object.state", "unicode_object.length",
+	"unicode_object.asciiobject_size", "unicode_object.compactunicodeobject_size",
+	"gc.size", "gc.collecting", "gc.frame", "gc.generation_stats_size", "gc.generation_stats",
+	"gen_object.size", "gen_object.gi_name", "gen_object.gi_iframe", "gen_object.gi_frame_state",
+	"llist_node.next", "llist_node.prev",
+	"debugger_support.eval_breaker", "debugger_support.remote_debugger_support",
+	"debugger_support.remote_debugging_enabled", "debugger_support.debugger_pending_call",
+	"debugger_support.debugger_script_path", "debugger_support.debugger_script_path_size",
 };
 
 /*
- * 3.13 thread names: what _Py_DebugOffsets does not give, from the v3.13.0
- * headers (Include/cpython/object.h PyHeapTypeObject, Include/internal/
- * pycore_dict.h, pycore_object.h _PyObject_InlineValues), checked with gdb
- * on pyenv's 3.13.0 like the table above.
+ * What the block does not say, per version: the lowest frame owner that is
+ * not a Python function's frame (pycore_frame.h / pycore_interpframe_structs.h:
+ * FRAME_OWNED_BY_CSTACK 3 in 3.13; FRAME_OWNED_BY_INTERPRETER 3 and
+ * FRAME_OWNED_BY_CSTACK 4 in 3.14; INTERPRETER 3 alone in 3.15, which owns
+ * the C stack's entry frames too).
  */
-static const struct pylayout names_313 = {
-	.md_dict = 16,
-	.tp_basicsize = 32,
-	.tp_dictoffset = 288,
-	.ht_cached_keys = 0x370,
-	.keys_fmt = PY_KEYS_LOG2,
-	.inst_dict = PY_INST_313,
-	.long_fmt = PY_LONG_TAG,
-	.values_off = 8,
+struct dbg_layout {
+	uint32_t version; /* major.minor */
+	const char *const *names;
+	uint32_t nnames;
+	uint8_t owner_first_shim;
+	uint8_t stackref; /* f_executable is a tagged _PyStackRef */
+};
+
+#define DBG_ROW(v, a, shim, ref) { PYVER(3, v), a, sizeof(a) / sizeof(a[0]), shim, ref }
+
+static const struct dbg_layout dbg_layouts[] = {
+	DBG_ROW(13, dbg_313, 3, 0),
+	DBG_ROW(14, dbg_314, 3, 1),
+	DBG_ROW(15, dbg_315, 3, 1),
 };
 
 /* The header (cookie, version, free_threaded) is words 0-2 in every layout. */
 #define DBG_VERSION	  1
 #define DBG_FREE_THREADED 2
 
-static const struct dbg_layout dbg_layouts[] = {
-	{
-		/* Include/internal/pycore_runtime.h, v3.13.0; FRAME_OWNED_BY_CSTACK 3 */
-		.version = PYVER(3, 13),
-		.words = 73,
-		.rt_size = 3,
-		.rt_interp_head = 5,
-		.is_size = 6,
-		.is_next = 8,
-		.is_threads_head = 9,
-		.ts_size = 19,
-		.ts_next = 21,
-		.ts_interp = 22,
-		.ts_current_frame = 23,
-		.ts_thread_id = 24,
-		.ts_native_id = 25,
-		.fr_size = 28,
-		.fr_previous = 29,
-		.fr_executable = 30,
-		.fr_instr_ptr = 31,
-		.fr_owner = 33,
-		.co_size = 34,
-		.co_filename = 35,
-		.co_name = 36,
-		.co_qualname = 37,
-		.co_linetable = 38,
-		.co_firstlineno = 39,
-		.co_argcount = 40,
-		.co_localsplusnames = 41,
-		.co_code_adaptive = 43,
-		.ob_size = 44,
-		.ob_type = 45,
-		.tp_size = 46,
-		.tp_name = 47,
-		.by_size = 64,
-		.by_ob_size = 65,
-		.by_sval = 66,
-		.un_size = 67,
-		.un_state = 68,
-		.un_length = 69,
-		.un_ascii_size = 70,
-		.owner_first_shim = 3,
-		.is_modules = 11,
-		.tp_flags = 49,
-		.di_size = 56,
-		.di_keys = 57,
-		.di_values = 58,
-		.lo_size = 61,
-		.lo_tag = 62,
-		.lo_digit = 63,
-		.names = &names_313,
-	},
-	{
-		/*
-		 * Include/internal/pycore_debug_offsets.h, v3.14: interpreter_state
-		 * gains threads_main, code_object_generation, tlbc_generation;
-		 * interpreter_frame stackpointer, tlbc_index; code_object co_tlbc;
-		 * set_object is new. Frames owned by the interpreter (3) and by
-		 * the C stack (4) are both shims. Not run here: no 3.14 on the
-		 * test machine; the value checks below refuse a block that does
-		 * not fit.
-		 */
-		.version = PYVER(3, 14),
-		.words = 81,
-		.rt_size = 3,
-		.rt_interp_head = 5,
-		.is_size = 6,
-		.is_next = 8,
-		.is_threads_head = 9,
-		.ts_size = 22,
-		.ts_next = 24,
-		.ts_interp = 25,
-		.ts_current_frame = 26,
-		.ts_thread_id = 27,
-		.ts_native_id = 28,
-		.fr_size = 31,
-		.fr_previous = 32,
-		.fr_executable = 33,
-		.fr_instr_ptr = 34,
-		.fr_owner = 36,
-		.co_size = 39,
-		.co_filename = 40,
-		.co_name = 41,
-		.co_qualname = 42,
-		.co_linetable = 43,
-		.co_firstlineno = 44,
-		.co_argcount = 45,
-		.co_localsplusnames = 46,
-		.co_code_adaptive = 48,
-		.ob_size = 50,
-		.ob_type = 51,
-		.tp_size = 52,
-		.tp_name = 53,
-		.by_size = 74,
-		.by_ob_size = 75,
-		.by_sval = 76,
-		.un_size = 77,
-		.un_state = 78,
-		.un_length = 79,
-		.un_ascii_size = 80,
-		.owner_first_shim = 3,
-		.stackref = 1,
-	},
-};
-
 /* Structs bigger than this are not CPython's (PyInterpreterState is ~200 KiB). */
 #define DBG_MAX_STRUCT (16u << 20)
+
+/* The block as read, and the layout it is decoded with. */
+struct dbg {
+	const uint8_t *buf;
+	size_t len; /* bytes of buf */
+	const struct dbg_layout *d;
+	int err; /* first error; later lookups do nothing */
+};
 
 static uint64_t word(const void *buf, unsigned idx)
 {
@@ -409,65 +420,155 @@ static uint64_t word(const void *buf, unsigned idx)
 	return v;
 }
 
-/* Offset of a field of width w inside a struct of the given size, or -EINVAL. */
-static int field(const void *buf, unsigned size_idx, unsigned idx, unsigned w, int32_t *out)
+/* Index of the named member in the layout, -1 when it has none. */
+static int member(const struct dbg_layout *d, const char *name)
 {
-	uint64_t size = word(buf, size_idx), off = word(buf, idx);
+	for (uint32_t i = 0; i < d->nnames; i++)
+		if (!strcmp(d->names[i], name))
+			return (int)i;
+	return -1;
+}
 
-	if (size == 0 || size > DBG_MAX_STRUCT || off + w > size)
-		return -EINVAL;
-	*out = (int32_t)off;
-	return 0;
+/* The value of a member ("group.field"); sets g->err when it has none. */
+static uint64_t value(struct dbg *g, const char *name)
+{
+	int i = member(g->d, name);
+
+	if (g->err)
+		return 0;
+	if (i < 0 || 8 * (size_t)(i + 1) > g->len) {
+		g->err = -EINVAL;
+		return 0;
+	}
+	return word(g->buf, (unsigned)i);
 }
 
 /*
- * Thread names (3.13): the offsets the block gives, checked like the others,
- * and the rest from d->names. Free-threaded builds have other object
- * headers and 3.14 other dicts and frames: no names there (yet).
+ * Offset of a field of width w inside the struct its group describes (the
+ * group's "size" member), or -1 with g->err set (optional: -1 and no error
+ * when the layout has no such member, or the member is 0 for "none").
  */
-static int debug_names(const void *buf, const struct dbg_layout *d, struct pylayout *l)
+static int32_t off(struct dbg *g, const char *name, unsigned w)
 {
-	const struct pylayout *n = d->names;
-	int32_t modules, flags, keys, values, tag, digit;
-	int err = 0;
+	char grp[64];
+	const char *dot = strchr(name, '.');
+	uint64_t size, o;
 
-	err = err ?: field(buf, d->is_size, d->is_modules, 8, &modules);
-	err = err ?: field(buf, d->tp_size, d->tp_flags, 8, &flags);
-	err = err ?: field(buf, d->di_size, d->di_keys, 8, &keys);
-	err = err ?: field(buf, d->di_size, d->di_values, 8, &values);
-	err = err ?: field(buf, d->lo_size, d->lo_tag, 8, &tag);
-	err = err ?: field(buf, d->lo_size, d->lo_digit, 4, &digit);
-	if (err)
-		return err;
-	l->is_modules = modules;
-	l->tp_flags = flags;
-	l->dict_keys = keys;
-	l->dict_values = values;
-	l->long_size = tag;
-	l->long_digits = digit;
-	l->md_dict = n->md_dict;
-	l->tp_basicsize = n->tp_basicsize;
-	l->tp_dictoffset = n->tp_dictoffset;
-	l->ht_cached_keys = n->ht_cached_keys;
-	l->keys_fmt = n->keys_fmt;
-	l->inst_dict = n->inst_dict;
-	l->long_fmt = n->long_fmt;
-	l->values_off = n->values_off;
-	return 0;
+	if (g->err || !dot || (size_t)(dot - name) + 6 > sizeof(grp)) {
+		g->err = g->err ?: -EINVAL;
+		return -1;
+	}
+	memcpy(grp, name, (size_t)(dot - name));
+	strcpy(grp + (dot - name), ".size");
+	size = value(g, grp);
+	o = value(g, name);
+	if (g->err)
+		return -1;
+	if (size == 0 || size > DBG_MAX_STRUCT || o + w > size) {
+		g->err = -EINVAL;
+		return -1;
+	}
+	return (int32_t)o;
+}
+
+static int32_t off_opt(struct dbg *g, const char *name, unsigned w)
+{
+	int32_t o;
+
+	if (g->err || member(g->d, name) < 0)
+		return -1;
+	if (!value(g, name))
+		return -1; /* 0: not in this build (the free-threaded fields of a GIL build) */
+	o = off(g, name, w);
+	if (g->err) {
+		g->err = 0; /* an optional field that does not fit: not used */
+		return -1;
+	}
+	return o;
+}
+
+/*
+ * Thread names (pythreads.c): what the block gives, checked like the rest,
+ * and what it does not, derived from what it does where the structs' order
+ * has stood since 3.8 (PyTypeObject's fields, PyHeapTypeObject's method
+ * tables before ht_cached_keys; 3.15's block gives those three and
+ * tests/unit/test_python.c checks the derivations against it), else from
+ * the headers of 3.13-3.15 (pycore_dict.h, pycore_object.h): the same
+ * dict keys and values in GIL and free-threaded builds (PyMutex dk_mutex
+ * sits in padding), the managed dict 3 words before the object (GIL) or 1
+ * (free-threaded: no GC header before it).
+ */
+static void debug_names(struct dbg *g, struct pylayout *l)
+{
+	int32_t tp_name, tp_size;
+
+	l->is_modules = off(g, "interpreter_state.imports_modules", 8);
+	l->tp_flags = off(g, "type_object.tp_flags", 8);
+	l->dict_keys = off(g, "dict_object.ma_keys", 8);
+	l->dict_values = off(g, "dict_object.ma_values", 8);
+	l->long_size = off(g, "long_object.lv_tag", 8);
+	l->long_digits = off(g, "long_object.ob_digit", 4);
+	tp_name = off(g, "type_object.tp_name", 8);
+	tp_size = (int32_t)value(g, "type_object.size");
+	if (g->err)
+		return;
+	/* PyModuleObject: PyObject_HEAD, then md_dict */
+	l->md_dict = (int32_t)value(g, "pyobject.size");
+	l->tp_basicsize = off_opt(g, "type_object.tp_basicsize", 8);
+	if (l->tp_basicsize < 0)
+		l->tp_basicsize = tp_name + 8;
+	l->tp_dictoffset = off_opt(g, "type_object.tp_dictoffset", 8);
+	if (l->tp_dictoffset < 0)
+		l->tp_dictoffset = tp_name + 264;
+	l->ht_cached_keys = member(g->d, "heap_type_object.ht_cached_keys") >= 0
+				    ? off(g, "heap_type_object.ht_cached_keys", 8)
+				    : tp_size + 464;
+	l->keys_fmt = PY_KEYS_LOG2;
+	l->inst_dict = l->free_threaded ? PY_INST_313FT : PY_INST_313;
+	l->long_fmt = PY_LONG_TAG;
+	l->values_off = 8;
+}
+
+/*
+ * The GIL (3.13+): interp->ceval.gil points at the one in use (an
+ * interpreter's own _gil, or the main interpreter's it shares); last_holder
+ * and locked are where the block says they are in _gil. None in
+ * free-threaded builds: there is no GIL to hold.
+ */
+static void debug_gil(struct dbg *g, struct pylayout *l)
+{
+	int32_t gil, holder, locked;
+
+	l->is_ceval_gil = -1;
+	if (l->free_threaded)
+		return;
+	l->is_ceval_gil = off_opt(g, "interpreter_state.ceval_gil", 8);
+	gil = off_opt(g, "interpreter_state.gil_runtime_state", 8);
+	holder = off_opt(g, "interpreter_state.gil_runtime_state_holder", 8);
+	locked = off_opt(g, "interpreter_state.gil_runtime_state_locked", 4);
+	if (l->is_ceval_gil < 0 || gil < 0 || holder < gil || locked < gil || holder - gil > 4096 ||
+	    locked - gil > 4096) {
+		l->is_ceval_gil = -1;
+		return;
+	}
+	l->gil_holder = holder - gil;
+	l->gil_locked = locked - gil;
+}
+
+/* The newest layout we know, for a block newer than it. */
+static const struct dbg_layout *newest_layout(void)
+{
+	return &dbg_layouts[sizeof(dbg_layouts) / sizeof(dbg_layouts[0]) - 1];
 }
 
 int pyoffsets__from_debug(const void *buf, size_t len, struct pyinfo *info)
 {
-	const struct dbg_layout *d = NULL;
-	struct pylayout l = { .ts_thread_id = -1, .is_modules = -1 };
-	struct bpf_pyproc b = { .model = PY_MODEL_IFRAME,
-				.cframe_current = -1,
-				.frame_is_entry = -1,
-				.frame_globals = -1 };
+	struct pylayout l;
+	struct bpf_pyproc b;
+	struct dbg g = { .buf = buf, .len = len };
 	uint64_t version, ft;
 	int32_t ascii_size;
 	size_t i;
-	int err = 0;
 
 	if (len < 3 * 8 || memcmp(buf, "xdebugpy", 8))
 		return -EINVAL;
@@ -477,58 +578,65 @@ int pyoffsets__from_debug(const void *buf, size_t len, struct pyinfo *info)
 		return -EINVAL;
 	for (i = 0; i < sizeof(dbg_layouts) / sizeof(dbg_layouts[0]); i++)
 		if (dbg_layouts[i].version == PYVER_MINOR((uint32_t)version))
-			d = &dbg_layouts[i];
-	if (!d)
-		return -ENOTSUP;
-	if (len < 8 * (size_t)d->words)
-		return -EINVAL;
+			g.d = &dbg_layouts[i];
 	/*
-	 * Free-threaded 3.14+ runs thread-local copies of the bytecode
-	 * (co_tlbc): instr_ptr is not relative to co_code_adaptive.
+	 * A version newer than any we know: its block is read with the newest
+	 * layout, and believed only if every check below holds (sizes, offsets
+	 * inside them, PyObject's and str's invariants, and then check_live's
+	 * thread state pointing back at its interpreter): CPython adds members
+	 * more often than it moves them. A version between two we know has no
+	 * such excuse.
 	 */
-	if (ft && d->stackref)
+	if (!g.d && PYVER_MINOR((uint32_t)version) > newest_layout()->version)
+		g.d = newest_layout();
+	if (!g.d)
 		return -ENOTSUP;
+	if (len < 8 * (size_t)g.d->nnames)
+		return -EINVAL;
+	/* whole, padding included: callers compare layouts bytewise */
+	memset(&l, 0, sizeof(l));
+	memset(&b, 0, sizeof(b));
+	b.model = PY_MODEL_IFRAME;
+	b.cframe_current = -1;
+	b.frame_is_entry = -1;
+	b.frame_globals = -1;
+	l.free_threaded = (uint8_t)ft;
 
-	err = err ?: field(buf, d->rt_size, d->rt_interp_head, 8, &l.rt_interp_head);
-	err = err ?: field(buf, d->is_size, d->is_next, 8, &l.is_next);
-	err = err ?: field(buf, d->is_size, d->is_threads_head, 8, &l.is_threads_head);
-	err = err ?: field(buf, d->ts_size, d->ts_next, 8, &l.ts_next);
-	err = err ?: field(buf, d->ts_size, d->ts_interp, 8, &l.ts_interp);
-	err = err ?: field(buf, d->ts_size, d->ts_current_frame, 8, &b.tstate_frame);
-	err = err ?: field(buf, d->ts_size, d->ts_thread_id, 8, &l.ts_thread_id);
-	err = err ?: field(buf, d->ts_size, d->ts_native_id, 8, &l.ts_native_id);
-	err = err ?: field(buf, d->fr_size, d->fr_previous, 8, &b.frame_back);
-	err = err ?: field(buf, d->fr_size, d->fr_executable, 8, &b.frame_code);
-	err = err ?: field(buf, d->fr_size, d->fr_instr_ptr, 8, &b.frame_instr);
-	err = err ?: field(buf, d->fr_size, d->fr_owner, 1, &b.frame_owner);
-	err = err ?: field(buf, d->co_size, d->co_filename, 8, &l.co_filename);
-	err = err ?: field(buf, d->co_size, d->co_name, 8, &l.co_name);
-	err = err ?: field(buf, d->co_size, d->co_qualname, 8, &l.co_qualname);
-	err = err ?: field(buf, d->co_size, d->co_linetable, 8, &l.co_linetable);
-	err = err ?: field(buf, d->co_size, d->co_firstlineno, 4, &l.co_firstlineno);
-	err = err ?: field(buf, d->co_size, d->co_argcount, 4, &l.co_argcount);
-	err = err ?: field(buf, d->co_size, d->co_localsplusnames, 8, &l.co_varnames);
+	l.rt_interp_head = off(&g, "runtime_state.interpreters_head", 8);
+	l.is_next = off(&g, "interpreter_state.next", 8);
+	l.is_threads_head = off(&g, "interpreter_state.threads_head", 8);
+	l.ts_next = off(&g, "thread_state.next", 8);
+	l.ts_interp = off(&g, "thread_state.interp", 8);
+	b.tstate_frame = off(&g, "thread_state.current_frame", 8);
+	l.ts_thread_id = off(&g, "thread_state.thread_id", 8);
+	l.ts_native_id = off(&g, "thread_state.native_thread_id", 8);
+	b.frame_back = off(&g, "interpreter_frame.previous", 8);
+	b.frame_code = off(&g, "interpreter_frame.executable", 8);
+	b.frame_instr = off(&g, "interpreter_frame.instr_ptr", 8);
+	b.frame_owner = off(&g, "interpreter_frame.owner", 1);
+	l.co_filename = off(&g, "code_object.filename", 8);
+	l.co_name = off(&g, "code_object.name", 8);
+	l.co_qualname = off(&g, "code_object.qualname", 8);
+	l.co_linetable = off(&g, "code_object.linetable", 8);
+	l.co_firstlineno = off(&g, "code_object.firstlineno", 4);
+	l.co_argcount = off(&g, "code_object.argcount", 4);
+	l.co_varnames = off(&g, "code_object.localsplusnames", 8);
 	/* co_code_adaptive is a flexible array: it may sit at the very end. */
-	err = err ?: field(buf, d->co_size, d->co_code_adaptive, 0, &l.co_code_adaptive);
-	err = err ?: field(buf, d->ob_size, d->ob_type, 8, &l.ob_type);
-	err = err ?: field(buf, d->tp_size, d->tp_name, 8, &l.tp_name);
-	err = err ?: field(buf, d->by_size, d->by_ob_size, 8, &l.bytes_size);
-	err = err ?: field(buf, d->by_size, d->by_sval, 1, &l.bytes_sval);
-	err = err ?: field(buf, d->un_size, d->un_state, 4, &l.str_state);
-	err = err ?: field(buf, d->un_size, d->un_length, 8, &l.str_length);
-	if (err)
-		return err;
+	l.co_code_adaptive = off(&g, "code_object.co_code_adaptive", 0);
+	l.ob_type = off(&g, "pyobject.ob_type", 8);
+	l.tp_name = off(&g, "type_object.tp_name", 8);
+	l.bytes_size = off(&g, "bytes_object.ob_size", 8);
+	l.bytes_sval = off(&g, "bytes_object.ob_sval", 1);
+	l.str_state = off(&g, "unicode_object.state", 4);
+	l.str_length = off(&g, "unicode_object.length", 8);
+	/* asciiobject_size is a size, not an offset: sizeof(PyASCIIObject) */
+	ascii_size = (int32_t)value(&g, "unicode_object.asciiobject_size");
+	if (g.err)
+		return g.err;
 	/* ob_type is the last field of PyObject, GIL or free-threaded. */
-	if ((uint64_t)l.ob_type + 8 != word(buf, d->ob_size))
+	if ((uint64_t)l.ob_type + 8 != value(&g, "pyobject.size"))
 		return -EINVAL;
-	/*
-	 * asciiobject_size is a size, not an offset: sizeof(PyASCIIObject).
-	 * PyCompactUnicodeObject adds utf8_length and utf8 to it.
-	 */
-	if (word(buf, d->un_ascii_size) > 256)
-		return -EINVAL;
-	ascii_size = (int32_t)word(buf, d->un_ascii_size);
-	if (ascii_size < l.str_state + 4 || ascii_size < l.str_length + 8)
+	if (ascii_size < l.str_state + 4 || ascii_size < l.str_length + 8 || ascii_size > 256)
 		return -EINVAL;
 
 	/*
@@ -540,32 +648,66 @@ int pyoffsets__from_debug(const void *buf, size_t len, struct pyinfo *info)
 	    l.ob_type + 8 > ascii_size || code_read_size(&l) > 512)
 		return -EINVAL;
 
-	/* names are optional: a block that does not give them still gives stacks */
-	if (d->names && !ft && debug_names(buf, d, &l))
+	/*
+	 * Free-threaded 3.14+ run per-thread copies of the bytecode: a frame's
+	 * instr_ptr points into code->co_tlbc->entries[frame->tlbc_index]
+	 * (entry 0 is co_code_adaptive), so BPF rebases it (python.bpf.h).
+	 */
+	{
+		int32_t ti = off_opt(&g, "interpreter_frame.tlbc_index", 4),
+			ct = off_opt(&g, "code_object.co_tlbc", 8);
+
+		if ((ti > 0) != (ct > 0) || ti > PYFRAME_SPAN - 4)
+			return -EINVAL;
+		/* 0: none (never a real offset of either) */
+		b.frame_tlbc = (uint16_t)(ti > 0 ? ti : 0);
+		b.co_tlbc = (uint16_t)(ct > 0 ? ct : 0);
+	}
+
+	/* names and the GIL are optional: a block that does not give them still gives stacks */
+	debug_names(&g, &l);
+	if (g.err) {
 		l.is_modules = -1;
+		g.err = 0;
+	}
+	debug_gil(&g, &l);
 
 	l.str_ascii_size = (uint32_t)ascii_size;
 	l.str_compact_size = (uint32_t)ascii_size + 16;
-	l.str_kind_shift = 2;
+	/* 3.15 says sizeof(PyCompactUnicodeObject); before, it is 16 more than PyASCIIObject */
+	if (member(g.d, "unicode_object.compactunicodeobject_size") >= 0) {
+		uint64_t v = value(&g, "unicode_object.compactunicodeobject_size");
+
+		if (g.err || v < (uint64_t)ascii_size || v > 256)
+			return -EINVAL;
+		l.str_compact_size = (uint32_t)v;
+	}
+	/*
+	 * PyASCIIObject.state: interned:2, then kind:3 (bit 2); free-threaded
+	 * 3.14+ make interned a whole byte (read atomically): kind at bit 8
+	 * (Include/cpython/unicodeobject.h).
+	 */
+	l.str_kind_shift = ft && g.d->version >= PYVER(3, 14) ? 8 : 2;
 	l.instr = PY_INSTR_PTR;
-	l.free_threaded = (uint8_t)ft;
-	l.code_tagged = d->stackref;
+	l.code_tagged = g.d->stackref;
 	l.co_read = code_read_size(&l);
 
 	b.version = (uint32_t)version;
-	b.owner_cstack = d->owner_first_shim;
+	b.owner_cstack = g.d->owner_first_shim;
 	/*
-	 * _Py_DebugOffsets has no f_globals. 3.13 and 3.14 keep 3.12's order
+	 * _Py_DebugOffsets has no f_globals. 3.13-3.15 keep 3.12's order
 	 * (f_executable, previous, f_funcobj, f_globals): where the block
-	 * agrees on the first two, take it; elsewhere code objects are told
-	 * apart by address alone.
+	 * agrees on the first two, take it (it only tags code objects for
+	 * pycode_seen: a wrong guess weakens the tag, nothing else);
+	 * elsewhere code objects are told apart by address alone.
 	 */
-	if (PYVER_MINOR((uint32_t)version) <= PYVER(3, 14) && b.frame_code == 0 &&
-	    b.frame_back == 8)
+	if (b.frame_code == 0 && b.frame_back == 8)
 		b.frame_globals = 24;
 	info->version = (uint32_t)version;
+	info->layout = g.d->version;
 	info->bpf = b;
 	info->code_adaptive = (uint32_t)l.co_code_adaptive;
+	memset(info->priv, 0, sizeof(info->priv));
 	*pyinfo__layout_mut(info) = l;
 	snap_offsets(info);
 	return 0;

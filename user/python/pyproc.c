@@ -551,16 +551,17 @@ cleanup:
 }
 
 /*
- * The GIL: 3.8-3.11 keep it in _PyRuntime.ceval.gil; 3.12 and 3.13 in the
- * interpreter (interp->ceval.gil points at it). Offsets read with gdb from
- * the pyenv builds (ptype/o), last_holder then locked in each.
+ * The GIL: 3.8-3.11 keep it in _PyRuntime.ceval.gil; 3.12 in the interpreter
+ * (interp->ceval.gil points at it). Offsets read with gdb from the pyenv
+ * builds (ptype/o), last_holder then locked in each. 3.13+ say where in
+ * _Py_DebugOffsets (pyoffsets.c: is_ceval_gil, gil_holder, gil_locked).
  */
 int pyproc__gil(pid_t pid, struct pyinfo *info)
 {
 	const struct pylayout *l = pyinfo__layout(info);
 	uint32_t minor = PYVER_MINOR(info->version);
 	uint64_t interp = 0, gil = 0;
-	int64_t rt_off = -1, interp_off = -1;
+	int64_t rt_off = -1, interp_off = -1, holder = 8, locked = 16;
 	int err;
 
 	if (minor == PYVER(3, 8))
@@ -571,8 +572,8 @@ int pyproc__gil(pid_t pid, struct pyinfo *info)
 		rt_off = 0x170;
 	else if (minor == PYVER(3, 12))
 		interp_off = 0x180;
-	else if (minor == PYVER(3, 13) && !l->free_threaded)
-		interp_off = 0x10;
+	else if (minor >= PYVER(3, 13) && l->is_ceval_gil > 0 && !l->free_threaded)
+		interp_off = l->is_ceval_gil, holder = l->gil_holder, locked = l->gil_locked;
 	else
 		return -ENOTSUP;
 	if (rt_off >= 0) {
@@ -589,7 +590,7 @@ int pyproc__gil(pid_t pid, struct pyinfo *info)
 		if (!gil)
 			return -EAGAIN;
 	}
-	info->bpf.gil_holder = gil + 8;
-	info->bpf.gil_locked = gil + 16;
+	info->bpf.gil_holder = gil + holder;
+	info->bpf.gil_locked = gil + locked;
 	return 0;
 }

@@ -27,6 +27,11 @@
 
 struct pyinfo {
 	uint32_t version;      /* PY_VERSION_HEX, e.g. 0x030c01f0 */
+	/*
+	 * The major.minor whose layout decodes it: the version's own, or for
+	 * a _Py_DebugOffsets block newer than any we know, the newest known.
+	 */
+	uint32_t layout;
 	uint64_t runtime;      /* address of _PyRuntime in the target */
 	struct bpf_pyproc bpf; /* layout for the BPF walker */
 	/* layout user space needs (offsets into the target's objects) */
@@ -137,7 +142,7 @@ struct pyname {
  * {ident: Thread}) and their names, at most max. Control characters in a
  * name become '?'. Returns how many were written; -ENOENT when no
  * interpreter has imported threading (yet); -ENOTSUP for an interpreter
- * whose layout for this we do not know (free-threaded, 3.14+); -ESRCH when
+ * whose layout for this we do not know; -ESRCH when
  * the process is gone; -EINVAL, -EFAULT for memory that is not what it
  * should be. Bounded on any input.
  */

@@ -18,7 +18,8 @@
  * and 3.11+ (log2 sizes, 16-byte entries in str-only tables); a Thread's
  * attributes in a dict at tp_dictoffset (3.8-3.10), or in values shared
  * with its class's keys (ht_cached_keys) stored before the object (3.11,
- * 3.12) or inside it (3.13), or in a dict once one was made.
+ * 3.12) or inside it (3.13+), or in a dict once one was made (3.13+: its
+ * pointer 3 words before the object, 1 in free-threaded builds).
  *
  * Nothing is trusted: every object's type is checked by name, sizes and
  * counts are bounded by CPython's own invariants, loops are bounded.
@@ -450,7 +451,7 @@ static int attr_table(struct rd *r, uint64_t obj, struct table *t)
 {
 	const struct pylayout *l = r->l;
 	uint64_t type, flags, keys, v, dict = 0;
-	uint8_t buf[48];
+	uint8_t buf[32 + 64]; /* what precedes the object, and its header (32 bytes free-threaded) */
 	size_t pre = l->inst_dict == PY_INST_DICTOFFSET ? 0 : 32;
 	unsigned s;
 	int err;
@@ -487,7 +488,9 @@ static int attr_table(struct rd *r, uint64_t obj, struct table *t)
 			dict = v;
 			break;
 		case PY_INST_313:
-			dict = get_u64(buf, 8);
+		case PY_INST_313FT:
+			/* the managed dict at obj - 24 (GIL), obj - 8 (free-threaded) */
+			dict = get_u64(buf, l->inst_dict == PY_INST_313 ? 8 : 24);
 			if (dict || !(flags & TPFLAGS_INLINE_VALUES))
 				break;
 			/* PyDictValues inline after the object: capacity, size, embedded, valid */

@@ -16,6 +16,17 @@
 
 struct elfsym;
 
+/* A function by the file's CFI: one FDE's range, ELF vaddrs. */
+struct elfsym_func {
+	uint64_t start, end;
+};
+
+/*
+ * The functions of the ELF file open at fd, sorted by start, one a start
+ * (unwind/cfi.h's cfi__functions); *out malloc'd. 0 or -errno.
+ */
+typedef int (*elfsym_functions_fn)(int fd, struct elfsym_func **out, size_t *n);
+
 struct elfsym_opts {
 	/* Directory of separate debug files; NULL means "/usr/lib/debug". */
 	const char *debug_root;
@@ -32,6 +43,18 @@ struct elfsym_opts {
 	 */
 	bool has_root_fd;
 	int root_fd;
+	/*
+	 * With has_debug_fd, a separate debug file already found (debuginfod):
+	 * tried first, taken only with the file's own build id.
+	 */
+	bool has_debug_fd;
+	int debug_fd;
+	/*
+	 * Where the symbols are not the full set: what names an address no
+	 * symbol covers by its function (elfsym__function). NULL: nothing.
+	 * Given by the caller: the CFI parser is the unwinder's.
+	 */
+	elfsym_functions_fn functions;
 };
 
 /*
@@ -50,6 +73,14 @@ void elfsym__free(struct elfsym *es);
  * The returned string lives as long as es.
  */
 const char *elfsym__lookup(const struct elfsym *es, uint64_t vaddr, uint64_t *off);
+
+/*
+ * The start of the function holding vaddr by the file's CFI (its FDE), for
+ * an address no symbol names: loaded (opts.functions) only where the
+ * symbols are not the full set (.dynsym alone, MiniDebugInfo, none). 0 and
+ * *start, or -ENOENT.
+ */
+int elfsym__function(const struct elfsym *es, uint64_t vaddr, uint64_t *start);
 
 /*
  * Convert a file offset (what /proc/PID/maps pgoff + (ip - start) gives) into

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,24 +15,42 @@
 #include "util/procfs.h"
 #include "util/tfile.h"
 
-/* A map is looked at again (size) on a miss, at most this often. */
+/* A map is looked at again (size, mtime) on a miss, at most this often. */
 #define PERFMAP_RECHECK_NS (100 * 1000000ULL)
 #define PERFMAP_NAME_MAX   1024
+/*
+ * What one read of a map may parse: a few ms, so that a map of tens of MiB
+ * is read over several rounds and never stalls the agent (a 64 MiB map read
+ * whole on every miss once kept a 20 s run going for 8 minutes).
+ */
+#define PERFMAP_CHUNK (2u << 20)
+/* One process's map gets at most 1/PERFMAP_TIME_SHARE of the agent's time. */
+#define PERFMAP_TIME_SHARE 10
+/* ... and at most 1/PERFMAP_MEM_SHARE of --mem-budget: past it, read no further */
+#define PERFMAP_MEM_SHARE 4
 
 /*
  * One process's map. Entries' names stay in the map's own pool (name: offset
  * + 1) until a sample lands in them: only names that frames use are interned
  * (ids live to the end), so a map can be evicted (and read again on the next
- * lookup) without touching what was aggregated.
+ * lookup) without touching what was aggregated. A map is read as it grows:
+ * from where the last read stopped (whole lines), one chunk a read.
  */
 struct pmap {
 	struct perfmap_ent *ents;
-	int n;
+	size_t n, cap;
 	char *pool;
-	size_t pool_len;
-	off_t size;	  /* of the file when read */
-	uint32_t nspid;	  /* the pid the process knows itself by (0: not read yet) */
-	uint64_t checked; /* mono_ns of the last look at the file */
+	size_t pool_len, pool_cap;
+	uint64_t dev, ino; /* the file read so far (0: none yet) */
+	uint64_t off;	   /* read up to here: whole lines */
+	int64_t size;	   /* its size when last read to the end (-1: not read to the end) */
+	int64_t mtime_ns;  /* and its mtime then */
+	bool full;	   /* over its share of the budget or PERFMAP_MAX_BYTES: read no further */
+	bool refused;	   /* not the process's own regular file (counted once) */
+	uint32_t nspid;	   /* the pid the process knows itself by (0: not read yet) */
+	uint32_t uids[4];  /* its uids: whose map it may read */
+	uint64_t checked;  /* mono_ns of the last look at the file */
+	uint64_t next_ns;  /* not read again before this: its share of the agent's time */
 	uint64_t last_use;
 	uint32_t pid;
 };
@@ -49,7 +68,7 @@ struct perfmaps {
 
 static size_t pmap_bytes(const struct pmap *m)
 {
-	return sizeof(*m) + m->n * sizeof(*m->ents) + m->pool_len;
+	return sizeof(*m) + m->cap * sizeof(*m->ents) + m->pool_cap;
 }
 
 static size_t maps_evict(void *ctx, size_t want);
@@ -136,28 +155,22 @@ static int ent_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Names interned, or with pool, copied into *pool (name: offset + 1). */
-static int parse(struct perfmaps *pm, const char *buf, size_t len, struct perfmap_ent **out,
-		 char **pool, size_t *pool_len)
+typedef int (*line_fn)(void *ctx, uint64_t start, uint64_t size, const char *name, size_t len);
+
+/*
+ * Each "START SIZE name" line of buf (hex numbers, 0x optional, a space
+ * each, the name to the end of the line) to fn; other lines counted bad.
+ */
+static int parse_lines(struct perfmaps *pm, const char *buf, size_t len, line_fn fn, void *ctx)
 {
-	struct perfmap_ent *ents = NULL, *tmp;
-	size_t n = 0, cap = 0, plen = 0;
 	const char *p = buf, *end = buf + len;
 
-	*out = NULL;
-	if (pool) {
-		/* the names are in buf: the pool never needs more than it */
-		*pool = malloc(len + 1);
-		if (!*pool)
-			return -ENOMEM;
-	}
 	while (p < end) {
 		const char *nl = memchr(p, '\n', end - p), *eol = nl ? nl : end, *name, *line = p;
 		char num[2][20];
 		uint64_t v[2];
-		int ok = 1;
+		int ok = 1, err;
 
-		/* two hex numbers, a space each, then the name to the end of the line */
 		for (int i = 0; i < 2 && ok; i++) {
 			size_t k = 0;
 
@@ -177,64 +190,209 @@ static int parse(struct perfmaps *pm, const char *buf, size_t len, struct perfma
 		name = p;
 		if (ok && eol > name && eol - name < PERFMAP_NAME_MAX && v[1] &&
 		    v[0] + v[1] > v[0]) {
-			if (n == cap) {
-				cap = cap ? cap * 2 : 256;
-				tmp = realloc(ents, cap * sizeof(*ents));
-				if (!tmp) {
-					free(ents);
-					if (pool) {
-						free(*pool);
-						*pool = NULL;
-					}
-					return -ENOMEM;
-				}
-				ents = tmp;
-			}
-			ents[n] = (struct perfmap_ent){ .start = v[0], .end = v[0] + v[1] };
-			if (pool) {
-				memcpy(*pool + plen, name, eol - name);
-				(*pool)[plen + (eol - name)] = '\0';
-				ents[n].name = plen + 1;
-				plen += eol - name + 1;
-			} else {
-				ents[n].name = intern(pm, name, eol - name);
-			}
-			if (ents[n].name)
-				n++;
+			err = fn(ctx, v[0], v[1], name, eol - name);
+			if (err)
+				return err;
 		} else if (eol > line) { /* an empty line is no entry, and no error */
 			pm->st.bad++;
 		}
 		p = nl ? nl + 1 : end;
 	}
-	if (n)
-		qsort(ents, n, sizeof(*ents), ent_cmp);
-	if (pool) {
-		char *shrunk = realloc(*pool, plen ? plen : 1);
+	return 0;
+}
 
-		if (shrunk)
-			*pool = shrunk;
-		*pool_len = plen;
-	}
-	*out = ents;
-	return (int)n;
+static int grow(void **v, size_t *cap, size_t need, size_t elem, size_t first)
+{
+	size_t n = *cap ? *cap : first;
+	void *nv;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	nv = realloc(*v, n * elem);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = n;
+	return 0;
+}
+
+/* perfmaps__parse: every entry, its name interned */
+struct array_ctx {
+	struct perfmaps *pm;
+	struct perfmap_ent *ents;
+	size_t n, cap;
+};
+
+static int array_line(void *ctx, uint64_t start, uint64_t size, const char *name, size_t len)
+{
+	struct array_ctx *a = ctx;
+	uint32_t id;
+
+	if (grow((void **)&a->ents, &a->cap, a->n + 1, sizeof(*a->ents), 256))
+		return -ENOMEM;
+	id = intern(a->pm, name, len);
+	if (id)
+		a->ents[a->n++] =
+			(struct perfmap_ent){ .start = start, .end = start + size, .name = id };
+	return 0;
+}
+
+/* A map's growth: entries appended to it, names copied into its pool. */
+static int pmap_line(void *ctx, uint64_t start, uint64_t size, const char *name, size_t len)
+{
+	struct pmap *m = ctx;
+
+	if (grow((void **)&m->ents, &m->cap, m->n + 1, sizeof(*m->ents), 256) ||
+	    grow((void **)&m->pool, &m->pool_cap, m->pool_len + len + 1, 1, 4096))
+		return -ENOMEM;
+	memcpy(m->pool + m->pool_len, name, len);
+	m->pool[m->pool_len + len] = '\0';
+	m->ents[m->n++] = (struct perfmap_ent){ .start = start,
+						.end = start + size,
+						.name = (uint32_t)(m->pool_len + 1) };
+	m->pool_len += len + 1;
+	return 0;
 }
 
 int perfmaps__parse(struct perfmaps *pm, const char *buf, size_t len, struct perfmap_ent **out)
 {
-	return parse(pm, buf, len, out, NULL, NULL);
+	struct array_ctx a = { .pm = pm };
+	int err = parse_lines(pm, buf, len, array_line, &a);
+
+	if (err) {
+		free(a.ents);
+		*out = NULL;
+		return err;
+	}
+	if (a.n)
+		qsort(a.ents, a.n, sizeof(*a.ents), ent_cmp);
+	*out = a.ents;
+	return (int)a.n;
 }
 
-/* (Re)read pid's perf map, through its root, if it changed size. */
-static void pmap_load(struct perfmaps *pm, uint32_t pid, struct pmap *m)
+/* Forget what was read of m's file (replaced or truncated: read again from the start). */
+static void pmap_reset(struct perfmaps *pm, struct pmap *m)
 {
-	char path[64], *buf = NULL, *pool;
-	struct perfmap_ent *ents;
-	struct stat st;
-	size_t len = 0, pool_len;
-	int root, fd, n;
+	membudget__charge(&pm->mb, -(long long)pmap_bytes(m));
+	free(m->ents);
+	free(m->pool);
+	m->ents = NULL;
+	m->pool = NULL;
+	m->n = m->cap = m->pool_len = m->pool_cap = 0;
+	m->off = 0;
+	m->size = -1;
+	m->full = false;
+	membudget__charge(&pm->mb, pmap_bytes(m));
+}
+
+/* Entries [old, n) just read, into the sorted array (a JIT appends mostly ascending). */
+static int pmap_merge(struct pmap *m, size_t old)
+{
+	size_t k = m->n - old, i = old, j = k, w = m->n;
+	struct perfmap_ent *add;
+
+	qsort(m->ents + old, k, sizeof(*m->ents), ent_cmp);
+	if (!old || !k || m->ents[old - 1].start <= m->ents[old].start)
+		return 0;
+	add = malloc(k * sizeof(*add));
+	if (!add)
+		return -ENOMEM;
+	memcpy(add, m->ents + old, k * sizeof(*add));
+	while (j) /* from the back: the larger of the two tails */
+		m->ents[--w] =
+			i && m->ents[i - 1].start > add[j - 1].start ? m->ents[--i] : add[--j];
+	free(add);
+	return 0;
+}
+
+static int64_t mtime_of(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
+}
+
+/* One chunk more of m's file (open at fd), from where the last read stopped. */
+static void pmap_read_more(struct perfmaps *pm, struct pmap *m, int fd, const struct stat *st)
+{
+	uint64_t end = (uint64_t)st->st_size < PERFMAP_MAX_BYTES ? (uint64_t)st->st_size
+								 : PERFMAP_MAX_BYTES;
+	size_t len, old = m->n, old_pool = m->pool_len, cap = m->cap, pcap = m->pool_cap;
+	size_t budget = membudget__get();
+	char *buf;
 	ssize_t r;
 
-	m->checked = mono_ns();
+	if (m->off >= end) {
+		if ((uint64_t)st->st_size > PERFMAP_MAX_BYTES) {
+			m->full = true; /* read no further: counted */
+			pm->st.capped++;
+		}
+		return;
+	}
+	len = end - m->off < PERFMAP_CHUNK ? (size_t)(end - m->off) : PERFMAP_CHUNK;
+	buf = malloc(len);
+	if (!buf)
+		return;
+	r = pread(fd, buf, len, (off_t)m->off);
+	if (r <= 0) {
+		free(buf);
+		return;
+	}
+	/* a writer appends: the last line may be half written; it comes next time */
+	len = (size_t)r;
+	while (len && buf[len - 1] != '\n')
+		len--;
+	if (!len && (size_t)r == PERFMAP_CHUNK) {
+		/* no line end in a whole chunk: no entry is that long */
+		pm->st.bad++;
+		len = (size_t)r;
+	}
+	if (len) {
+		int err = parse_lines(pm, buf, len, pmap_line, m);
+
+		if (!err)
+			err = pmap_merge(m, old);
+		if (err) { /* out of memory: what this chunk added is dropped */
+			m->n = old;
+			m->pool_len = old_pool;
+		} else {
+			m->off += len;
+			pm->st.bytes += len;
+			pm->st.entries += m->n - old;
+		}
+	}
+	free(buf);
+	if (m->off >= (uint64_t)st->st_size) {
+		m->size = st->st_size;
+		m->mtime_ns = mtime_of(st);
+	} else {
+		m->size = -1;
+	}
+	membudget__charge(&pm->mb, (long long)((m->cap - cap) * sizeof(*m->ents)) +
+					   (long long)(m->pool_cap - pcap));
+	if (budget && pmap_bytes(m) > budget / PERFMAP_MEM_SHARE && m->off < end) {
+		m->full = true;
+		pm->st.over_budget++;
+	}
+}
+
+/*
+ * Read pid's perf map, through its root, as far as it grew since the last
+ * read, if it changed (size, mtime), and if the map's share of the agent's
+ * time allows: a read that took T waits (PERFMAP_TIME_SHARE - 1) * T.
+ */
+static void pmap_load(struct perfmaps *pm, uint32_t pid, struct pmap *m)
+{
+	uint64_t t0 = mono_ns();
+	char path[64];
+	struct stat st;
+	int root, fd;
+
+	m->checked = t0;
+	if (t0 < m->next_ns) {
+		pm->st.deferred++;
+		return;
+	}
 	if (!m->nspid) {
 		/*
 		 * A JIT in a pid namespace (a container) names its map after the pid
@@ -242,56 +400,53 @@ static void pmap_load(struct perfmaps *pm, uint32_t pid, struct pmap *m)
 		 */
 		snprintf(path, sizeof(path), "/proc/%u/status", pid);
 		m->nspid = procfs__nspid(path, pid);
+		if (m->nspid && procfs__uids(path, m->uids))
+			m->nspid = 0;
 	}
 	if (!m->nspid)
 		return;
 	root = tfile__root(pid);
 	if (root < 0)
 		return;
-	/* the process's /tmp, under its own pid (its namespace's) */
+	/*
+	 * The process's /tmp, under its own pid (its namespace's), read as it
+	 * could read it: its own regular file, not a symlink (to a root-only
+	 * file, say) nor another user's file bind-mounted there.
+	 */
 	snprintf(path, sizeof(path), "/tmp/perf-%u.map", m->nspid);
-	fd = tfile__open(root, path, &st);
+	fd = tfile__open_own(root, path, m->uids, 4, &st);
 	close(root);
-	if (fd < 0)
+	if (fd < 0) {
+		if (fd == -EPERM && !m->refused) {
+			m->refused = true;
+			pm->st.refused++;
+		}
 		return;
-	if (st.st_size == m->size)
-		goto out;
-	len = st.st_size < PERFMAP_MAX_BYTES ? (size_t)st.st_size : PERFMAP_MAX_BYTES;
-	buf = malloc(len + 1);
-	if (!buf)
-		goto out;
-	r = pread(fd, buf, len, 0);
-	if (r < 0)
-		goto out;
-	/* a writer appends: the last line may be half written; it comes next time */
-	len = r;
-	while (len && buf[len - 1] != '\n')
-		len--;
-	n = parse(pm, buf, len, &ents, &pool, &pool_len);
-	if (n < 0)
-		goto out;
-	membudget__charge(&pm->mb, -(long long)pmap_bytes(m));
-	free(m->ents);
-	free(m->pool);
-	m->ents = ents;
-	m->n = n;
-	m->pool = pool;
-	m->pool_len = pool_len;
-	m->size = st.st_size;
-	membudget__charge(&pm->mb, pmap_bytes(m));
-	pm->st.files++;
-	pm->st.entries += n;
-out:
-	free(buf);
+	}
+	if ((uint64_t)st.st_dev != m->dev || (uint64_t)st.st_ino != m->ino ||
+	    (uint64_t)st.st_size < m->off) {
+		if (m->dev || m->ino)
+			pm->st.replaced++;
+		pmap_reset(pm, m);
+		m->dev = st.st_dev;
+		m->ino = st.st_ino;
+	}
+	if (!m->full && (st.st_size != m->size || mtime_of(&st) != m->mtime_ns)) {
+		pmap_read_more(pm, m, fd, &st);
+		pm->st.files++;
+	}
 	close(fd);
+	m->next_ns = mono_ns();
+	m->next_ns += (m->next_ns - t0) * (PERFMAP_TIME_SHARE - 1);
+	pm->st.read_ns += mono_ns() - t0;
 }
 
 static const struct perfmap_ent *find(const struct pmap *m, uint64_t addr)
 {
-	int lo = 0, hi = m->n;
+	size_t lo = 0, hi = m->n;
 
 	while (lo < hi) {
-		int mid = lo + (hi - lo) / 2;
+		size_t mid = lo + (hi - lo) / 2;
 
 		if (m->ents[mid].start <= addr)
 			lo = mid + 1;
@@ -320,6 +475,7 @@ uint32_t perfmaps__lookup(struct perfmaps *pm, uint32_t pid, uint64_t addr)
 			return 0;
 		}
 		m->pid = pid;
+		m->size = -1;
 		he->key = &m->pid;
 		he->val = (uintptr_t)m;
 		pm->mb.entries++;

@@ -1448,62 +1448,92 @@ static uint64_t exec_lo(const struct ctx *c)
 	return lo;
 }
 
-static int emit_table(int fd, const uint64_t *fdes, size_t nfdes, cfi_sink_fn sink, void *ctx,
-		      struct cfi_stats *stats, size_t *nrows)
+/* The ctx's buffers and the ELF handle, whatever state parse() left them in. */
+static void ctx_free(struct ctx *c, Elf *elf)
+{
+	free(c->tmp);
+	free(c->runs);
+	free(c->cies[0].v);
+	free(c->cies[1].v);
+	free(c->wins[0].buf);
+	free(c->wins[1].buf);
+	free(c->cwin.buf);
+	if (elf)
+		elf_end(elf);
+}
+
+/*
+ * Every FDE's range into c->runs (or only those at fdes, a partial table's),
+ * .debug_frame's where .eh_frame has none, sorted; stats->source set. *elf
+ * is ours to end (ctx_free) whatever is returned. 0 or -errno.
+ */
+static int parse(int fd, const uint64_t *fdes, size_t nfdes, struct ctx *c, Elf **elf)
 {
 	struct sect eh = { 0 }, df = { 0 };
-	struct ctx c = { .stats = stats, .gap = fdes ? &gap_row : &no_row };
-	struct out *o = NULL;
+	struct cfi_stats *stats = c->stats;
 	size_t neh = 0;
 	GElf_Ehdr ehdr;
 	struct stat st;
-	Elf *elf = NULL;
 	int err;
 
-	*nrows = 0;
+	*elf = NULL;
 	memset(stats, 0, sizeof(*stats));
 	if (fstat(fd, &st))
 		return -errno;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOEXEC;
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr) ||
+	*elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!*elf || elf_kind(*elf) != ELF_K_ELF || !gelf_getehdr(*elf, &ehdr) ||
 	    ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_ident[EI_DATA] != ELFDATA2LSB ||
-	    ehdr.e_machine != EM_X86_64 || !tables_fit(&ehdr, (uint64_t)st.st_size)) {
-		err = -ENOEXEC;
-		goto cleanup;
-	}
-	err = find_sections(elf, fd, (uint64_t)st.st_size, &eh, &df, &c, fdes != NULL);
+	    ehdr.e_machine != EM_X86_64 || !tables_fit(&ehdr, (uint64_t)st.st_size))
+		return -ENOEXEC;
+	err = find_sections(*elf, fd, (uint64_t)st.st_size, &eh, &df, c, fdes != NULL);
 	if (err)
-		goto cleanup;
-	err = find_exec(elf, &c);
+		return err;
+	err = find_exec(*elf, c);
 	if (err)
-		goto cleanup;
-	c.sects[0] = eh;
-	c.sects[1] = df;
+		return err;
+	c->sects[0] = eh;
+	c->sects[1] = df;
 
 	if (eh.size) {
-		err = fdes ? add_fdes(&c, fdes, nfdes) : walk_section(&c, 0);
+		err = fdes ? add_fdes(c, fdes, nfdes) : walk_section(c, 0);
 		if (err)
-			goto cleanup;
-		neh = c.nruns;
+			return err;
+		neh = c->nruns;
 	}
 	if (df.size) {
-		err = walk_section(&c, 1);
+		err = walk_section(c, 1);
 		if (err)
-			goto cleanup;
-		err = drop_covered(&c, neh);
+			return err;
+		err = drop_covered(c, neh);
 		if (err)
-			goto cleanup;
+			return err;
 	}
-	if (neh && c.nruns > neh)
+	if (neh && c->nruns > neh)
 		stats->source = ".eh_frame+.debug_frame";
 	else if (neh || (eh.size && !df.size))
 		stats->source = ".eh_frame";
 	else if (df.size)
 		stats->source = ".debug_frame";
-	stats->dropped_fdes = c.dropped;
+	stats->dropped_fdes = c->dropped;
+	if (c->nruns > 1)
+		qsort(c->runs, c->nruns, sizeof(*c->runs), cmp_run);
+	return 0;
+}
 
+static int emit_table(int fd, const uint64_t *fdes, size_t nfdes, cfi_sink_fn sink, void *ctx,
+		      struct cfi_stats *stats, size_t *nrows)
+{
+	struct ctx c = { .stats = stats, .gap = fdes ? &gap_row : &no_row };
+	struct out *o = NULL;
+	Elf *elf = NULL;
+	int err;
+
+	*nrows = 0;
+	err = parse(fd, fdes, nfdes, &c, &elf);
+	if (err)
+		goto cleanup;
 	o = malloc(sizeof(*o));
 	if (!o) {
 		err = -ENOMEM;
@@ -1512,8 +1542,6 @@ static int emit_table(int fd, const uint64_t *fdes, size_t nfdes, cfi_sink_fn si
 	o->n = o->total = 0;
 	o->sink = sink;
 	o->ctx = ctx;
-	if (c.nruns > 1)
-		qsort(c.runs, c.nruns, sizeof(*c.runs), cmp_run);
 	/*
 	 * a partial table: the code below its first chosen FDE is a gap too,
 	 * and with none chosen yet the table is that one gap row
@@ -1528,16 +1556,38 @@ static int emit_table(int fd, const uint64_t *fdes, size_t nfdes, cfi_sink_fn si
 		*nrows = o->total;
 cleanup:
 	free(o);
-	free(c.tmp);
-	free(c.runs);
-	free(c.cies[0].v);
-	free(c.cies[1].v);
-	free(c.wins[0].buf);
-	free(c.wins[1].buf);
-	free(c.cwin.buf);
-	if (elf)
-		elf_end(elf);
+	ctx_free(&c, elf);
 	return err;
+}
+
+int cfi__functions(int fd, struct elfsym_func **out, size_t *n)
+{
+	struct cfi_stats stats;
+	struct ctx c = { .stats = &stats, .gap = &no_row };
+	struct elfsym_func *v = NULL;
+	size_t k = 0;
+	Elf *elf = NULL;
+	int err;
+
+	*out = NULL;
+	*n = 0;
+	err = parse(fd, NULL, 0, &c, &elf);
+	if (!err && c.nruns && !(v = malloc(c.nruns * sizeof(*v))))
+		err = -ENOMEM;
+	for (size_t i = 0; !err && i < c.nruns; i++) {
+		/* one function an FDE start: of FDEs at one address, the first in the sections */
+		if (k && v[k - 1].start == c.runs[i].start)
+			continue;
+		v[k++] = (struct elfsym_func){ c.runs[i].start, c.runs[i].end };
+	}
+	ctx_free(&c, elf);
+	if (err) {
+		free(v);
+		return err;
+	}
+	*out = v;
+	*n = k;
+	return 0;
 }
 
 int cfi__emit(int fd, cfi_sink_fn sink, void *ctx, struct cfi_stats *stats, size_t *nrows)

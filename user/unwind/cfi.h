@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "symbolize/elfsym.h"
+
 enum cfa_rule {
 	CFA_RULE_UNSUPPORTED = 0, /* no CFI for this PC, or a rule we cannot express */
 	CFA_RULE_SP = 1,	  /* CFA = RSP + cfa_off */
@@ -100,6 +102,15 @@ int cfi__emit(int fd, cfi_sink_fn sink, void *ctx, struct cfi_stats *stats, size
  */
 int cfi__emit_fdes(int fd, const uint64_t *fdes, size_t nfdes, cfi_sink_fn sink, void *ctx,
 		   struct cfi_stats *stats, size_t *nrows);
+
+/*
+ * The functions of the ELF file open at fd: its FDEs' ranges (.eh_frame's,
+ * .debug_frame's where .eh_frame has none), in executable segments, sorted
+ * by start, one per start address. What names an address in a stripped
+ * file by its function (module+0xSTART) where no symbol does. *out is
+ * malloc'd (NULL when none). 0 or -errno, as cfi__build.
+ */
+int cfi__functions(int fd, struct elfsym_func **out, size_t *n);
 
 /* Binary search: the row covering pc, or NULL (before the first row). */
 const struct unwind_row *cfi__find(const struct unwind_row *rows, size_t nrows, uint64_t pc);

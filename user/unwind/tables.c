@@ -19,7 +19,9 @@
 #include "proc/objfile.h"
 #include "proc/proc.h"
 #include "symbolize/elfsym.h"
+#include "unwind/anoncode.h"
 #include "unwind/cfi.h"
+#include "unwind/cfidigest.h"
 #include "unwind/tables.h"
 #include "unwind/tcache.h"
 #include "util/array.h"
@@ -81,7 +83,7 @@ struct otable {
 	uint32_t state;
 	uint32_t first, count;
 	uint32_t want;	    /* rows the file needs, once compiled (0: not known yet) */
-	uint32_t owner;	    /* objfile id whose table serves this file (same build id), 0: own */
+	uint32_t owner;	    /* objfile id whose table serves this file (same CFI bytes), 0: own */
 	uint32_t demand;    /* samples since it was queued */
 	uint64_t wanted_ns; /* when it was queued */
 	uint32_t users;	    /* mappings in process descriptions that use these rows */
@@ -90,6 +92,7 @@ struct otable {
 	bool refused;	    /* refused at least once (for tables_retried) */
 	bool speculative;   /* built before a sample asked for it, none since */
 	bool evicted;	    /* evicted once: built again for a sample, never speculatively */
+	bool pinned;	    /* never cold, never evicted (the vDSO's: see unwinder__set_vdso) */
 	uint64_t last_ns;   /* last sample in the file, or when the table was built */
 	uint64_t size;	    /* the file's size: what compiling it costs, roughly */
 	uint32_t fdes;	    /* FDEs .eh_frame_hdr counts (0: unknown); rarely more than rows */
@@ -109,17 +112,29 @@ struct otable {
 	struct partial *pt;    /* a huge file's: rows for sampled functions only, else NULL */
 	uint64_t hdr_off, hdr_vaddr; /* PT_GNU_EH_FRAME, when its table is the usual one */
 	bool hdr_table;
+
+	/* digest of what its table is made from (cfidigest.h), when computed */
+	uint8_t digest[CFI_DIGEST_SIZE];
+	bool digest_ok;
 };
 
 struct extent {
 	uint32_t first, count;
 };
 
+enum anon_state {
+	ANON_UNKNOWN = 0, /* not looked at yet */
+	ANON_TRAMP,	  /* copies of a trampoline (anoncode.h): UMAP_TRAMP */
+	ANON_PLAIN,	  /* anything else: UMAP_ANON */
+};
+
 /* A process's executable mapping as described to BPF. */
 struct pmap {
 	uint64_t start, end, pgoff;
-	uint32_t obj; /* objfile id, 0: anonymous */
-	uint32_t tab; /* table id its description uses, 0: none */
+	uint32_t obj;		 /* objfile id, 0: anonymous */
+	uint32_t tab;		 /* table id its description uses, 0: none */
+	uint8_t anon;		 /* enum anon_state, for obj 0 */
+	struct anon_tramp tramp; /* ANON_TRAMP's frame */
 };
 
 struct pentry {
@@ -140,6 +155,7 @@ struct unwinder {
 	uint64_t sampling_ns;  /* when the events started counting (0: not said) */
 	uint32_t partial_fdes; /* files with more FDEs get partial tables (0: none) */
 	uint32_t gen;	       /* unwind_gen: bumped when rows are freed (BPF's row cache) */
+	uint32_t vdso;	       /* the vDSO's objfile id (0: none): its own file_unwind key */
 	uint32_t cap;
 	struct extent *free; /* free rows, sorted by first, never adjacent */
 	uint32_t nfree, capfree;
@@ -149,7 +165,7 @@ struct unwinder {
 	uint32_t nwanted, capwanted;
 	struct objtab *objs;
 	struct htab *procs;  /* pid -> struct pentry * */
-	struct htab *by_bid; /* build id -> objfile id owning its rows */
+	struct htab *by_dig; /* CFI digest -> objfile id owning its rows (trusted files only) */
 	struct bpf_proc_unwind *buf;
 	struct unwinder_stats st;
 	struct tcache *cache; /* tables kept between runs (--unwind-cache), NULL: off */
@@ -373,11 +389,11 @@ static int unwinder_alloc(struct unwinder **out, const struct unwind_store *stor
 	u->objs = objs;
 	u->st.rows_cap = rows_cap;
 	u->procs = htab__new(256, 0);
-	u->by_bid = htab__new(256, HTAB_COPY_KEYS);
+	u->by_dig = htab__new(256, HTAB_COPY_KEYS);
 	u->buf = calloc(1, sizeof(*u->buf));
 	u->capfree = 64;
 	u->free = malloc(u->capfree * sizeof(*u->free));
-	if (!u->procs || !u->by_bid || !u->buf || !u->free) {
+	if (!u->procs || !u->by_dig || !u->buf || !u->free) {
 		unwinder__free(u);
 		return -ENOMEM;
 	}
@@ -458,7 +474,7 @@ void unwinder__free(struct unwinder *u)
 		}
 		htab__free(u->procs);
 	}
-	htab__free(u->by_bid);
+	htab__free(u->by_dig);
 	for (uint32_t i = 0; u->tables && i < u->ntables; i++) {
 		if (u->tables[i].fd > 0)
 			close(u->tables[i].fd);
@@ -598,7 +614,7 @@ static void open_through(struct unwinder *u, const struct objfile *o, uint32_t p
 	t->fd = fd >= 0 ? fd : 0; /* 0: tried again through the next process */
 }
 
-/* The id of the table that serves file id now (its own, or a same-build-id owner's). */
+/* The id of the table that serves file id now (its own, or an identical file's). */
 static uint32_t serving(const struct unwinder *u, uint32_t id)
 {
 	const struct otable *t;
@@ -754,13 +770,18 @@ static int urow_put(void *ctx, const struct unwind_row *rows, size_t n)
 	return 0;
 }
 
-/* Drop the file_unwind entries that name table id's rows (before they are freed). */
-/* A file's file_unwind key: its inode as the kernel numbers it. */
-static struct file_unwind_key file_key(const struct objfile *o)
+/*
+ * A file's file_unwind key: its inode as the kernel numbers it; the vDSO's
+ * (our own copy, in a memfd) the key BPF gives every process's vDSO.
+ */
+static struct file_unwind_key file_key(const struct unwinder *u, const struct objfile *o)
 {
+	if (u->vdso && o->id == u->vdso)
+		return (struct file_unwind_key){ FILE_UNWIND_VDSO_DEV, FILE_UNWIND_VDSO_INO };
 	return (struct file_unwind_key){ objfile__kdev(o), o->ino };
 }
 
+/* Drop the file_unwind entries that name table id's rows (before they are freed). */
 static void files_forget(struct unwinder *u, uint32_t id)
 {
 	for (uint32_t i = OBJ_FIRST; i < u->ntables; i++) {
@@ -771,7 +792,7 @@ static void files_forget(struct unwinder *u, uint32_t id)
 		u->tables[i].fentry = 0;
 		o = objtab__by_id(u->objs, i);
 		if (o && u->store.delete_file) {
-			struct file_unwind_key k = file_key(o);
+			struct file_unwind_key k = file_key(u, o);
 
 			u->store.delete_file(u->store.ctx, &k);
 		}
@@ -779,8 +800,8 @@ static void files_forget(struct unwinder *u, uint32_t id)
 }
 
 /*
- * File obj's entry in file_unwind, naming table tab's rows (its own, or a
- * same-build-id owner's): how BPF walks a process that maps the file
+ * File obj's entry in file_unwind, naming table tab's rows (its own, or an
+ * identical file's): how BPF walks a process that maps the file
  * before user space has described it. Only the executable segments go in.
  */
 static void file_write(struct unwinder *u, uint32_t obj, uint32_t tab)
@@ -791,7 +812,7 @@ static void file_write(struct unwinder *u, uint32_t obj, uint32_t tab)
 	struct file_unwind_key k;
 	uint32_t n = 0;
 
-	if (!u->store.write_file || !o || !o->ino || obj >= u->ntables ||
+	if (!u->store.write_file || !o || (!o->ino && obj != u->vdso) || obj >= u->ntables ||
 	    u->tables[obj].fentry == tab)
 		return;
 	for (uint32_t s = 0; s < t->nsegs && n < FILE_UNWIND_SEGS; s++) {
@@ -804,7 +825,7 @@ static void file_write(struct unwinder *u, uint32_t obj, uint32_t tab)
 	}
 	if (!n)
 		return;
-	k = file_key(o);
+	k = file_key(u, o);
 	if (u->store.write_file(u->store.ctx, &k, &v)) {
 		u->st.files_unlisted++;
 		return;
@@ -843,6 +864,11 @@ static int proc_write(struct unwinder *u, uint32_t pid, struct pentry *pe)
 		 * room appears (a poll finds it) or ever.
 		 */
 		um->kind = !pm->obj ? UMAP_ANON : pending(u, pm->obj) ? UMAP_PENDING : UMAP_FP;
+		if (!pm->obj && pm->anon == ANON_TRAMP) {
+			um->kind = UMAP_TRAMP;
+			um->first = pm->tramp.cfa;
+			um->count = pm->tramp.rbp;
+		}
 		if (pm->tab)
 			u->tables[pm->tab].users--;
 		pm->tab = 0;
@@ -956,6 +982,8 @@ static void evict(struct unwinder *u, uint32_t id)
  */
 static bool cold(const struct unwinder *u, const struct otable *t, uint64_t now_ns)
 {
+	if (t->pinned)
+		return false;
 	if (t->speculative && u->sampling_ns && t->last_ns < u->sampling_ns)
 		return now_ns >= u->sampling_ns;
 	return t->last_ns + (t->speculative ? SPECULATIVE_COLD_NS : COLD_NS) <= now_ns;
@@ -1012,22 +1040,23 @@ static int64_t make_room(struct unwinder *u, uint32_t n, uint64_t now_ns, bool e
 }
 
 /*
- * Whether another file with o's build id has a table: then o uses it (the
- * same library in two container layers, or replaced and mapped again).
+ * Whether another file with the same CFI bytes has a table: then o uses it
+ * (the same library in two container layers, or replaced and mapped again).
+ * Never by build id alone: anyone can write libc's build id into a program
+ * of theirs, whose 29 rows then unwound every process's libc. The digest is
+ * of what the table is made from (cfidigest.h), computed here, and only
+ * tables of files no other user can change are offered for sharing
+ * (publish), so the bytes compiled are the bytes hashed.
  */
-static bool share_by_build_id(struct unwinder *u, struct objfile *o, int fd, struct otable *t,
-			      char *bid, size_t len)
+static bool share_by_digest(struct unwinder *u, struct objfile *o, int fd, struct otable *t)
 {
 	struct htab_entry *e;
-	int n;
 
-	bid[0] = 0;
-	n = elf_read_build_id(fd, bid, len);
-	if (n <= 0) {
-		bid[0] = 0;
+	t->digest_ok = !cfi__digest(fd, t->digest);
+	if (!t->digest_ok)
 		return false;
-	}
-	e = htab__find(u->by_bid, bid, strlen(bid), htab__hash(bid, strlen(bid)));
+	e = htab__find(u->by_dig, t->digest, CFI_DIGEST_SIZE,
+		       htab__hash(t->digest, CFI_DIGEST_SIZE));
 	if (!e || e->val == o->id || e->val >= u->ntables || u->tables[e->val].state != OT_READY)
 		return false;
 	t->owner = e->val;
@@ -1036,23 +1065,49 @@ static bool share_by_build_id(struct unwinder *u, struct objfile *o, int fd, str
 }
 
 /*
- * The file open at fd as the table cache knows it: its build id and its
- * identity here. Not for a file with no name left (the vdso's memfd, a
- * deleted library): no later run can meet it again.
+ * Offer file id's new table to files with the same digest: only when its
+ * file is root's (or the agent's) and nobody else may write it, and it did
+ * not change while it was compiled (st: its fstat before).
  */
-static int cache_key(int fd, const char *bid, struct tcache_key *k)
+static void publish(struct unwinder *u, uint32_t id, int fd, const struct stat *st)
 {
-	struct stat st;
+	struct otable *t = &u->tables[id];
+	struct htab_entry *e;
+	struct stat now;
+	int ret;
 
-	if (fstat(fd, &st) || !st.st_nlink || strlen(bid) >= sizeof(k->bid))
+	if (!t->digest_ok || !cfi__digest_trusted(st) || fstat(fd, &now) ||
+	    now.st_size != st->st_size || now.st_ctim.tv_sec != st->st_ctim.tv_sec ||
+	    now.st_ctim.tv_nsec != st->st_ctim.tv_nsec)
+		return;
+	ret = htab__upsert(u->by_dig, t->digest, CFI_DIGEST_SIZE,
+			   htab__hash(t->digest, CFI_DIGEST_SIZE), &e);
+	if (ret >= 0)
+		e->val = id;
+	if (ret > 0)
+		charge(u, CFI_DIGEST_SIZE + HTAB_ENTRY_BYTES);
+}
+
+/*
+ * The file open at fd as the table cache knows it: the digest of its CFI
+ * (t's), and, for a file another user could change between the digest and
+ * the compile, its identity here too, so that its table is only ever loaded
+ * for that same file again. Not for a file with no name left (the vdso's
+ * memfd, a deleted library): no later run can meet it again.
+ */
+static int cache_key(const struct otable *t, const struct stat *st, struct tcache_key *k)
+{
+	if (!t->digest_ok || !st->st_nlink)
 		return -EINVAL;
 	memset(k, 0, sizeof(*k));
-	strcpy(k->bid, bid);
-	k->dev = st.st_dev;
-	k->ino = st.st_ino;
-	k->size = st.st_size;
-	k->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
-	k->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
+	memcpy(k->digest, t->digest, sizeof(k->digest));
+	if (cfi__digest_trusted(st))
+		return 0;
+	k->dev = st->st_dev;
+	k->ino = st->st_ino;
+	k->size = st->st_size;
+	k->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
+	k->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
 	return 0;
 }
 
@@ -1239,7 +1294,7 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 	struct tcache_key key;
 	bool have_key, was_partial;
 	uint32_t old_first, old_count;
-	char bid[128];
+	struct stat st;
 	size_t n = 0;
 	int64_t first;
 	uint32_t w;
@@ -1257,10 +1312,13 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 	if (t->partial_now && (!evict_used || whole_rows(t) > u->cap / 2 ||
 			       rows_available(u, now_ns, false) < whole_rows(t)))
 		return build_partial(u, id, fd, now_ns, evict_used);
+	if (fstat(fd, &st)) {
+		err = -errno;
+		goto fail;
+	}
 	if (t->partial_now) {
-		if (elf_read_build_id(fd, bid, sizeof(bid)) <= 0)
-			bid[0] = 0;
-	} else if (share_by_build_id(u, o, fd, t, bid, sizeof(bid))) {
+		t->digest_ok = !cfi__digest(fd, t->digest);
+	} else if (share_by_digest(u, o, fd, t)) {
 		file_write(u, id, t->owner);
 		procs_update(u, t->owner, PROCS_SERVED);
 		return 0;
@@ -1303,7 +1361,7 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 	if (!evict_used && t->fdes && rows_available(u, now_ns, true) < t->fdes)
 		return -ENOSPC;
 	c0 = thread_cpu_ns();
-	have_key = u->cache && !cache_key(fd, bid, &key);
+	have_key = u->cache && !cache_key(t, &st, &key);
 	if (have_key && !tcache__load(u->cache, &key, &out, &w, &t->base)) {
 		cs.source = "the table cache";
 		for (uint32_t i = 0; i < w; i++)
@@ -1389,17 +1447,7 @@ static int build_table(struct unwinder *u, uint32_t id, uint64_t now_ns, bool ev
 	u->st.rows_used += w;
 	if (u->st.rows_used > u->st.rows_peak)
 		u->st.rows_peak = u->st.rows_used;
-	if (bid[0]) {
-		struct htab_entry *e;
-
-		int ret =
-			htab__upsert(u->by_bid, bid, strlen(bid), htab__hash(bid, strlen(bid)), &e);
-
-		if (ret >= 0)
-			e->val = id;
-		if (ret > 0)
-			charge(u, (long long)strlen(bid) + HTAB_ENTRY_BYTES);
-	}
+	publish(u, id, fd, &st);
 	pr_debug("%s: %u unwind rows from %s (%u FDEs), %.1f ms CPU", o->path, w,
 		 cs.source ? cs.source : "?", cs.fdes, (thread_cpu_ns() - c0) / 1e6);
 	procs_update(u, id, PROCS_SERVED);
@@ -1429,6 +1477,17 @@ static int build(struct unwinder *u, uint32_t id, uint64_t now_ns, bool evict_us
 		u->st.build_cpu_max_obj = id;
 	}
 	return err;
+}
+
+int unwinder__set_vdso(struct unwinder *u, uint32_t obj)
+{
+	struct otable *t = otable_of(u, obj);
+
+	if (!t)
+		return -ENOMEM;
+	u->vdso = obj;
+	t->pinned = true;
+	return build(u, obj, mono_ns(), false);
 }
 
 void unwinder__set_cache(struct unwinder *u, struct tcache *c)
@@ -1655,6 +1714,33 @@ static void pentry_release(struct unwinder *u, struct pentry *pe)
 	pe->nmaps = 0;
 }
 
+/*
+ * What anonymous code mapping m of pid holds: as the previous description
+ * had it (same range), else read from the process once (anoncode.h).
+ */
+static void anon_classify(struct unwinder *u, uint32_t pid, const struct pentry *old,
+			  struct pmap *m)
+{
+	uint32_t lo = 0, hi = old ? old->nmaps : 0;
+
+	while (lo < hi) { /* old's maps are sorted by start, as /proc lists them */
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (old->maps[mid].start < m->start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < (old ? old->nmaps : 0) && old->maps[lo].start == m->start &&
+	    old->maps[lo].end == m->end && !old->maps[lo].obj && old->maps[lo].anon) {
+		m->anon = old->maps[lo].anon;
+		m->tramp = old->maps[lo].tramp;
+		return;
+	}
+	m->anon = anoncode__classify(pid, m->start, m->end, &m->tramp) ? ANON_PLAIN : ANON_TRAMP;
+	u->st.anon_tramps += m->anon == ANON_TRAMP;
+}
+
 int unwinder__sync(struct unwinder *u, const struct proc *p)
 {
 	uint32_t n = p->nmaps < MAX_UMAPS ? p->nmaps : MAX_UMAPS;
@@ -1674,9 +1760,16 @@ int unwinder__sync(struct unwinder *u, const struct proc *p)
 		const struct mapping *m = &p->maps[i];
 		struct objfile *o = objtab__by_id(u->objs, m->obj);
 
-		maps[i] = (struct pmap){ m->start, m->end, m->pgoff, o ? o->id : 0, 0 };
+		maps[i] = (struct pmap){
+			.start = m->start, .end = m->end, .pgoff = m->pgoff, .obj = o ? o->id : 0
+		};
 		if (o && !otable_of(u, o->id)) {
 			maps[i].obj = 0;
+			maps[i].anon = ANON_PLAIN;
+			continue;
+		}
+		if (!o) {
+			anon_classify(u, p->pid, pe, &maps[i]);
 			continue;
 		}
 		if (o)
@@ -1712,6 +1805,25 @@ int unwinder__sync(struct unwinder *u, const struct proc *p)
 		}
 	}
 	return proc_write(u, p->pid, pe);
+}
+
+bool unwinder__trampoline(const struct unwinder *u, uint32_t pid, uint64_t addr)
+{
+	const struct htab_entry *e =
+		htab__find(u->procs, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)));
+	const struct pentry *pe = e ? (const struct pentry *)(uintptr_t)e->val : NULL;
+	uint32_t lo = 0, hi = pe ? pe->nmaps : 0;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (pe->maps[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return pe && lo < pe->nmaps && pe->maps[lo].start <= addr && !pe->maps[lo].obj &&
+	       pe->maps[lo].anon == ANON_TRAMP;
 }
 
 bool unwinder__has(const struct unwinder *u, uint32_t pid)

@@ -79,6 +79,7 @@ struct unwinder_stats {
 	uint64_t partial_files, partial_fdes_total, partial_fdes, partial_rows, partial_grown;
 	uint64_t partial_whole; /* partial tables replaced by the whole one once room appeared */
 	uint64_t partial_made;	/* huge files that had a partial table at some time */
+	uint64_t anon_tramps;	/* anonymous mappings found to be trampolines (CPython -X perf) */
 };
 
 /* Rows held by each byte of --unwind-mem. */
@@ -89,6 +90,15 @@ int unwinder__new(struct unwinder **out, const struct unwind_store *store, uint3
 /* The BPF maps as the store; gen_map_fd: the unwind_gen map (BPF's row cache), -1: none. */
 int unwinder__new_bpf(struct unwinder **out, int rows_map_fd, uint32_t rows_cap, int procs_map_fd,
 		      int gen_map_fd, struct objtab *objs);
+/*
+ * obj is the vDSO (objtab__vdso): its table is built now and never evicted,
+ * and is in file_unwind under the key BPF gives every process's vDSO
+ * (FILE_UNWIND_VDSO_INO), so that a process not described yet is walked
+ * through it from its first sample. It is the same image in every process
+ * of a boot, and its few dozen rows compile in microseconds: built each
+ * run, not cached. 0 or -errno.
+ */
+int unwinder__set_vdso(struct unwinder *u, uint32_t obj);
 /* Tables kept between runs (tcache.h; NULL: none): loaded instead of compiled, stored after. */
 void unwinder__set_cache(struct unwinder *u, struct tcache *c);
 /* file_unwind's fd (-1: none): see struct file_unwind */
@@ -133,6 +143,11 @@ int unwinder__sync(struct unwinder *u, const struct proc *p);
 bool unwinder__has(const struct unwinder *u, uint32_t pid);
 /* The process is gone: delete its entry (its tables stay until evicted). */
 void unwinder__forget(struct unwinder *u, uint32_t pid);
+/*
+ * Whether addr is in anonymous code of pid's description that holds
+ * trampolines (anoncode.h: CPython's -X perf), walked by their frame layout.
+ */
+bool unwinder__trampoline(const struct unwinder *u, uint32_t pid, uint64_t addr);
 /* Whether the file obj has a table ready now. */
 bool unwinder__ready(const struct unwinder *u, uint32_t obj);
 

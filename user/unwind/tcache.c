@@ -15,8 +15,11 @@
 #include "unwind/tcache.h"
 #include "util/safedir.h"
 
-/* Bumped when the file layout below changes (the rows' meaning is CFI_VERSION). */
-#define TCACHE_FORMAT 1
+/*
+ * Bumped when the file layout below changes (the rows' meaning is
+ * CFI_VERSION). 2: named by the CFI digest, not the build id.
+ */
+#define TCACHE_FORMAT 2
 /* Far above any real table (libtorch_cpu: 1.4M rows); a header claiming more is bad. */
 #define TCACHE_MAX_ROWS (1U << 28)
 /* A temporary file this old is a crashed writer's, not another agent's in progress. */
@@ -35,7 +38,8 @@ struct hdr {
 	uint64_t base;
 	uint32_t crc; /* CRC-32 of the rows */
 	uint32_t pad;
-	char bid[64];
+	uint8_t digest[32];
+	char spare[32];
 };
 _Static_assert(sizeof(struct hdr) == 144, "tcache header layout");
 
@@ -177,27 +181,28 @@ void tcache__free(struct tcache *c)
 	free(c);
 }
 
-/* 64-bit FNV-1a of the file's identity: the part of the name the build id cannot choose. */
+/* 64-bit FNV-1a of the file's identity (0 for a root-owned file: its digest alone names it). */
 static uint64_t identity_hash(const struct tcache_key *k)
 {
 	uint64_t v[5] = { k->dev, k->ino, k->size, (uint64_t)k->mtime_ns, (uint64_t)k->ctime_ns };
 	const unsigned char *p = (const unsigned char *)v;
 	uint64_t h = 14695981039346656037ULL;
 
+	if (!(v[0] | v[1] | v[2] | v[3] | v[4]))
+		return 0;
 	for (size_t i = 0; i < sizeof(v); i++)
 		h = (h ^ p[i]) * 1099511628211ULL;
 	return h;
 }
 
-/* "BUILDID-IDENTITY.utab"; -EINVAL for a build id that is not plain hex. */
+/* "DIGEST-IDENTITY.utab", the digest in hex */
 static int name_of(const struct tcache_key *k, char *buf, size_t len)
 {
-	const char *b = k->bid[0] ? k->bid : "nobid";
+	char hex[2 * sizeof(k->digest) + 1];
 
-	for (const char *p = k->bid; *p; p++)
-		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-			return -EINVAL;
-	if ((size_t)snprintf(buf, len, "%s-%016llx.utab", b,
+	for (size_t i = 0; i < sizeof(k->digest); i++)
+		snprintf(hex + 2 * i, 3, "%02x", k->digest[i]);
+	if ((size_t)snprintf(buf, len, "%s-%016llx.utab", hex,
 			     (unsigned long long)identity_hash(k)) >= len)
 		return -EINVAL;
 	return 0;
@@ -207,7 +212,7 @@ static bool hdr_matches(const struct hdr *h, const struct tcache_key *k)
 {
 	return h->dev == k->dev && h->ino == k->ino && h->size == k->size &&
 	       h->mtime_ns == k->mtime_ns && h->ctime_ns == k->ctime_ns &&
-	       !strncmp(h->bid, k->bid, sizeof(h->bid));
+	       !memcmp(h->digest, k->digest, sizeof(h->digest));
 }
 
 /* Sorted by pc, no repeats, only rules BPF knows. */
@@ -362,7 +367,7 @@ int tcache__store(struct tcache *c, const struct tcache_key *k, const struct bpf
 	if (!n || n > TCACHE_MAX_ROWS || bytes > c->max_bytes || name_of(k, name, sizeof(name)))
 		return -E2BIG;
 	memcpy(h.magic, MAGIC, sizeof(MAGIC));
-	memcpy(h.bid, k->bid, sizeof(h.bid)); /* k->bid is NUL-padded (cache_key) */
+	memcpy(h.digest, k->digest, sizeof(h.digest));
 	h.crc = crc32(0, (const Bytef *)rows, n * sizeof(*rows));
 	make_room(c, bytes, name);
 	snprintf(tmp, sizeof(tmp), ".tmp-%d-%u", (int)getpid(), c->seq++);

@@ -5,10 +5,14 @@
  * agent) loads the rows of the binaries it met before instead of compiling
  * their CFI again (libtorch_cpu: 1.4M rows, ~0.1-0.15 s of CPU).
  *
- * One file per table, named by the file's build id and its identity on this
- * host (device, inode, size, mtime, ctime): a file that changed, or another
- * file carrying the same build id (which anyone can write into an ELF file),
- * is a miss, never another file's rows. The directory must be the agent's
+ * One file per table, named by the digest of what the table is made from
+ * (cfidigest.h: the CFI sections' bytes and the program headers, hashed by
+ * us), never by the build id, which anyone can write into an ELF file: a
+ * file that changed, or another file carrying the same build id, is a miss,
+ * never another file's rows. A file that a user other than root (or the
+ * agent's) could change between the digest and the compile is named by its
+ * identity on this host too (device, inode, size, mtime, ctime), so that its
+ * rows serve only that same file again. The directory must be the agent's
  * own (owner euid, mode 0700, every directory above it owned by root or the
  * agent and writable by no one else), so that no other user can plant,
  * replace or read a table; a cached file must be a regular file of the same
@@ -29,9 +33,10 @@
 
 struct tcache;
 
-/* What a cached table is for: the file as it is on this host now. */
+/* What a cached table is for: the file's CFI as it is now. */
 struct tcache_key {
-	char bid[64]; /* build id in hex, "" when the file has none */
+	uint8_t digest[32]; /* cfi__digest */
+	/* a file others may write: its identity too; all 0 for a root-owned one */
 	uint64_t dev, ino, size;
 	int64_t mtime_ns, ctime_ns;
 };

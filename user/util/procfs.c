@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Small readers of /proc files that need no process table (util/procfs.h). */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,4 +33,21 @@ uint32_t procfs__nspid(const char *status_path, uint32_t no_line)
 	}
 	fclose(f);
 	return last;
+}
+
+int procfs__uids(const char *status_path, uint32_t uids[4])
+{
+	char line[256];
+	int n = 0;
+	FILE *f = fopen(status_path, "re");
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Uid:", 4)) {
+			n = sscanf(line + 4, "%u %u %u %u", &uids[0], &uids[1], &uids[2], &uids[3]);
+			break;
+		}
+	fclose(f);
+	return n == 4 ? 0 : -ENOENT;
 }

@@ -15,5 +15,11 @@
  * be read; no_line when it has no NSpid line (kernels before 4.1).
  */
 uint32_t procfs__nspid(const char *status_path, uint32_t no_line);
+/*
+ * The real, effective, saved and file-system uids of a /proc/PID/status
+ * file (as this process's user namespace sees them) into uids; 0, or -errno
+ * when the file cannot be read or has no Uid line.
+ */
+int procfs__uids(const char *status_path, uint32_t uids[4]);
 
 #endif

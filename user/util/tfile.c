@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -30,11 +31,25 @@ int tfile__root(uint32_t pid)
 	return fd < 0 ? -errno : fd;
 }
 
+struct owners {
+	const uint32_t *uids;
+	int n;
+};
+
+static bool owned_by(const struct stat *st, const struct owners *own)
+{
+	for (int i = 0; i < own->n; i++)
+		if (st->st_uid == own->uids[i])
+			return true;
+	return false;
+}
+
 /*
- * fd is an O_PATH fd: check what it names, then open that inode for reading
- * through our own fd table (the inode is pinned: nothing can swap it).
+ * fd is an O_PATH fd: check what it names (and, own not NULL, whose it is),
+ * then open that inode for reading through our own fd table (the inode is
+ * pinned: nothing can swap it).
  */
-static int reopen_checked(int pfd, struct stat *out)
+static int reopen_checked(int pfd, const struct owners *own, struct stat *out)
 {
 	struct stat st, st2;
 	struct statfs sfs;
@@ -47,6 +62,11 @@ static int reopen_checked(int pfd, struct stat *out)
 	}
 	if (!S_ISREG(st.st_mode)) {
 		stats.refused_type++;
+		fd = -EPERM;
+		goto out;
+	}
+	if (own && !owned_by(&st, own)) {
+		stats.refused_owner++;
 		fd = -EPERM;
 		goto out;
 	}
@@ -79,10 +99,10 @@ out:
 	return fd;
 }
 
-int tfile__open(int root_fd, const char *path, struct stat *st)
+static int open_in_root(int root_fd, const char *path, const struct owners *own, struct stat *st)
 {
 	struct open_how how = {
-		.flags = O_PATH | O_CLOEXEC,
+		.flags = O_PATH | O_CLOEXEC | (own ? O_NOFOLLOW : 0),
 		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
 	};
 	int pfd, host = -1;
@@ -102,7 +122,19 @@ int tfile__open(int root_fd, const char *path, struct stat *st)
 		close(host);
 	if (pfd < 0)
 		return pfd;
-	return reopen_checked(pfd, st);
+	return reopen_checked(pfd, own, st);
+}
+
+int tfile__open(int root_fd, const char *path, struct stat *st)
+{
+	return open_in_root(root_fd, path, NULL, st);
+}
+
+int tfile__open_own(int root_fd, const char *path, const uint32_t *uids, int nuids, struct stat *st)
+{
+	struct owners own = { uids, nuids };
+
+	return open_in_root(root_fd, path, &own, st);
 }
 
 int tfile__open_link(const char *link, struct stat *st)
@@ -111,7 +143,7 @@ int tfile__open_link(const char *link, struct stat *st)
 
 	if (pfd < 0)
 		return -errno;
-	return reopen_checked(pfd, st);
+	return reopen_checked(pfd, NULL, st);
 }
 
 void tfile__changed(void)

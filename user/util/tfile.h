@@ -18,11 +18,12 @@
 #define TFILE_MAX_SIZE (4ULL << 30)
 
 struct tfile_stats {
-	uint64_t opened;       /* regular files opened */
-	uint64_t refused_type; /* not a regular file (FIFO, device, socket, directory) */
-	uint64_t refused_size; /* empty, or over TFILE_MAX_SIZE */
-	uint64_t refused_fuse; /* on a FUSE file system, whose server could stall reads */
-	uint64_t changed;      /* changed while being read (truncated, replaced) */
+	uint64_t opened;	/* regular files opened */
+	uint64_t refused_type;	/* not a regular file (FIFO, device, socket, directory) */
+	uint64_t refused_size;	/* empty, or over TFILE_MAX_SIZE */
+	uint64_t refused_fuse;	/* on a FUSE file system, whose server could stall reads */
+	uint64_t refused_owner; /* a file read as the target's own (tfile__open_own) that is not */
+	uint64_t changed;	/* changed while being read (truncated, replaced) */
 };
 
 /*
@@ -38,6 +39,17 @@ int tfile__root(uint32_t pid);
  * whose size is refused (both counted), or another -errno.
  */
 int tfile__open(int root_fd, const char *path, struct stat *st);
+/*
+ * A file the target itself keeps for tools to read (a JIT's perf map), read
+ * only as the target could: path resolved as tfile__open does, its last
+ * component not followed (a symlink is refused as not regular), and owned
+ * by one of the target's uids (uids[0..nuids), as perf requires of a map:
+ * a bind mount or a link in the target's namespace cannot hand over
+ * another user's file). Returns the fd, -EPERM (counted) for a file that is
+ * not regular or not the target's, or another -errno as tfile__open.
+ */
+int tfile__open_own(int root_fd, const char *path, const uint32_t *uids, int nuids,
+		    struct stat *st);
 /*
  * The same checks for a procfs magic link that names a file (e.g.
  * /proc/PID/map_files/START-END), which RESOLVE_NO_MAGICLINKS would refuse.
