@@ -63,8 +63,8 @@ def test_make_deps_is_what_building_and_running_need():
              "linux-perf", "heaptrack", "libc6-dbg", "python3-pytest", "libcmocka-dev", "tmux"}
     assert not build & heavy, build & heavy
     assert build < test and build < bench
-    assert {"tmux", "python3-pytest", "libcmocka-dev", "chromium"} <= test
-    assert {"linux-perf", "python3-torch", "postgresql", "debootstrap"} <= bench
+    assert {"tmux", "python3-pytest", "libcmocka-dev", "chromium", "debootstrap"} <= test
+    assert {"linux-perf", "python3-torch", "postgresql"} <= bench
     assert not (test - build) & (bench - build), "a package in both test and bench"
 
 
