@@ -131,11 +131,13 @@ static __always_inline void time_sample(__u64 t0, bool ab)
 	    !(ts && pygen && ts->not_py == pygen)) {"""),
         ("time_sample(t0);", "time_sample(t0, ab);"),
     ])
-    patch(os.path.join(d, "user/collect/record.c"), [
+    patch(os.path.join(d, "user/collect/setup.c"), [
         ("""	r->skel->rodata->time_samples = log_level >= 2;""",
          """	r->skel->rodata->time_samples = log_level >= 2;
 	if (getenv("BPFPROF_AB_VARIANT"))
 		r->skel->rodata->ab_variant = atoi(getenv("BPFPROF_AB_VARIANT"));"""),
+    ])
+    patch(os.path.join(d, "user/collect/report.c"), [
         ("""			if (!bpf_obj_get_info_by_fd(bpf_program__fd(r->skel->progs.on_cpu_sample),""",
          """			{
 				int af = bpf_map__fd(r->skel->maps.ab_sum);
