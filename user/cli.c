@@ -987,7 +987,8 @@ static const struct cli_opt opts[] = {
 	  "bpfprof top: only threads whose name or tid contains T" },
 
 	{ "verbose", 'v', NULL, S_GENERAL, NULL, set_verbose,
-	  "more detail on stderr (repeat for debug)" },
+	  "at the end, the whole account (every count and loss, the agent's cost), not only "
+	  "the summary and its warnings; repeat for debug" },
 	{ "quiet", 'q', NULL, S_GENERAL, NULL, set_quiet, "no summary, no warnings" },
 	{ "help", 'h', NULL, S_GENERAL, NULL, show_help, "this text" },
 	{ "version", 'V', NULL, S_GENERAL, NULL, show_version, "print the version" },

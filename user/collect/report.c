@@ -708,8 +708,8 @@ static const char *written_path(const struct recorder *r, char *buf, size_t len)
 	ssize_t n;
 
 	(void)r;
-	if (env.output && strcmp(env.output, "-"))
-		return env.output;
+	if (env.output && strcmp(env.output, "-")) /* a device (-o /dev/null) is no file to open */
+		return !stat(env.output, &st) && S_ISREG(st.st_mode) ? env.output : NULL;
 	if (fstat(STDOUT_FILENO, &st) || !S_ISREG(st.st_mode))
 		return NULL;
 	n = readlink("/proc/self/fd/1", buf, len - 1);
