@@ -3,7 +3,7 @@
 """Python split accuracy and per-sample cost, interpreter by interpreter (make
 bench, or alone as root):
 
-  tools/bench_pyphases.py [SECS]        (default 10)
+  tools/bench_pyphases.py [SECS [ID,ID...]]   (default 10 s, every interpreter)
 
 For each CPython the suite knows (pyenv's 3.13, Debian sid's 3.13/3.14/3.15
 and the free-threaded builds, in their root: tests/e2e/sidroot.py) it runs
@@ -16,7 +16,8 @@ percentile from -v's histogram). Then, where the interpreter has PyTorch
 loop of tools/realhost_train.py: each phase's share of train_step's samples
 against the script's own per-phase CPU timers, and of the loop's samples
 with a PyTorch native frame the share with a libtorch frame
-(tools/realhost_stats.py). One line per interpreter and workload."""
+(tools/realhost_stats.py's measure, on train_step's samples: the import
+before the loop is not the loop). One line per interpreter and workload."""
 import os
 import re
 import subprocess
@@ -31,6 +32,8 @@ import sidroot  # noqa: E402
 BPFPROF = os.environ.get("BPFPROF", os.path.join(REPO, "build/bpfprof"))
 SPLIT = os.path.join(REPO, "tests/workloads/py/split.py")
 TRAIN = os.path.join(HERE, "realhost_train.py")
+TORCH = re.compile(r"at::|torch::|c10::|libtorch|libc10|THP")  # as tools/realhost_stats.py
+TORCH_CPU = re.compile(r"at::|libtorch_cpu")
 PHASES = {"forward": "forward_pass", "loss": "compute_loss", "backward": "backward_pass",
           "step": "optimizer_step"}
 
@@ -101,11 +104,23 @@ def bench_torch(name, py, secs, tmp):
     worst = max((abs(d) for d in diffs.values()), default=float("nan"))
     shares = " ".join(f"{k}={100.0 * got[k] / n:.1f}%/{100.0 * truth[k] / t:.1f}%"
                       for k in PHASES) if n and t else "n/a"
-    stats = subprocess.run([sys.executable, os.path.join(HERE, "realhost_stats.py"), "folded",
-                            out], capture_output=True, text=True).stdout.strip()
-    m = re.search(r"torch_native=(\d+) torch_cpu=([\d.]+%|n/a)", stats)
-    torch_share = f"{m.group(2)} of {m.group(1)} torch samples with a libtorch frame" if m \
-        else stats
+    # of train_step's samples with a PyTorch native frame, those with a
+    # libtorch_cpu one (tools/realhost_stats.py's measure, on the loop alone:
+    # not the import before it); and train_step's samples whose native walk
+    # stopped short ([missing frames])
+    loop = torch_n = torch_cpu = missing = 0
+    for frames, c in folded(out):
+        if not has_frame(frames, "train_step"):
+            continue
+        loop += c
+        us = [f for f in frames[1:] if not f.endswith("_[k]")]
+        missing += c if "[missing frames]" in frames else 0
+        if any(TORCH.search(f) for f in us):
+            torch_n += c
+            torch_cpu += c if any(TORCH_CPU.search(f) for f in us) else 0
+    torch_share = (f"{100.0 * torch_cpu / torch_n:.1f}% of {torch_n} torch samples with a "
+                   f"libtorch_cpu frame, {100.0 * missing / loop:.1f}% [missing frames]"
+                   if torch_n and loop else "no torch samples")
     print(f"{name}: torch phases (profile/timer) {shares}; worst {worst:.2f} points over {n} "
           f"samples; {torch_share}; {cost(r.stderr)}", flush=True)
 
@@ -118,6 +133,7 @@ def main():
     if os.geteuid():
         sys.exit("bench_pyphases: must run as root")
     secs = float(sys.argv[1]) if len(sys.argv) > 1 else 10.0
+    only = set(sys.argv[2].split(",")) if len(sys.argv) > 2 else None
     pys = []
     import glob
     pyenv = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.13.*/bin/python3.13")))
@@ -132,6 +148,8 @@ def main():
             print(f"{pid}: skipped: {why}")
     with tempfile.TemporaryDirectory(prefix="bpfprof-pyphases-") as tmp:
         for name, py in pys:
+            if only and name not in only:
+                continue
             if name != "debian-3.11":
                 bench_split(name, py, secs, tmp)
             if has_torch(py):

@@ -120,7 +120,9 @@ if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
 fi
 commit=$(git -C "$tree" rev-parse --short "$rev")
 mkdir -p "$root/root"
-git -C "$tree" archive --prefix=bpfprof/ "$rev" | tar -x -C "$root/root"
+# umask 022: the modes a clone gets (git archive's default, 002, leaves every
+# directory group-writable, and bpfprof refuses a cache below such a directory)
+git -C "$tree" -c tar.umask=0022 archive --prefix=bpfprof/ "$rev" | tar -x -C "$root/root"
 echo "minbase: $(. "$root/etc/os-release"; echo "$PRETTY_NAME"), minbase, tree $commit in /root/bpfprof"
 for t in make git gcc clang; do
 	[[ -e $root/usr/bin/$t ]] && echo "minbase: note: the base root has $t"
@@ -140,7 +142,7 @@ in_root() { # LABEL COMMAND
 		mount --rbind /dev "$r/dev"
 		exec chroot "$r" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
 			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-			/bin/bash -c "cd /root/bpfprof && $2"' bash "$root" "$cmd" </dev/null &
+			/bin/bash -c "cd /root/bpfprof || exit; $2"' bash "$root" "$cmd" </dev/null &
 	wait $! || rc=$? # in the background: a signal to this script is taken at once
 	t1=$(date +%s)
 	echo "minbase: [$label] exit $rc after $((t1 - t0)) s ($(cut -d' ' -f1-3 /proc/loadavg) load)"

@@ -75,8 +75,14 @@ def ft(version):
             _ft[version] = (None, why)
         else:
             prefix = f"/opt/bpfprof/python{version}t"
+            nosource = f"{path}{prefix}.nosource"
+            if not os.path.exists(f"{path}{prefix}/.bpfprof-ft-ok") and os.path.exists(nosource):
+                # tools/pyft.sh found no source for it: make test-roots tries again
+                _ft[version] = (None, _last_line(open(nosource).read(), "no source"))
+                return _ft[version]
             if not os.path.exists(f"{path}{prefix}/.bpfprof-ft-ok"):
-                _say(f"building python{version}t (tools/pyft.sh {version}; ~10 min, once)")
+                _say(f"python{version}t not built yet: tools/pyft.sh {version} "
+                     "(~10 min where its source can be had)")
             r = subprocess.run([PYFT_SH, version], capture_output=True, text=True)
             out = r.stdout.strip().splitlines()
             _ft[version] = (out[-1], None) if r.returncode == 0 and out else \

@@ -247,6 +247,7 @@ static void test_python_frames(void **state)
 	size_t size = fill(x, NULL, 0, uf, 1, py, 3);
 
 	x->s.hdr.flags = SAMPLE_F_PY_GIL | SAMPLE_F_PY_NO_THREAD | SAMPLE_F_PY_TRUNC;
+	x->s.hdr.flags2 = SAMPLE_F2_PY_GIL_KNOWN;
 	assert_int_equal(decode(x, size), 0);
 	assert_int_equal(x->k->nuser, 1);
 	assert_int_equal(x->k->npython, 3);
@@ -257,7 +258,7 @@ static void test_python_frames(void **state)
 	assert_int_equal(x->k->frames[2].aux, 0);
 	assert_true(x->k->frames[3].addr == 102);
 	assert_int_equal(x->k->frames[3].aux, 14);
-	assert_int_equal(x->k->flags, STACK_F_GIL_HELD | STACK_F_PY_TRUNC);
+	assert_int_equal(x->k->flags, STACK_F_GIL_KNOWN | STACK_F_GIL_HELD | STACK_F_PY_TRUNC);
 	assert_int_equal(x->st.py_samples, 1);
 	assert_int_equal(x->st.py_frames_dropped, 1);
 	assert_int_equal(x->st.gil_held, 1);
@@ -274,9 +275,16 @@ static void test_gil_filter(void **state)
 	x->cfg.gil = true;
 	assert_int_equal(decode(x, native), -ENOENT); /* no Python frames */
 	native = fill(x, NULL, 0, NULL, 0, py, 1);
+	/* no GIL to read (a free-threaded build): kept, counted, no gil label */
+	assert_int_equal(decode(x, native), 0);
+	assert_int_equal(x->k->flags & (STACK_F_GIL_KNOWN | STACK_F_GIL_HELD), 0);
+	assert_int_equal(x->st.gil_none_kept, 1);
+	x->s.hdr.flags2 = SAMPLE_F2_PY_GIL_KNOWN;
 	assert_int_equal(decode(x, native), -ENOENT); /* GIL not held */
 	x->s.hdr.flags = SAMPLE_F_PY_GIL;
 	assert_int_equal(decode(x, native), 0);
+	assert_int_equal(x->k->flags & (STACK_F_GIL_KNOWN | STACK_F_GIL_HELD),
+			 STACK_F_GIL_KNOWN | STACK_F_GIL_HELD);
 	assert_int_equal(x->st.gil_left_out, 2);
 }
 

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -111,6 +113,88 @@ static void test_evicted_and_read_again(void **state)
 	assert_int_equal(membudget__used(), 0);
 }
 
+static void append(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "a");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void past_recheck(void)
+{
+	struct timespec ts = { 0, 150 * 1000000L }; /* PERFMAP_RECHECK_NS and the time share */
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * A map that grows is read from where the last read stopped, never again
+ * from the start; an unchanged one (size, mtime) is not read again; one
+ * replaced is read again whole.
+ */
+static void test_read_as_it_grows(void **state)
+{
+	struct perfmaps *pm = perfmaps__new();
+	const char *a = "1000 100 alpha\n", *b = "2000 100 beta\n", *c = "0500 10 early\n";
+	char path[64];
+	uint32_t id;
+
+	(void)state;
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
+	unlink(path);
+	append(path, a);
+	id = perfmaps__lookup(pm, getpid(), 0x1010);
+	assert_string_equal(perfmaps__name(pm, id), "alpha");
+	assert_int_equal(perfmaps__stats(pm)->bytes, strlen(a));
+	/* half a line: not taken until it is whole */
+	append(path, "2000 100 be");
+	past_recheck();
+	assert_int_equal(perfmaps__lookup(pm, getpid(), 0x2010), 0);
+	append(path, "ta\n");
+	append(path, c); /* an address below the others: merged in order */
+	past_recheck();
+	id = perfmaps__lookup(pm, getpid(), 0x2010);
+	assert_string_equal(perfmaps__name(pm, id), "beta");
+	assert_string_equal(perfmaps__name(pm, perfmaps__lookup(pm, getpid(), 0x505)), "early");
+	assert_string_equal(perfmaps__name(pm, perfmaps__lookup(pm, getpid(), 0x1001)), "alpha");
+	assert_int_equal(perfmaps__stats(pm)->bytes, strlen(a) + strlen(b) + strlen(c));
+	assert_int_equal(perfmaps__stats(pm)->entries, 3);
+	/* unchanged: a miss does not read it again */
+	past_recheck();
+	assert_int_equal(perfmaps__lookup(pm, getpid(), 0x9000), 0);
+	assert_int_equal(perfmaps__stats(pm)->bytes, strlen(a) + strlen(b) + strlen(c));
+	/* replaced by a shorter file: read again from its start */
+	unlink(path);
+	append(path, "9000 10 other\n");
+	past_recheck();
+	assert_string_equal(perfmaps__name(pm, perfmaps__lookup(pm, getpid(), 0x9001)), "other");
+	assert_int_equal(perfmaps__stats(pm)->replaced, 1);
+	assert_int_equal(perfmaps__lookup(pm, getpid(), 0x1010), 0);
+	unlink(path);
+	perfmaps__free(pm);
+}
+
+/* A symlink where the map should be is refused, even to a file of the process's own. */
+static void test_symlink_refused(void **state)
+{
+	struct perfmaps *pm = perfmaps__new();
+	char path[64], real[64];
+
+	(void)state;
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
+	snprintf(real, sizeof(real), "/tmp/perf-%d.map.real", getpid());
+	unlink(path);
+	append(real, "1000 100 alpha\n");
+	assert_int_equal(symlink(real, path), 0);
+	assert_int_equal(perfmaps__lookup(pm, getpid(), 0x1010), 0);
+	assert_int_equal(perfmaps__stats(pm)->refused, 1);
+	unlink(path);
+	unlink(real);
+	perfmaps__free(pm);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -118,6 +202,8 @@ int main(void)
 		cmocka_unit_test(test_garbage_counted_not_fatal),
 		cmocka_unit_test(test_no_such_process),
 		cmocka_unit_test(test_evicted_and_read_again),
+		cmocka_unit_test(test_read_as_it_grows),
+		cmocka_unit_test(test_symlink_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
