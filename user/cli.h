@@ -8,14 +8,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-struct upload_auth;
+#include "write/output.h" /* enum out_format */
 
-enum out_format {
-	FMT_FOLDED = 1,
-	FMT_PPROF,
-	FMT_CHROME, /* Trace Event Format JSON (write/chrome.c) */
-	FMT_SVG,    /* interactive flame graph (write/svg.c) */
-};
+struct upload_auth;
 
 /* --cuda-weight */
 enum cuda_weight {

@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "write/outpath.h"
@@ -211,15 +210,16 @@ fail:
 	return err;
 }
 
-int output__write_profile(struct output *o, const struct profile *p)
+int output__write_profile(struct output *o, const struct profile *p, enum out_format fmt,
+			  const struct svg_opts *so)
 {
-	struct svg_opts so = { .title = env.title, .inverted = env.inverted };
+	struct svg_opts none = { 0 };
 
-	switch (env.format) {
+	switch (fmt) {
 	case FMT_PPROF:
 		return pprof__write(p, o->f);
 	case FMT_SVG:
-		return svg__write(p, &so, o->f);
+		return svg__write(p, so ? so : &none, o->f);
 	case FMT_FOLDED:
 	default:
 		return folded__write(p, p->default_value < p->nvalues ? p->default_value : 0, o->f);

@@ -15,6 +15,16 @@
 
 #include <stdio.h>
 
+/* -f: what output__write_profile() writes */
+enum out_format {
+	FMT_FOLDED = 1,
+	FMT_PPROF,
+	FMT_CHROME, /* Trace Event Format JSON (write/chrome.c, from a timeline) */
+	FMT_SVG,    /* interactive flame graph (write/svg.c) */
+};
+
+struct svg_opts;
+
 struct output {
 	char *path; /* NULL: stdout */
 	char *tmp;  /* the temporary name in dirfd, NULL: written in place */
@@ -35,11 +45,11 @@ int output__open_at(struct output *o, int dirfd, const char *name, const char *p
 int output__commit(struct output *o);
 struct profile;
 /*
- * Write p in the format the command line chose (env.format; svg with
- * env.title and env.inverted), its default value where the format shows one.
- * Returns 0 or -errno (not printed).
+ * Write p as fmt (svg with so, NULL: defaults), its default value where the
+ * format shows one. Returns 0 or -errno (not printed).
  */
-int output__write_profile(struct output *o, const struct profile *p);
+int output__write_profile(struct output *o, const struct profile *p, enum out_format fmt,
+			  const struct svg_opts *so);
 /* Remove the temporary file (no-op after commit or for stdout). */
 void output__abort(struct output *o);
 
