@@ -361,7 +361,7 @@ static __always_inline void record(struct pt_regs *ctx, __u32 tgid, __u32 tid, _
 		flags = ALLOC_F_UNTRACKED;
 	}
 	s->hdr.aux0 = addr;
-	s->hdr.aux1 = (size & ALLOC_SIZE_MASK) | flags;
+	s->hdr.aux1 = (size & ALLOC_SIZE_MASK) | flags | (preload ? ALLOC_F_PRELOAD : 0);
 	out = sizeof(s->hdr) + (ulen + 2 * pylen) * sizeof(__u64);
 	if (out > sizeof(*s))
 		out = sizeof(*s);
@@ -431,8 +431,13 @@ int alloc_ret(struct pt_regs *ctx)
  * The preload library's probe points (tools/heap/preload.c), for -- CMD:
  * the library counted and sampled in process, these see only the sampled
  * allocations and the frees of sampled blocks.
- *   bpfprof_heap_sampled(addr, size | PRELOAD_F_UNTRACKED, ip, sp, bp)
- *   bpfprof_heap_freed(addr)
+ *   bpfprof_heap_sampled(addr, size | PRELOAD_F_UNTRACKED, ip, sp, bp, rate)
+ *   bpfprof_heap_freed(addr, rate)
+ *   bpfprof_heap_hello(flags, rate)
+ * A library sampling at another rate than ours (its process's environment
+ * set BPFPROF_ALLOC_RATE) is not taken at its word: its records are
+ * dropped, counted, and its hello says so (user space probes that process
+ * with uprobes instead).
  */
 SEC("uprobe")
 int alloc_preload_sampled(struct pt_regs *ctx)
@@ -446,9 +451,16 @@ int alloc_preload_sampled(struct pt_regs *ctx)
 	c = alloc_counters_get();
 	if (!c)
 		return 0;
+	if (ctx->r9 != alloc_rate) { /* the sixth argument */
+		if (is_target(id >> 32))
+			c->foreign_rate++;
+		return 0;
+	}
 	c->calls++;
 	c->bytes += size & ALLOC_SIZE_MASK;
 	c->sampled++;
+	if (size & PRELOAD_F_UNTRACKED)
+		c->set_full++;
 	record(ctx, id >> 32, (__u32)id, addr, size & ALLOC_SIZE_MASK, c, true,
 	       size & PRELOAD_F_UNTRACKED);
 	return 0;
@@ -459,9 +471,81 @@ int alloc_preload_freed(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), addr = PT_REGS_PARM1(ctx);
 
-	if (!addr || (__u32)(id >> 32) == self_tgid)
+	if (!addr || (__u32)(id >> 32) == self_tgid || PT_REGS_PARM2(ctx) != alloc_rate)
 		return 0;
 	retire(id >> 32, (__u32)id, addr, true);
+	return 0;
+}
+
+/* A mark record now (woken at once: coverage is decided on it). */
+static __always_inline void heap_mark(__u32 tgid, __u32 tid, __u64 what, __u64 arg)
+{
+	struct prof_sample_hdr h;
+
+	sample_init((struct prof_sample *)&h, SAMPLE_HEAP_MARK, 0, tgid, tid);
+	h.aux0 = what;
+	h.aux1 = arg;
+	if (output(&h, sizeof(h), true))
+		count(CNT_RB_FULL);
+}
+
+SEC("uprobe")
+int alloc_preload_hello(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), flags = PT_REGS_PARM1(ctx) & 0xffffffff;
+	__u32 tgid = id >> 32;
+
+	if (tgid == self_tgid || !is_target(tgid))
+		return 0;
+	if (PT_REGS_PARM2(ctx) == alloc_rate)
+		flags |= PRELOAD_RATE_OK;
+	heap_mark(tgid, (__u32)id, HEAP_MARK_PRELOAD, flags);
+	return 0;
+}
+
+/* -- CMD: the target processes probed with uprobes (their children need probes of their own) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1 << 14);
+	__type(key, __u32);
+	__type(value, __u8);
+} alloc_upids SEC(".maps");
+
+/*
+ * A process on uprobes forked: its probes are its own (a link per pid), the
+ * child's calls trap into the kernel, which drops them (not its pid) until
+ * user space probes it. Woken now, not at the side band's next drain 100
+ * ms later. A preloaded process's child needs nothing: it has the sampler.
+ */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(alloc_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+
+	if (ctgid == ptgid || !bpf_map_lookup_elem(&alloc_upids, &ptgid))
+		return 0; /* a thread, or not a parent on uprobes */
+	heap_mark(ptgid, parent->pid, HEAP_MARK_FORK, ctgid);
+	return 0;
+}
+
+/*
+ * A target's exec (-- CMD): user space checks at once whether the new
+ * image will have the in-process sampler, and probes it with uprobes
+ * before its first allocations if not.
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(alloc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+
+	(void)old_pid;
+	(void)bprm;
+	if (tgid == self_tgid || !is_target(tgid))
+		return 0;
+	/* the CPU it has had: user space tells whether it ran before its probes */
+	heap_mark(tgid, (__u32)id, HEAP_MARK_EXEC, BPF_CORE_READ(p, se.sum_exec_runtime));
 	return 0;
 }
 
@@ -475,15 +559,11 @@ SEC("uprobe")
 int alloc_py_finalize(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct prof_sample_hdr h;
 	__u32 tgid = id >> 32;
 
 	if (tgid == self_tgid || !is_target(tgid))
 		return 0;
-	sample_init((struct prof_sample *)&h, SAMPLE_HEAP_MARK, 0, tgid, (__u32)id);
-	h.aux0 = HEAP_MARK_PY_FINALIZE;
-	if (output(&h, sizeof(h), true))
-		count(CNT_RB_FULL);
+	heap_mark(tgid, (__u32)id, HEAP_MARK_PY_FINALIZE, 0);
 	return 0;
 }
 
@@ -539,6 +619,36 @@ int alloc_posix_memalign(struct pt_regs *ctx) /* posix_memalign(&ptr, align, siz
 	return enter(ctx, PT_REGS_PARM3(ctx), PT_REGS_PARM1(ctx), CALL_OUTPTR);
 }
 
+static long vma_inode(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct file *f = BPF_CORE_READ(vma, vm_file);
+
+	(void)task;
+	*(__u64 *)data = f ? (__u64)BPF_CORE_READ(f, f_inode) : 0;
+	return 0;
+}
+
+/*
+ * Whether the function probed was called from its own file: at its entry,
+ * the return address on the stack lies in the same file as the probe. libc
+ * maps thread stacks (and posix_spawn's child stack) with its own mmap,
+ * which a uprobe on mmap also sees: those are libc's, not the program's,
+ * as on the preload path, where libc's internal calls never reach the
+ * library (issue 25: the paths disagreed by 8 MiB per cached stack).
+ */
+static __always_inline bool called_from_own_file(struct pt_regs *ctx)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 ret = 0, here = 0, there = 0;
+
+	if (bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx)))
+		return false;
+	if (bpf_find_vma(task, PT_REGS_IP(ctx), vma_inode, &here, 0) ||
+	    bpf_find_vma(task, ret, vma_inode, &there, 0))
+		return false;
+	return here && here == there;
+}
+
 SEC("uprobe")
 int alloc_mmap(struct pt_regs *ctx) /* mmap(addr, len, prot, flags, fd, off) */
 {
@@ -546,6 +656,8 @@ int alloc_mmap(struct pt_regs *ctx) /* mmap(addr, len, prot, flags, fd, off) */
 
 	if (!(PT_REGS_PARM4(ctx) & MAP_ANONYMOUS))
 		return 0; /* file mappings are not heap */
+	if (called_from_own_file(ctx))
+		return 0;
 	return enter(ctx, (len + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1), 0, CALL_MMAP);
 }
 

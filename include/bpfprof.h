@@ -46,9 +46,30 @@ enum sample_kind {
  * unmapped, aux0 = address, no frames.
  */
 #define ALLOC_F_UNTRACKED (1ULL << 63) /* live table full: its free cannot be seen */
+#define ALLOC_F_PRELOAD	  (1ULL << 62) /* from the preload library: it reports its free */
 /* SAMPLE_HEAP_MARK aux0: Py_FinalizeEx was entered (the interpreter starts shutting down) */
 #define HEAP_MARK_PY_FINALIZE 1
-#define ALLOC_SIZE_MASK	      ((1ULL << 56) - 1)
+/*
+ * SAMPLE_HEAP_MARK aux0: the preload library (tools/heap) started in this
+ * process image; aux1 = its HELLO_* flags (tools/heap/heap.h) | the rate
+ * bit below. Only targets' processes send it.
+ */
+#define HEAP_MARK_PRELOAD	  2
+#define PRELOAD_HELLO_INTERPOSING (1ULL << 0)  /* calls to malloc reach the library */
+#define PRELOAD_HELLO_FD_FORM	  (1ULL << 1)  /* it was loaded as /proc/self/fd/N */
+#define PRELOAD_RATE_OK		  (1ULL << 32) /* it samples at the agent's rate (set by BPF) */
+#define PRELOAD_HELLO_RATE_OK	  PRELOAD_RATE_OK
+/*
+ * SAMPLE_HEAP_MARK aux0: a target process exec'd (-- CMD): time to check its
+ * coverage; aux1 = the CPU time (ns) its thread had then
+ */
+#define HEAP_MARK_EXEC 3
+/*
+ * SAMPLE_HEAP_MARK aux0: a process probed with uprobes forked (-- CMD); pid is
+ * the parent, aux1 the child: probe the child before it allocates
+ */
+#define HEAP_MARK_FORK	4
+#define ALLOC_SIZE_MASK ((1ULL << 56) - 1)
 
 /*
  * Counters are declared once, as X-macro tables: X(id, name, is_loss, description).
@@ -64,24 +85,28 @@ enum sample_kind {
  * Per-CPU heap counters (alloc_cnt map): one struct of u64 fields at key 0,
  * so BPF increments a field (c->calls++), summed by user space.
  */
-#define ALLOC_COUNTERS(X)                                                                   \
-	X(calls, "calls", 0, "outermost allocation calls")                                  \
-	X(bytes, "bytes", 0, "bytes they asked for")                                        \
-	X(sampled, "sampled", 0, "calls chosen as samples")                                 \
-	X(nested, "nested", 0, "calls made inside another one (ignored)")                   \
-	X(failed, "failed", 0, "sampled calls that returned no memory")                     \
-	X(live_full, "live table full", 1, "sampled blocks the live table had no room for") \
-	X(frees, "frees", 0, "frees/munmaps of sampled blocks")                             \
-	X(lost_alloc, "ring buffer full (allocs)", 1,                                       \
-	  "ring buffer full: a sampled allocation lost")                                    \
-	X(lost_free, "ring buffer full (frees)", 1,                                         \
-	  "ring buffer full: a free of a sampled block lost")                               \
-	X(no_tls, "no thread state", 1, "no per-thread state (task storage full): call not seen")
+#define ALLOC_COUNTERS(X)                                                                         \
+	X(calls, "calls", 0, "outermost allocation calls")                                        \
+	X(bytes, "bytes", 0, "bytes they asked for")                                              \
+	X(sampled, "sampled", 0, "calls chosen as samples")                                       \
+	X(nested, "nested", 0, "calls made inside another one (ignored)")                         \
+	X(failed, "failed", 0, "sampled calls that returned no memory")                           \
+	X(live_full, "live table full", 1, "sampled blocks the live table had no room for")       \
+	X(frees, "frees", 0, "frees/munmaps of sampled blocks")                                   \
+	X(lost_alloc, "ring buffer full (allocs)", 1,                                             \
+	  "ring buffer full: a sampled allocation lost")                                          \
+	X(lost_free, "ring buffer full (frees)", 1,                                               \
+	  "ring buffer full: a free of a sampled block lost")                                     \
+	X(no_tls, "no thread state", 1, "no per-thread state (task storage full): call not seen") \
+	X(set_full, "in-process set full", 1,                                                     \
+	  "sampled blocks the preload library's set could not hold: their frees unseen")          \
+	X(foreign_rate, "sampler at another rate", 1,                                             \
+	  "records of a preload library set to another rate than bpfprof's (dropped)")
 
 struct alloc_counters {
 	ALLOC_COUNTERS(COUNTER_FIELD)
 };
-_Static_assert(sizeof(struct alloc_counters) == 80, "alloc_counters layout");
+_Static_assert(sizeof(struct alloc_counters) == 96, "alloc_counters layout");
 
 /* sample_hdr.flags */
 enum sample_flags {
@@ -372,6 +397,17 @@ enum urow_rbp {
 	UROW_RBP_CFA = 1, /* caller's RBP at CFA + rbp_off */
 	UROW_RBP_UNSUPPORTED = 2,
 };
+
+/*
+ * The rows are in chunks, arrays of their own in the `unwind_rows` array of
+ * maps, so that user space can add room while it runs (a BPF array cannot
+ * grow, and allocates all of its memory when it is made): row index i is
+ * row (i & UNWIND_CHUNK_MASK) of chunk (i >> UNWIND_CHUNK_SHIFT). A chunk
+ * holds at most 1 << UNWIND_CHUNK_SHIFT rows (32 MiB); a table never spans
+ * two.
+ */
+#define UNWIND_CHUNK_SHIFT 22
+#define UNWIND_CHUNK_MASK  ((1u << UNWIND_CHUNK_SHIFT) - 1)
 
 /* 8 bytes: a file with a million rows costs 8 MB, shared by every process mapping it. */
 struct bpf_urow {

@@ -495,6 +495,7 @@ static int parse_unwind_mem(const char *s)
 		return -EINVAL;
 	}
 	env.unwind_rows = v * mult / sizeof(struct bpf_urow);
+	env.unwind_mem_given = true;
 	return 0;
 }
 
@@ -893,9 +894,11 @@ static const struct cli_opt opts[] = {
 	  "native user stacks: auto (default: .eh_frame tables, frame pointers until a "
 	  "process's tables are ready), dwarf (tables only), fp (frame pointers only)" },
 	{ "unwind-mem", 0, "SIZE", S_OPTIONS, NULL, parse_unwind_mem,
-	  "memory for unwind tables (BPF map, 8 bytes a row; k, m, g suffixes; default 32m): "
-	  "tables go to the files samples land in, least recently sampled evicted; a warning "
-	  "at the end says when it was short. A file with more FDEs than 1/64 of the rows "
+	  "memory for unwind tables (BPF map, 8 bytes a row; k, m, g suffixes), fixed when "
+	  "given; by default 32m that grows 32m at a time when the files sampled need more, up "
+	  "to 4 times --mem-budget and a 32nd of the machine's memory: tables go to the files "
+	  "samples land in, least recently sampled evicted; a warning at the end says when it "
+	  "was short. A file with more FDEs than 1/64 of the rows "
 	  "whose whole table has no room, or would take over half, gets rows only for the "
 	  "functions samples land in (a partial table)" },
 	{ "unwind-cache", 0, "DIR", S_OPTIONS, NULL, set_unwind_cache,
@@ -984,7 +987,8 @@ static const struct cli_opt opts[] = {
 	  "bpfprof top: only threads whose name or tid contains T" },
 
 	{ "verbose", 'v', NULL, S_GENERAL, NULL, set_verbose,
-	  "more detail on stderr (repeat for debug)" },
+	  "at the end, the whole account (every count and loss, the agent's cost), not only "
+	  "the summary and its warnings; repeat for debug" },
 	{ "quiet", 'q', NULL, S_GENERAL, NULL, set_quiet, "no summary, no warnings" },
 	{ "help", 'h', NULL, S_GENERAL, NULL, show_help, "this text" },
 	{ "version", 'V', NULL, S_GENERAL, NULL, show_version, "print the version" },

@@ -93,6 +93,7 @@ struct env {
 	uint32_t ringbuf_bytes; /* --ring-mb */
 	uint32_t max_targets;
 	uint32_t unwind_rows;	  /* capacity of the BPF unwind row array (--unwind-mem) */
+	bool unwind_mem_given;	  /* --unwind-mem named: fixed; else the rows grow (setup.c) */
 	const char *unwind_cache; /* --unwind-cache DIR, NULL: off */
 	bool unwind_cache_given;  /* named on the command line: a bad DIR is an error */
 	uint32_t unwind_procs;	  /* processes with unwind info at once */

@@ -63,12 +63,15 @@ def test_forked_children_unharmed_uprobes_nop5(tmp_path):
     assert "in-process sampling" not in r.stderr, r.stderr
     stacks = parse_folded(out.read_text())
     churn = [(f, c) for f, c in stacks if f[-1] == "churn"]
-    # the parent's 20,000 + 8 children's (a thread child: 40,000): each call once,
-    # by the shim's malloc or glibc's (the jump from one to the other is nested)
-    want = (1 + 8 + 1) * CHILD_BYTES
+    # The parent, 5 fork children, the thread child (2), the signal child (+100
+    # blocks), the nested child and its child (2), the two exec'd ones: each call once
+    # (by the shim's malloc or glibc's: the jump from one to the other is nested), so
+    # never more than that; a child the agent probed late loses its first calls (and
+    # is named in a warning).
+    truth = 13 * CHILD_BYTES + 100 * 4096
     got = sum(c for _, c in churn)
-    assert got >= want, (got, want, stacks)
-    assert got <= want + 2 * CHILD_BYTES, (got, want, stacks)  # the exec'd children's
+    assert got <= truth, (got, truth, stacks)
+    assert got >= truth // 2, (got, truth, stacks)
 
 
 def test_shell_command_substitution(tmp_path):

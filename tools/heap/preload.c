@@ -15,9 +15,19 @@
  * uprobe: the BPF program walks the stack from the registers of the
  * wrapper's caller (passed as arguments, read from the wrapper's frame), as
  * a return probe on malloc would see them, so the stacks are the same as on
- * the uprobe path. Sampled addresses go into a small lock-free set; a free
- * of an address in the set calls bpfprof_heap_freed() before the block is
- * given back (after, its address could be sampled again by another thread).
+ * the uprobe path. Sampled addresses go into a lock-free set that grows; a
+ * free of an address in the set calls bpfprof_heap_freed() before the block
+ * is given back (after, its address could be sampled again by another
+ * thread). Each probe point also hands over the rate this library samples
+ * at: BPF drops what a sampler set to another rate (by a target's own
+ * environment) sends. The constructor says hello once per image
+ * (bpfprof_heap_hello): bpfprof knows the process is covered.
+ *
+ * Nesting: a call the allocator makes to the malloc family through the PLT
+ * while an allocation call of this thread is in the allocator (glibc's
+ * reallocarray calls realloc) is part of that call and not counted again.
+ * Everything else is the program's, whoever its caller: strdup, getline,
+ * fopen and the dynamic loader allocate for the program from inside libc.
  *
  * Anonymous mmap/munmap are interposed too, but an mmap the allocator's own
  * code makes (its arenas) is not sampled: the arenas are the allocator's,
@@ -29,6 +39,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <sys/syscall.h>
 #include <link.h>
 #include <math.h>
 #include <stdint.h>
@@ -38,12 +49,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "heap.h"
+
 #define API	     __attribute__((visibility("default")))
 #define DEFAULT_RATE (512 * 1024)
 #define SIZE_MASK    ((1ULL << 56) - 1)
-#define F_UNTRACKED  (1ULL << 63) /* the set is full: its free will not be seen */
-#define SET_BITS     16
-#define SET_SLOTS    (1u << SET_BITS)
+#define F_UNTRACKED  (1ULL << 63) /* the set could not grow: its free will not be seen */
+#define SET_BITS     16		  /* the first table's; each next one twice as big */
+#define SET_TABLES   26		  /* up to 2^41 slots in all */
 #define SET_PROBES   32
 #define SLOT_FREE    0
 #define SLOT_TOMB    1
@@ -75,21 +88,31 @@ static uint64_t rate; /* 0: not read yet */
 static int resolving; /* dlsym in progress: calloc from boot */
 static char boot[BOOT_BYTES] __attribute__((aligned(16)));
 static size_t boot_used;
-static uintptr_t set[SET_SLOTS];
+/*
+ * The set of sampled addresses: open-addressing tables, the first static
+ * (512 KiB), each next one mapped when an insert finds no free slot in the
+ * newest, twice its size. Inserts go to the newest; a lookup searches them
+ * all, newest first. Never shrinks (the process's lifetime).
+ */
+static uintptr_t set0[1u << SET_BITS];
+static uintptr_t *sets[SET_TABLES] = { set0 };
+static int nsets = 1;
 /*
  * A free's first check: one counter per hash bucket (32 KiB, stays in
- * cache); only a free whose bucket holds a sampled address looks in set
- * (512 KiB, a cache miss). A full counter stays full.
+ * cache); only a free whose bucket holds a sampled address looks in the
+ * set (a cache miss). A full counter stays full.
  */
 #define FILTER_BITS 15
 static uint8_t filter[1u << FILTER_BITS];
-static long nlive; /* addresses in set */
+static long nlive; /* addresses in the set */
 
 /* per thread, one block (one TLS offset to load) */
 static __thread struct {
 	uint64_t until; /* bytes to the next sample point; 0 until drawn */
 	uint64_t rng;
 	int init;
+	int depth; /* this thread's allocation calls in the allocator now (see nesting) */
+	int probe; /* 1: the constructor's call to see whether malloc reaches us; 2: it did */
 } ts __attribute__((tls_model("initial-exec")));
 
 /*
@@ -105,7 +128,10 @@ static struct {
 static int nalloc_text;
 
 /*
- * The probe points. Their arguments are what the BPF programs read.
+ * The probe points. Their arguments are what the BPF programs read:
+ *   bpfprof_heap_sampled(addr, size | F_UNTRACKED, ip, sp, bp, rate)
+ *   bpfprof_heap_freed(addr, rate)
+ *   bpfprof_heap_hello(HELLO_* flags, rate): once per image, from the constructor
  *
  * Each is a one-byte nop (the probed instruction) and a ret, in assembly so
  * that no compiler changes either. The kernel emulates a probed nop (no
@@ -117,9 +143,10 @@ static int nalloc_text;
  * and died of SIGSEGV at its first sampled allocation (issue 25). Protected:
  * the library's own calls bind here, not through the PLT.
  */
-void bpfprof_heap_sampled(void *addr, uint64_t size, uintptr_t ip, uintptr_t sp, uintptr_t bp)
-	__attribute__((visibility("protected")));
-void bpfprof_heap_freed(void *addr) __attribute__((visibility("protected")));
+void bpfprof_heap_sampled(void *addr, uint64_t size, uintptr_t ip, uintptr_t sp, uintptr_t bp,
+			  uint64_t r) __attribute__((visibility("protected")));
+void bpfprof_heap_freed(void *addr, uint64_t r) __attribute__((visibility("protected")));
+void bpfprof_heap_hello(uint64_t flags, uint64_t r) __attribute__((visibility("protected")));
 
 #define PROBE_POINT(name)                       \
 	".globl " #name "\n"                    \
@@ -130,8 +157,8 @@ void bpfprof_heap_freed(void *addr) __attribute__((visibility("protected")));
 	"\tret\n"                               \
 	".size " #name ", .-" #name "\n"
 
-asm(".pushsection .text\n" PROBE_POINT(bpfprof_heap_sampled)
-	    PROBE_POINT(bpfprof_heap_freed) ".popsection\n");
+asm(".pushsection .text\n" PROBE_POINT(bpfprof_heap_sampled) PROBE_POINT(bpfprof_heap_freed)
+	    PROBE_POINT(bpfprof_heap_hello) ".popsection\n");
 
 static void resolve(void)
 {
@@ -196,9 +223,69 @@ static void init(void)
 	__atomic_store_n(&rate, v && !*end ? v : DEFAULT_RATE, __ATOMIC_RELAXED);
 }
 
+HIDDEN void heap_init(void)
+{
+	if (!__atomic_load_n(&rate, __ATOMIC_RELAXED))
+		init();
+}
+
+HIDDEN uint64_t heap_rate(void)
+{
+	heap_init();
+	return __atomic_load_n(&rate, __ATOMIC_RELAXED);
+}
+
+HIDDEN void *heap_real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	heap_init();
+	if (real.mmap)
+		return real.mmap(addr, len, prot, flags, fd, off);
+	return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+}
+
+/*
+ * Whether the program's calls to malloc reach this library: one call
+ * through the global binding, marked so that the slow path notes it (and
+ * does not sample it). Not dlsym's address against ours: a non-PIE
+ * executable that takes malloc's address has a canonical PLT entry, which
+ * dlsym(RTLD_DEFAULT) returns (Debian sid's python3.14); an executable
+ * that defines malloc itself is called instead of this library.
+ */
+static int interposing(void)
+{
+	malloc_fn m = (malloc_fn)dlsym(RTLD_DEFAULT, "malloc");
+	free_fn f = (free_fn)dlsym(RTLD_DEFAULT, "free");
+	uint64_t until = ts.until;
+	int init_was = ts.init, seen;
+	void *p;
+
+	if (!m || !f)
+		return 0;
+	ts.until = 0; /* the slow path */
+	ts.probe = 1;
+	p = m(1);
+	seen = ts.probe == 2;
+	ts.probe = 0;
+	ts.until = until;
+	ts.init = init_was;
+	f(p);
+	return seen;
+}
+
+/*
+ * Hello, once per image: bpfprof learns that this process is covered, at
+ * which rate, and whether its malloc calls reach this library.
+ */
 __attribute__((constructor)) static void ctor(void)
 {
+	uint64_t flags;
+
 	init();
+	heap_exec_init();
+	flags = heap_exec_flags();
+	if (interposing())
+		flags |= HELLO_INTERPOSING;
+	bpfprof_heap_hello(flags, __atomic_load_n(&rate, __ATOMIC_RELAXED));
 }
 
 static int in_allocator(uintptr_t ip)
@@ -289,9 +376,9 @@ static inline int take(size_t size)
 	return sample_slow(eff);
 }
 
-static inline uint32_t set_hash(uintptr_t a)
+static inline uint32_t set_hash(uintptr_t a, int bits)
 {
-	return (uint32_t)(((a >> 4) * 0x9e3779b97f4a7c15ULL) >> (64 - SET_BITS));
+	return (uint32_t)(((a >> 4) * 0x9e3779b97f4a7c15ULL) >> (64 - bits));
 }
 
 static inline uint8_t *filter_of(uintptr_t a)
@@ -318,41 +405,94 @@ static void filter_del(uintptr_t a)
 		;
 }
 
-static int set_add(uintptr_t a)
+/* Table i of the set: 2^(SET_BITS + i) slots; NULL if not there yet. */
+static inline uintptr_t *set_table(int i)
 {
-	uint32_t h = set_hash(a);
+	return __atomic_load_n(&sets[i], __ATOMIC_ACQUIRE);
+}
+
+static int set_insert(uintptr_t *t, int bits, uintptr_t a)
+{
+	uint32_t h = set_hash(a, bits), mask = (1u << bits) - 1;
 
 	for (int i = 0; i < SET_PROBES; i++) {
-		uintptr_t *s = &set[(h + i) & (SET_SLOTS - 1)];
+		uintptr_t *s = &t[(h + i) & mask];
 		uintptr_t old = __atomic_load_n(s, __ATOMIC_RELAXED);
 
 		if ((old == SLOT_FREE || old == SLOT_TOMB) &&
-		    __atomic_compare_exchange_n(s, &old, a, 0, __ATOMIC_ACQ_REL,
-						__ATOMIC_RELAXED)) {
+		    __atomic_compare_exchange_n(s, &old, a, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			return 0;
+	}
+	return -ENOSPC;
+}
+
+/*
+ * The newest table (n - 1) had no room near a's slot: table n, twice its
+ * size, mapped here unless another thread was first. 0 or -ENOMEM.
+ */
+static int set_grow(int n)
+{
+	size_t bytes = sizeof(uintptr_t) << (SET_BITS + n);
+	uintptr_t *t, *none = NULL;
+	void *m;
+
+	if (n >= SET_TABLES)
+		return -ENOMEM;
+	if (!set_table(n)) {
+		m = heap_real_mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				   -1, 0);
+		if (m == MAP_FAILED)
+			return -ENOMEM;
+		t = m;
+		if (!__atomic_compare_exchange_n(&sets[n], &none, t, 0, __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE)) {
+			if (real.munmap)
+				real.munmap(m, bytes);
+			else
+				syscall(SYS_munmap, m, bytes);
+		}
+	}
+	__atomic_compare_exchange_n(&nsets, &n, n + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static int set_add(uintptr_t a)
+{
+	for (;;) {
+		int n = __atomic_load_n(&nsets, __ATOMIC_ACQUIRE);
+
+		if (!set_insert(set_table(n - 1), SET_BITS + n - 1, a)) {
 			filter_add(a);
 			__atomic_fetch_add(&nlive, 1, __ATOMIC_RELAXED);
 			return 0;
 		}
+		if (set_grow(n))
+			return -ENOSPC;
 	}
-	return -ENOSPC;
 }
 
 /* Whether a was in the set (it is not any more). */
 static int set_take(uintptr_t a)
 {
-	uint32_t h;
+	int n;
 
 	if (__builtin_expect(!__atomic_load_n(&nlive, __ATOMIC_RELAXED), 1) ||
 	    __builtin_expect(!__atomic_load_n(filter_of(a), __ATOMIC_RELAXED), 1))
 		return 0;
-	h = set_hash(a);
-	for (int i = 0; i < SET_PROBES; i++) {
-		uintptr_t *s = &set[(h + i) & (SET_SLOTS - 1)];
-		uintptr_t old = __atomic_load_n(s, __ATOMIC_RELAXED);
+	n = __atomic_load_n(&nsets, __ATOMIC_ACQUIRE);
+	for (int k = n - 1; k >= 0; k--) {
+		uintptr_t *t = set_table(k);
+		int bits = SET_BITS + k;
+		uint32_t h = set_hash(a, bits), mask = (1u << bits) - 1;
 
-		if (old == SLOT_FREE)
-			return 0;
-		if (old == a) {
+		for (int i = 0; t && i < SET_PROBES; i++) {
+			uintptr_t *s = &t[(h + i) & mask];
+			uintptr_t old = __atomic_load_n(s, __ATOMIC_RELAXED);
+
+			if (old == SLOT_FREE)
+				break;
+			if (old != a)
+				continue;
 			if (!__atomic_compare_exchange_n(s, &old, SLOT_TOMB, 0, __ATOMIC_ACQ_REL,
 							 __ATOMIC_RELAXED))
 				return 0; /* another thread freed it */
@@ -375,18 +515,36 @@ static int set_take(uintptr_t a)
 	(uintptr_t) __builtin_return_address(0), (uintptr_t)__builtin_frame_address(0) + 16, \
 		*(uintptr_t *)__builtin_frame_address(0)
 
-/* A sampled allocation returned p. */
+/* A sampled allocation returned p (not nested in another: the caller checked). */
 static __attribute__((noinline)) void sampled(void *p, size_t size, uintptr_t ip, uintptr_t sp,
 					      uintptr_t bp)
 {
 	uint64_t v = (uint64_t)size & SIZE_MASK;
 
-	if (in_allocator(ip))
-		return; /* nested: the allocator calls its own malloc; its caller's call counts */
 	if (set_add((uintptr_t)p))
 		v |= F_UNTRACKED;
-	bpfprof_heap_sampled(p, v, ip, sp, bp);
+	bpfprof_heap_sampled(p, v, ip, sp, bp, rate);
 }
+
+/*
+ * Whether this call is the program's and holds a sample point. A call
+ * nested in one of this thread's in the allocator is neither: its bytes do
+ * not move the countdown (as if it had not been made).
+ */
+static inline int take_outer(size_t size)
+{
+	return !ts.depth && take(size);
+}
+
+/* The real allocator's call for a sampled (or not fast-pathed) one: nested calls in it are its. */
+#define IN_ALLOCATOR(expr)           \
+	({                           \
+		__typeof__(expr) r_; \
+		ts.depth++;          \
+		r_ = (expr);         \
+		ts.depth--;          \
+		r_;                  \
+	})
 
 /* A free's first check, inline: p is not sampled unless its filter bucket says maybe. */
 static inline int maybe_sampled(const void *p)
@@ -398,7 +556,7 @@ static inline int maybe_sampled(const void *p)
 static inline void retire(void *p)
 {
 	if (p && !is_boot(p) && set_take((uintptr_t)p))
-		bpfprof_heap_freed(p);
+		bpfprof_heap_freed(p, rate);
 }
 
 /*
@@ -414,9 +572,13 @@ static __attribute__((noinline)) void *malloc_slow(size_t size, uintptr_t ip, ui
 
 	if (!real.malloc)
 		init();
-	if (!take(size))
+	if (__builtin_expect(ts.probe, 0)) {
+		ts.probe = 2;
 		return real.malloc(size);
-	p = real.malloc(size);
+	}
+	if (!take_outer(size))
+		return real.malloc(size);
+	p = IN_ALLOCATOR(real.malloc(size));
 	if (p)
 		sampled(p, size, ip, sp, bp);
 	return p;
@@ -445,9 +607,9 @@ static __attribute__((noinline)) void *calloc_slow(size_t n, size_t size, uintpt
 			return __builtin_mul_overflow(n, size, &total) ? NULL : boot_alloc(total);
 		init();
 	}
-	if (__builtin_mul_overflow(n, size, &total) || !take(total))
+	if (__builtin_mul_overflow(n, size, &total) || !take_outer(total))
 		return real.calloc(n, size); /* (an overflow fails: not counted) */
-	p = real.calloc(n, size);
+	p = IN_ALLOCATOR(real.calloc(n, size));
 	if (p)
 		sampled(p, total, ip, sp, bp);
 	return p;
@@ -497,18 +659,18 @@ static __attribute__((noinline)) void *realloc_slow(void *old, size_t size, uint
 	if (is_boot(old)) { /* never given back: copy out of it */
 		size_t left = BOOT_BYTES - (size_t)((char *)old - boot);
 
-		p = real.malloc(size);
+		p = IN_ALLOCATOR(real.malloc(size));
 		if (p)
 			memcpy(p, old, size < left ? size : left);
-		if (p && take(size))
+		if (p && take_outer(size))
 			sampled(p, size, ip, sp, bp);
 		return p;
 	}
 	/* before the call: once it returns, the old address may be someone else's */
 	retire(old);
-	if (!size || !take(size))
+	if (!size || !take_outer(size))
 		return real.realloc(old, size); /* realloc(p, 0) frees */
-	p = real.realloc(old, size);
+	p = IN_ALLOCATOR(real.realloc(old, size));
 	if (p)
 		sampled(p, size, ip, sp, bp);
 	return p;
@@ -527,8 +689,10 @@ API void *realloc(void *old, size_t size)
 	return realloc_slow(old, size, CALLER());
 }
 
+/* Not a fast path: glibc's reallocarray calls realloc through the PLT (nested). */
 API void *reallocarray(void *old, size_t n, size_t size)
 {
+	int sample;
 	size_t total;
 	void *p;
 
@@ -539,25 +703,23 @@ API void *reallocarray(void *old, size_t n, size_t size)
 		return NULL;
 	}
 	retire(old);
-	if (!total || !take(total))
-		return real.reallocarray ? real.reallocarray(old, n, size)
-					 : real.realloc(old, total);
-	p = real.reallocarray ? real.reallocarray(old, n, size) : real.realloc(old, total);
-	if (p)
+	sample = total && take_outer(total);
+	p = IN_ALLOCATOR(real.reallocarray ? real.reallocarray(old, n, size)
+					   : real.realloc(old, total));
+	if (p && sample)
 		sampled(p, total, CALLER());
 	return p;
 }
 
 API int posix_memalign(void **out, size_t align, size_t size)
 {
-	int ret;
+	int ret, sample;
 
 	if (__builtin_expect(!real.posix_memalign, 0))
 		init();
-	if (!take(size))
-		return real.posix_memalign(out, align, size);
-	ret = real.posix_memalign(out, align, size);
-	if (!ret)
+	sample = take_outer(size);
+	ret = IN_ALLOCATOR(real.posix_memalign(out, align, size));
+	if (!ret && sample)
 		sampled(*out, size, CALLER());
 	return ret;
 }
@@ -565,12 +727,10 @@ API int posix_memalign(void **out, size_t align, size_t size)
 static void *memalign_any(memalign_fn f, size_t align, size_t size, uintptr_t ip, uintptr_t sp,
 			  uintptr_t bp)
 {
-	void *p;
+	int sample = take_outer(size);
+	void *p = IN_ALLOCATOR(f(align, size));
 
-	if (!take(size))
-		return f(align, size);
-	p = f(align, size);
-	if (p)
+	if (p && sample)
 		sampled(p, size, ip, sp, bp);
 	return p;
 }
@@ -592,16 +752,16 @@ API void *memalign(size_t align, size_t size)
 
 API void *valloc(size_t size)
 {
+	int sample;
 	void *p;
 
 	if (__builtin_expect(!real.memalign, 0))
 		init();
 	if (!real.valloc)
 		return memalign_any(real.memalign, sysconf(_SC_PAGESIZE), size, CALLER());
-	if (!take(size))
-		return real.valloc(size);
-	p = real.valloc(size);
-	if (p)
+	sample = take_outer(size);
+	p = IN_ALLOCATOR(real.valloc(size));
+	if (p && sample)
 		sampled(p, size, CALLER());
 	return p;
 }
@@ -609,14 +769,14 @@ API void *valloc(size_t size)
 API void *pvalloc(size_t size)
 {
 	size_t page = 4096, whole = (size + page - 1) & ~(page - 1);
+	int sample;
 	void *p;
 
 	if (__builtin_expect(!real.memalign, 0))
 		init();
-	if (!take(whole))
-		return real.pvalloc ? real.pvalloc(size) : real.memalign(page, whole);
-	p = real.pvalloc ? real.pvalloc(size) : real.memalign(page, whole);
-	if (p)
+	sample = take_outer(whole);
+	p = IN_ALLOCATOR(real.pvalloc ? real.pvalloc(size) : real.memalign(page, whole));
+	if (p && sample)
 		sampled(p, whole, CALLER());
 	return p;
 }
@@ -633,7 +793,7 @@ static __attribute__((noinline)) void *mmap_any(void *addr, size_t len, int prot
 
 	if (__builtin_expect(!real.mmap, 0))
 		init();
-	if (!(flags & MAP_ANONYMOUS) || in_allocator(ip) || !take(whole))
+	if (!(flags & MAP_ANONYMOUS) || in_allocator(ip) || !take_outer(whole))
 		return real.mmap(addr, len, prot, flags, fd, off);
 	p = real.mmap(addr, len, prot, flags, fd, off);
 	if (p != MAP_FAILED)

@@ -37,9 +37,11 @@
 #include <stdio.h>
 #include <libelf.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -50,10 +52,12 @@
 #include "aggregate/timeline_log.h"
 #include "alloc.skel.h"
 #include "collect/alloc.h"
+#include "collect/alloc_cover.h"
 #include "collect/recorder.h"
 #include "collect/uprobes.h"
 #include "proc/objfile.h"
 #include "proc/proc.h"
+#include "proc/procmaps.h"
 #include "unwind/needed.h"
 #include "util/bpfmap.h"
 #include "util/clock.h"
@@ -61,6 +65,7 @@
 #include "util/counters.h"
 #include "util/log.h"
 #include "util/selfpath.h"
+#include "util/tfile.h"
 
 /* Same layout as struct alloc_key in bpf/alloc.bpf.c (the live table's key). */
 struct block_key {
@@ -76,6 +81,8 @@ struct block {
 	size_t stack;
 	double objs, bytes;    /* its weights */
 	uint32_t next_free;    /* free list, when not in use */
+	uint8_t halves;	       /* peak_space: HALF_A | HALF_B, the halves of the sample it is in */
+	uint8_t list;	       /* LIST_*: which allocation-order list it is on */
 	uint32_t older, newer; /* the live blocks in allocation order (eviction) */
 };
 
@@ -90,6 +97,8 @@ struct stack_acc {
 	uint64_t oldest_ns;	/* allocation time of the oldest block still held; 0: none */
 	double l_bytes;		/* of which in live processes (exited ones' left out) */
 	double p_bytes;		/* l_bytes when the run's total in use peaked */
+	double la, lb;		/* l_bytes of the sample's halves A and B, by their own weights */
+	double pa, pb;		/* lb when A's total peaked, la when B's did */
 	double f_bytes;		/* held when its process entered Py_FinalizeEx */
 	uint32_t nblocks;	/* live blocks (--continuous carries them over) */
 };
@@ -128,7 +137,11 @@ struct alloc {
 	struct alloc_bpf *skel;
 	struct uprobes *u;
 	struct uprobes *pu; /* the preload library's probe points (-- CMD), else NULL */
-	struct uprobe_spec pspecs[2];
+	struct uprobe_spec pspecs[3];
+	struct cover *cov;	    /* -- CMD: which processes are covered, how (alloc_cover.h) */
+	struct bpf_link *exec_link; /* -- CMD: alloc_exec, a target's exec */
+	struct bpf_link *fork_link; /* -- CMD: alloc_fork, a fork of a process on uprobes */
+	struct recorder *r;
 	struct uprobes *fu; /* Py_FinalizeEx in libpython / python executables */
 	struct uprobe_spec fspec;
 	struct htab *finalized; /* pids whose in-use at Py_FinalizeEx was kept */
@@ -139,8 +152,9 @@ struct alloc {
 	struct htab *live; /* struct block_key -> block index */
 	struct block **chunks;
 	uint32_t nchunks, free_head;
-	uint32_t oldest, newest; /* the allocation-order list; NO_BLOCK: empty */
-	uint64_t nlive;
+	/* the live blocks in allocation order, per LIST_*; NO_BLOCK: empty */
+	uint32_t oldest[2], newest[2];
+	uint64_t nlive, nlist[2];
 	struct htab *pid_blocks; /* pid -> blocks in live */
 
 	struct stack_acc *acc;
@@ -162,6 +176,10 @@ struct alloc {
 	/* peak_space: the total of l_bytes, its highest value, and whether it is there now */
 	double live_total, peak_total;
 	bool at_peak;
+	/* the same for the sample's halves (sampled runs: peak_leave) */
+	double ta, tb, peak_a, peak_b;
+	bool at_a, at_b;
+	uint64_t rng;
 	bool ending; /* the run is over: the command's exit counts too */
 	int ix_peak, ix_final;
 	int64_t peak_bytes, final_bytes;
@@ -172,8 +190,14 @@ static bool wanted(void)
 	return env.ev_alloc;
 }
 
-/* set by alloc__preload_env() before CMD starts */
-static bool preload_on;
+/*
+ * Set by alloc__preload_env() before CMD starts. preload_on: the library is
+ * in CMD's environment (its descendants take it too); cmd_preloaded: CMD's
+ * own calls reach it (else CMD is probed with uprobes before it runs).
+ */
+static bool preload_on, cmd_preloaded, cmd_own_malloc;
+/* the library passed by an fd CMD inherits (its path has a space or a colon), else -1 */
+static int preload_fd = -1;
 
 #define PRELOAD_LIB "libbpfprof_heap.so"
 
@@ -239,32 +263,70 @@ static bool cmd_interposable(const char *cmd)
 	own = defines(e, SHT_DYNSYM, "malloc");
 	elf_end(e);
 	close(fd);
+	cmd_own_malloc = interp && own;
 	return interp && !own;
+}
+
+/*
+ * LD_PRELOAD splits at spaces and colons: a library under "/opt/my tools/"
+ * would be loaded as "tools/libbpfprof_heap.so" from the command's working
+ * directory (issue 26). Such a path goes as /proc/self/fd/N, N an fd of the
+ * library the command inherits (moved above the numbers programs use), which
+ * the library takes over (BPFPROF_HEAP_FD).
+ */
+static int preload_entry(const char *lib, char *out, size_t len)
+{
+	struct rlimit rl;
+	int fd, high = 1000;
+
+	if (lib[0] == '/' && !strpbrk(lib, " \t\n:"))
+		return snprintf(out, len, "%s", lib) < (int)len ? 0 : -ENAMETOOLONG;
+	fd = open(lib, O_RDONLY); /* inherited by CMD: no O_CLOEXEC */
+	if (fd < 0)
+		return -errno;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    (long)rl.rlim_cur - 32 < high)
+		high = (int)rl.rlim_cur - 32;
+	if (high > fd) {
+		int nfd = fcntl(fd, F_DUPFD, high);
+
+		if (nfd >= 0) {
+			close(fd);
+			fd = nfd;
+		}
+	}
+	preload_fd = fd;
+	snprintf(out, len, "/proc/self/fd/%d", fd);
+	return 0;
 }
 
 bool alloc__preload_env(void)
 {
 	const char *lib = alloc__preload_path(), *old = getenv("LD_PRELOAD");
-	char rate[32], *v;
+	char rate[32], entry[PATH_MAX + 64], fdv[16], *v;
 
 	if (!env.ev_alloc || !env.cmd_argv || !lib || env.alloc_uprobes)
 		return false;
-	if (!cmd_interposable(env.cmd_argv[0])) {
-		pr_verbose("heap: %s cannot be interposed (static, or defines malloc): uprobes",
-			   env.cmd_argv[0]);
+	if (preload_entry(lib, entry, sizeof(entry)))
 		return false;
-	}
 	/* first: the next malloc after it is the program's own choice (tcmalloc, jemalloc) */
-	if (asprintf(&v, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "") < 0)
+	if (asprintf(&v, "%s%s%s", entry, old && *old ? ":" : "", old ? old : "") < 0)
 		return false;
 	snprintf(rate, sizeof(rate), "%llu", (unsigned long long)env.alloc_rate);
-	if (setenv("LD_PRELOAD", v, 1) || setenv("BPFPROF_ALLOC_RATE", rate, 1)) {
+	snprintf(fdv, sizeof(fdv), "%d", preload_fd);
+	if (setenv("LD_PRELOAD", v, 1) || setenv("BPFPROF_ALLOC_RATE", rate, 1) ||
+	    (preload_fd >= 0 ? setenv("BPFPROF_HEAP_FD", fdv, 1) : unsetenv("BPFPROF_HEAP_FD"))) {
 		free(v);
 		return false;
 	}
 	free(v);
 	preload_on = true;
-	pr_verbose("heap: in-process sampling, %s preloaded", lib);
+	cmd_preloaded = cmd_interposable(env.cmd_argv[0]);
+	if (!cmd_preloaded)
+		pr_verbose("heap: %s cannot be interposed (static, or defines malloc): uprobes for "
+			   "it, the preloaded sampler for what it starts",
+			   env.cmd_argv[0]);
+	pr_verbose("heap: in-process sampling, %s preloaded as %s", lib, entry);
 	return true;
 }
 
@@ -281,34 +343,54 @@ static struct block *block_at(struct alloc *a, uint32_t i)
 	return &a->chunks[i >> CHUNK_BITS][i & (CHUNK - 1)];
 }
 
-/* The live blocks in allocation order: newest at the end, the oldest evicted first. */
+/*
+ * The live blocks in allocation order, newest at the end, on two lists:
+ * those of the uprobe path, whose frees BPF tracks in a table of
+ * env.alloc_max_live entries (past it, the oldest is evicted first: a free
+ * BPF could not see would otherwise keep a block forever), and those of the
+ * preload library, which reports the free of every block it sampled (its
+ * set grows): kept however many, so that --alloc-rate 1 is exact at any
+ * number of live blocks (up to LIST_PRELOAD_MAX).
+ */
+#define LIST_UPROBES	 0
+#define LIST_PRELOAD	 1
+#define LIST_PRELOAD_MAX (1u << 26)
+
+#define FOR_EACH_LIVE(a, i)            \
+	for (int l_ = 0; l_ < 2; l_++) \
+		for (uint32_t i = (a)->oldest[l_]; i != NO_BLOCK; i = block_at((a), i)->newer)
+
 static void order_link(struct alloc *a, uint32_t i)
 {
 	struct block *b = block_at(a, i);
+	int l = b->list;
 
-	b->older = a->newest;
+	b->older = a->newest[l];
 	b->newer = NO_BLOCK;
-	if (a->newest != NO_BLOCK)
-		block_at(a, a->newest)->newer = i;
+	if (a->newest[l] != NO_BLOCK)
+		block_at(a, a->newest[l])->newer = i;
 	else
-		a->oldest = i;
-	a->newest = i;
+		a->oldest[l] = i;
+	a->newest[l] = i;
 	a->nlive++;
+	a->nlist[l]++;
 }
 
 static void order_unlink(struct alloc *a, uint32_t i)
 {
 	struct block *b = block_at(a, i);
+	int l = b->list;
 
 	if (b->older != NO_BLOCK)
 		block_at(a, b->older)->newer = b->newer;
 	else
-		a->oldest = b->newer;
+		a->oldest[l] = b->newer;
 	if (b->newer != NO_BLOCK)
 		block_at(a, b->newer)->older = b->older;
 	else
-		a->newest = b->older;
+		a->newest[l] = b->older;
 	a->nlive--;
+	a->nlist[l]--;
 }
 
 static int block_new(struct alloc *a, uint32_t *out)
@@ -441,16 +523,132 @@ static void heap_flush(struct alloc *a, uint64_t now)
 }
 
 /*
- * peak_space: the stacks' in-use as it stands is the peak's, kept before it
- * goes down. Done once per climb to a new high (at its top), not per block.
+ * peak_space. Exact (--alloc-rate 1): the stacks' in-use as it stands when
+ * the total is at its highest, kept before it goes down, once per climb to
+ * a new high (at its top), not per block.
+ *
+ * Sampled: the highest value of a noisy estimate is biased up (a program
+ * holding exactly 100 MiB while replacing 64 KiB blocks read 124-128 MiB:
+ * the running estimate's maximum over its noise). So the moment of the
+ * peak and the values at it come from independent halves of the sample:
+ * the sampled bytes are split as two Poisson samplers at twice the rate
+ * would have taken them (a block is in half A with P = 1 - e^(-s/2R), in
+ * B with the same, independently: given that it was sampled at all, in A
+ * only, B only or both), each half weighted by its own probabilities. When
+ * A's total peaks, B's stacks are kept (unbiased for that moment: B's
+ * noise is not what made A peak), and A's when B's total does; each
+ * stack's peak_space is the mean of the two. A huge block is in both
+ * halves (P ~ 1), so a brief spike of one is not lost to the split.
  */
+#define HALF_A 1
+#define HALF_B 2
+
+static bool peak_exact(void)
+{
+	return env.alloc_rate <= 1;
+}
+
+static double rng_unit(struct alloc *a)
+{
+	if (!a->rng)
+		a->rng = mono_ns() ^ 0x9e3779b97f4a7c15ULL;
+	a->rng ^= a->rng >> 12;
+	a->rng ^= a->rng << 25;
+	a->rng ^= a->rng >> 27;
+	return ((a->rng * 0x2545f4914f6cdd1dULL) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* A block's weight in one half: size / P(a half samples it). */
+static double half_weight(double size)
+{
+	double s = size > 0 ? size : 1.0;
+
+	return size / -expm1(-s / (2.0 * (double)env.alloc_rate));
+}
+
+/* The halves a sampled block of size bytes is in. */
+static uint8_t halves_draw(struct alloc *a, double size)
+{
+	double s = size > 0 ? size : 1.0, r = (double)env.alloc_rate;
+	double ph = -expm1(-s / (2 * r)), p = -expm1(-s / r), u = rng_unit(a);
+
+	if (u < ph * ph / p)
+		return HALF_A | HALF_B;
+	return u < ph * ph / p + ph * (1 - ph) / p ? HALF_A : HALF_B;
+}
+
+/*
+ * A total is about to go down from its highest: keep what is kept at its
+ * peak. halves: which halves' totals go down (HALF_*); the run's total
+ * always does. Only a total's own fall ends its peak, so that the moment
+ * kept for A is chosen by A's blocks alone (not by a fall of B's, which
+ * would pick moments where B is high).
+ */
+static void peak_leave_some(struct alloc *a, uint8_t halves)
+{
+	if (a->at_peak) {
+		for (size_t i = 0; i < a->nacc; i++)
+			a->acc[i].p_bytes = a->acc[i].l_bytes;
+		a->at_peak = false;
+	}
+	if (a->at_a && (halves & HALF_A)) {
+		for (size_t i = 0; i < a->nacc; i++)
+			a->acc[i].pa = a->acc[i].lb;
+		a->at_a = false;
+	}
+	if (a->at_b && (halves & HALF_B)) {
+		for (size_t i = 0; i < a->nacc; i++)
+			a->acc[i].pb = a->acc[i].la;
+		a->at_b = false;
+	}
+}
+
+/* Every peak still standing is kept (the end of a run or an interval). */
 static void peak_leave(struct alloc *a)
 {
-	if (!a->at_peak)
+	peak_leave_some(a, HALF_A | HALF_B);
+}
+
+/* A live block joins (sign 1) or leaves (-1) the totals the peak follows. */
+static void peak_move(struct alloc *a, struct stack_acc *s, const struct block *b, int sign)
+{
+	double w = 0;
+
+	a->live_total += sign * b->bytes;
+	if (s)
+		s->l_bytes += sign * b->bytes;
+	if (b->halves)
+		w = sign * half_weight(b->bytes / b->objs); /* size = bytes / objs */
+	if (b->halves & HALF_A) {
+		a->ta += w;
+		if (s)
+			s->la += w;
+	}
+	if (b->halves & HALF_B) {
+		a->tb += w;
+		if (s)
+			s->lb += w;
+	}
+	if (sign < 0)
 		return;
-	for (size_t i = 0; i < a->nacc; i++)
-		a->acc[i].p_bytes = a->acc[i].l_bytes;
-	a->at_peak = false;
+	if (a->live_total > a->peak_total) {
+		a->peak_total = a->live_total;
+		a->at_peak = true;
+	}
+	if (a->ta > a->peak_a) {
+		a->peak_a = a->ta;
+		a->at_a = true;
+	}
+	if (a->tb > a->peak_b) {
+		a->peak_b = a->tb;
+		a->at_b = true;
+	}
+}
+
+/* A stack's peak_space: exact, or the cross-fitted mean (above). */
+static double peak_of(const struct stack_acc *s)
+{
+	return peak_exact() ? s->p_bytes : (s->pa + s->pb) / 2;
 }
 
 /*
@@ -465,10 +663,8 @@ static void block_drop(struct alloc *a, uint32_t i, bool freed, uint64_t ts)
 
 	if (freed) /* (a process's exit is one step: handle_exits) */
 		heap_change(a, b->key.pid, NULL, ts, -b->bytes);
-	peak_leave(a);
-	a->live_total -= b->bytes;
-	if (s)
-		s->l_bytes -= b->bytes;
+	peak_leave_some(a, b->halves);
+	peak_move(a, s, b, -1);
 	if (s)
 		s->nblocks--;
 	if (s && freed) {
@@ -493,9 +689,9 @@ static void block_drop(struct alloc *a, uint32_t i, bool freed, uint64_t ts)
  * long-running agent keeps what is recent; blocks whose free went unseen
  * cannot pile up.
  */
-static void evict_oldest(struct alloc *a, uint64_t ts)
+static void evict_oldest(struct alloc *a, int list, uint64_t ts)
 {
-	uint32_t i = a->oldest;
+	uint32_t i = a->oldest[list];
 
 	if (i == NO_BLOCK)
 		return;
@@ -538,6 +734,7 @@ static void on_alloc(struct recorder *r, struct alloc *a, const struct prof_samp
 	double wo, wb;
 	size_t stack;
 	uint32_t i;
+	int list;
 
 	a->st.allocs++;
 	/* rec__key may read the side band, which may note exits: nothing is held across it */
@@ -562,8 +759,10 @@ static void on_alloc(struct recorder *r, struct alloc *a, const struct prof_samp
 		a->st.replaced++;
 		block_drop(a, (uint32_t)e->val, true, h->time_ns);
 	}
-	while (a->nlive >= env.alloc_max_live && a->oldest != NO_BLOCK)
-		evict_oldest(a, h->time_ns);
+	list = h->aux1 & ALLOC_F_PRELOAD ? LIST_PRELOAD : LIST_UPROBES;
+	while (a->nlist[list] >= (list == LIST_PRELOAD ? LIST_PRELOAD_MAX : env.alloc_max_live) &&
+	       a->oldest[list] != NO_BLOCK)
+		evict_oldest(a, list, h->time_ns);
 	if (block_new(a, &i)) {
 		r->st.agg_failed++;
 		return;
@@ -573,7 +772,9 @@ static void on_alloc(struct recorder *r, struct alloc *a, const struct prof_samp
 			     .time_ns = h->time_ns,
 			     .stack = stack,
 			     .objs = wo,
-			     .bytes = wb };
+			     .bytes = wb,
+			     .halves = peak_exact() ? 0 : halves_draw(a, (double)bytes),
+			     .list = (uint8_t)list };
 	if (htab__upsert(a->live, &b->key, sizeof(b->key), htab__hash(&b->key, sizeof(b->key)),
 			 &e) < 0) {
 		b->next_free = a->free_head;
@@ -587,12 +788,7 @@ static void on_alloc(struct recorder *r, struct alloc *a, const struct prof_samp
 	s->nblocks++;
 	s->i_objs += wo;
 	s->i_bytes += wb;
-	s->l_bytes += wb;
-	a->live_total += wb;
-	if (a->live_total > a->peak_total) {
-		a->peak_total = a->live_total;
-		a->at_peak = true;
-	}
+	peak_move(a, s, b, 1); /* totals only go up: every peak stands */
 	heap_change(a, h->pid, h->pcomm, h->time_ns, wb);
 }
 
@@ -622,7 +818,8 @@ static void on_mark(struct alloc *a, const struct prof_sample_hdr *h)
 	    htab__upsert(a->finalized, &pid, sizeof(pid), htab__hash(&pid, sizeof(pid)), &e) != 1)
 		return;
 	a->st.finalized++;
-	for (uint32_t i = a->oldest; i != NO_BLOCK; i = block_at(a, i)->newer) {
+	FOR_EACH_LIVE(a, i)
+	{
 		struct block *b = block_at(a, i);
 		struct stack_acc *s;
 
@@ -640,6 +837,12 @@ static void on_record(struct recorder *r, void *priv, const struct prof_sample_h
 
 	if (h->kind == SAMPLE_ALLOC)
 		on_alloc(r, a, h, data, size);
+	else if (h->kind == SAMPLE_HEAP_MARK && h->aux0 == HEAP_MARK_EXEC)
+		cover__exec(a->cov, h->pid, h->pcomm, h->time_ns, h->aux1);
+	else if (h->kind == SAMPLE_HEAP_MARK && h->aux0 == HEAP_MARK_PRELOAD)
+		cover__hello(a->cov, h->pid, h->aux1, h->time_ns);
+	else if (h->kind == SAMPLE_HEAP_MARK && h->aux0 == HEAP_MARK_FORK)
+		cover__fork(a->cov, h->pid, (uint32_t)h->aux1, h->time_ns);
 	else if (h->kind == SAMPLE_HEAP_MARK)
 		on_mark(a, h);
 	else
@@ -748,6 +951,8 @@ static void note_exit(struct alloc *a, uint32_t pid, uint64_t time_ns)
 	a->exits[a->nexits++] = (struct exit_note){ .pid = pid, .time_ns = time_ns };
 }
 
+static uint32_t parent_of(uint32_t pid);
+
 static void on_proc(struct recorder *r, void *priv, uint32_t pid, int change)
 {
 	struct alloc *a = priv;
@@ -761,8 +966,14 @@ static void on_proc(struct recorder *r, void *priv, uint32_t pid, int change)
 			uprobes__forget(a->u, pid);
 		if (a->fu)
 			uprobes__forget(a->fu, pid);
+		if (a->cov) {
+			cover__exit(a->cov, pid, mono_ns());
+			bpf_map_delete_elem(bpf_map__fd(a->skel->maps.alloc_upids), &pid);
+		}
 		return;
 	}
+	if (change == PROC_FORKED && a->cov && rec__is_target(r, pid))
+		cover__fork(a->cov, parent_of(pid), pid, mono_ns());
 	if (change == PROC_EXECED && (p = proctab__lookup(r->procs, pid, 0)))
 		note_exit(a, pid, p->start_ns ? p->start_ns : mono_ns()); /* the old image's end */
 	if (!rec__is_target(r, pid))
@@ -770,14 +981,42 @@ static void on_proc(struct recorder *r, void *priv, uint32_t pid, int change)
 	p = proctab__lookup(r->procs, pid, 0);
 	if (a->fu)
 		uprobes__scan(a->fu, p);
-	if (a->u && !a->pu)
+	/* -- CMD: the processes on uprobes (the others have the sampler); -p, -a: all */
+	if (a->u && (a->cov ? cover__on_uprobes(a->cov, pid) : true))
 		uprobes__scan(a->u, p);
+}
+
+/* pid's parent, from /proc/PID/stat; 0 if gone. */
+static uint32_t parent_of(uint32_t pid)
+{
+	char path[64], buf[512], *close_paren;
+	unsigned ppid = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	close_paren = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
+	if (!close_paren || sscanf(close_paren + 1, " %*c %u", &ppid) != 1)
+		return 0;
+	return ppid;
 }
 
 static void poll_hook(struct recorder *r, void *priv)
 {
-	handle_exits(r, priv);
-	heap_flush(priv, mono_ns());
+	struct alloc *a = priv;
+
+	handle_exits(r, a);
+	heap_flush(a, mono_ns());
+	if (a->cov)
+		cover__poll(a->cov, mono_ns());
 }
 
 /* Whether sym is a defined function in the ELF symbol table of section type want. */
@@ -882,7 +1121,7 @@ static void probe_cmd_file(struct alloc *a)
 	close(fd);
 }
 
-static void probe_cmd_path(struct recorder *r, struct alloc *a, const char *path)
+static void probe_path(struct recorder *r, struct alloc *a, const char *path, uint32_t pid)
 {
 	struct objfile *o;
 	struct stat st;
@@ -892,27 +1131,27 @@ static void probe_cmd_path(struct recorder *r, struct alloc *a, const char *path
 	o = objtab__get(r->objs, major(st.st_dev), minor(st.st_dev), st.st_ino, path, getpid(), 0,
 			0);
 	if (o)
-		uprobes__attach_obj(a->u, o, (uint32_t)r->child);
+		uprobes__attach_obj(a->u, o, pid);
 }
 
 /*
- * -- CMD on the uprobe path: the allocators it will map (its executable's
- * DT_NEEDED libraries, transitively, and LD_PRELOAD), probed for the held
- * child before it runs, so that its first allocations are seen. Scanning the
- * child finds only what bpfprof itself maps (libc); a program linked against
- * tcmalloc would otherwise lose everything before the next scan. The scan
- * later finds the same files (same objects, by device and inode) and
- * attaches nothing twice.
+ * The allocators a process will map (its executable's DT_NEEDED libraries,
+ * transitively, and LD_PRELOAD), probed for pid before it maps them, so
+ * that its first allocations are seen: the held -- CMD child (scanning it
+ * finds only what bpfprof itself maps: libc), a program linked against
+ * tcmalloc, a child exec'd with LD_PRELOAD=tcmalloc (issue 25). In the
+ * host's root only (needed__files resolves there). A later scan of the same
+ * files (same objects, by device and inode) attaches nothing twice.
  */
-static void probe_cmd_libraries(struct recorder *r, struct alloc *a)
+static void probe_needed(struct recorder *r, struct alloc *a, const char *exe, const char *preload,
+			 uint32_t pid)
 {
-	const char *preload = getenv("LD_PRELOAD");
 	char **files, *list, *tok, *save;
 	size_t n;
 
-	if (!needed__files(env.cmd_argv[0], &files, &n)) {
+	if (!needed__files(exe, &files, &n)) {
 		for (size_t i = 0; i < n; i++)
-			probe_cmd_path(r, a, files[i]);
+			probe_path(r, a, files[i], pid);
 		needed__free(files, n);
 	}
 	/* LD_PRELOAD: the entries with a slash, as ld.so takes them */
@@ -920,8 +1159,110 @@ static void probe_cmd_libraries(struct recorder *r, struct alloc *a)
 		return;
 	for (tok = strtok_r(list, " :", &save); tok; tok = strtok_r(NULL, " :", &save))
 		if (strchr(tok, '/'))
-			probe_cmd_path(r, a, tok);
+			probe_path(r, a, tok, pid);
 	free(list);
+}
+
+static void probe_cmd_libraries(struct recorder *r, struct alloc *a)
+{
+	probe_needed(r, a, env.cmd_argv[0], getenv("LD_PRELOAD"), (uint32_t)r->child);
+}
+
+struct fallback_scan {
+	struct recorder *r;
+	struct alloc *a;
+	uint32_t pid;
+	bool late;
+};
+
+static int fallback_map(const struct procmaps_entry *e, void *ctx)
+{
+	struct fallback_scan *fs = ctx;
+	uint64_t before = uprobes__stats(fs->a->u)->links;
+	struct objfile *o;
+
+	if (!e->path[0] || e->path[0] == '[')
+		return 0;
+	o = objtab__get(fs->r->objs, e->dev_major, e->dev_minor, e->ino, e->path, fs->pid, e->start,
+			e->end);
+	if (o)
+		uprobes__attach_obj(fs->a->u, o, fs->pid);
+	if (uprobes__stats(fs->a->u)->links > before)
+		fs->late = true; /* an allocator it maps already */
+	return 0;
+}
+
+/* The process's LD_PRELOAD when it was exec'd (its /proc/PID/environ), or NULL. */
+static char *exec_preload(uint32_t pid)
+{
+	static char buf[128 * 1024];
+	char path[64];
+	size_t got = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/environ", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	while (got < sizeof(buf) - 1 && (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+		got += (size_t)n;
+	close(fd);
+	buf[got] = '\0';
+	for (size_t at = 0; at < got; at += strlen(buf + at) + 1)
+		if (!strncmp(buf + at, "LD_PRELOAD=", 11))
+			return buf + at + 11;
+	return NULL;
+}
+
+/* Whether pid's root is ours (a chroot or a container's is not). */
+static bool same_root(uint32_t pid)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/%u/root", pid);
+	return !stat(path, &a) && !stat("/", &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/*
+ * Coverage's fallback (alloc_cover.h): probe pid with uprobes now: the
+ * allocators it maps already (read from /proc: the side band may be behind
+ * an exec), and those it will map. 1: an allocator was mapped before the
+ * probes (its first calls may be missing), 0, or -ESRCH: it is gone.
+ */
+static int cover_fallback(void *ctx, uint32_t pid)
+{
+	struct alloc *a = ctx;
+	struct fallback_scan fs = { .r = a->r, .a = a, .pid = pid };
+	char path[64], exe[PATH_MAX];
+	ssize_t n;
+	FILE *f;
+
+	if (!a->u)
+		return -ENOENT;
+	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -ESRCH; /* gone, or a zombie */
+	exe[n] = '\0';
+	/* what it maps now first: whether an allocator was there before the probes */
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -ESRCH;
+	procmaps__for_each_exec(f, fallback_map, &fs);
+	fclose(f);
+	if (same_root(pid))
+		probe_needed(a->r, a, exe, exec_preload(pid), pid);
+	if (kill((pid_t)pid, 0) && errno == ESRCH)
+		return -ESRCH;
+	{
+		uint8_t one = 1; /* its forks are reported at once (alloc_fork) */
+
+		bpf_map_update_elem(bpf_map__fd(a->skel->maps.alloc_upids), &pid, &one, BPF_ANY);
+	}
+	return fs.late;
 }
 
 /*
@@ -992,10 +1333,8 @@ static int alloc_open_load(struct recorder *r, struct alloc_bpf **out, int attem
 	s->rodata->self_tgid = getpid();
 	bpf_map__set_max_entries(s->maps.alloc_live, env.alloc_max_live);
 	/*
-	 * One path's programs only (issue 17: attach + detach of --alloc): the
-	 * in-process path attaches the preload library's two probes and never
-	 * the allocator probes, the uprobe path the reverse; each side's
-	 * walker is tens of thousands of verified instructions.
+	 * The preload library's programs only with it (each side's walker is
+	 * tens of thousands of verified instructions, issue 17).
 	 */
 	{
 		struct bpf_program *up[] = { s->progs.alloc_ret,      s->progs.alloc_malloc,
@@ -1004,10 +1343,17 @@ static int alloc_open_load(struct recorder *r, struct alloc_bpf **out, int attem
 					     s->progs.alloc_memalign, s->progs.alloc_posix_memalign,
 					     s->progs.alloc_mmap,     s->progs.alloc_free };
 
+		/*
+		 * -- CMD on the preload path loads the uprobe path too: a process
+		 * the sampler does not reach falls back to it at once (coverage).
+		 */
 		for (size_t i = 0; i < sizeof(up) / sizeof(up[0]); i++)
-			bpf_program__set_autoload(up[i], !preload_on);
+			bpf_program__set_autoload(up[i], true);
 		bpf_program__set_autoload(s->progs.alloc_preload_sampled, preload_on);
 		bpf_program__set_autoload(s->progs.alloc_preload_freed, preload_on);
+		bpf_program__set_autoload(s->progs.alloc_preload_hello, preload_on);
+		bpf_program__set_autoload(s->progs.alloc_exec, env.cmd_argv != NULL);
+		bpf_program__set_autoload(s->progs.alloc_fork, env.cmd_argv != NULL);
 	}
 	err = rec__share_maps(r, s->obj);
 	if (err)
@@ -1024,8 +1370,9 @@ static int setup(struct recorder *r, void **priv)
 	if (!a)
 		return -ENOMEM;
 	*priv = a;
+	a->r = r;
 	a->free_head = NO_BLOCK;
-	a->oldest = a->newest = NO_BLOCK;
+	a->oldest[0] = a->newest[0] = a->oldest[1] = a->newest[1] = NO_BLOCK;
 	a->live = htab__new(1024, 0); /* keys borrowed from the blocks */
 	a->pid_blocks = htab__new(256, HTAB_COPY_KEYS);
 	a->finalized = htab__new(16, HTAB_COPY_KEYS);
@@ -1074,10 +1421,23 @@ static int setup(struct recorder *r, void **priv)
 						     .prog = s->progs.alloc_preload_sampled };
 		a->pspecs[1] = (struct uprobe_spec){ .func = "bpfprof_heap_freed",
 						     .prog = s->progs.alloc_preload_freed };
+		a->pspecs[2] = (struct uprobe_spec){ .func = "bpfprof_heap_hello",
+						     .prog = s->progs.alloc_preload_hello };
 		err = uprobes__new(&a->pu, "heap-preload", r->objs, false, match_none, NULL,
-				   a->pspecs, 2);
+				   a->pspecs, 3);
 		if (err)
 			return err;
+	}
+	if (env.cmd_argv) {
+		struct cover_ops ops = { .fallback = cover_fallback, .ctx = a };
+		const char *lib = alloc__preload_path();
+		struct stat st = { 0 };
+
+		if (preload_on && lib && stat(lib, &st))
+			memset(&st, 0, sizeof(st));
+		a->cov = cover__new(&ops, st.st_dev, st.st_ino, !preload_on);
+		if (!a->cov)
+			return -ENOMEM;
 	}
 	a->fspec =
 		(struct uprobe_spec){ .func = "Py_FinalizeEx", .prog = s->progs.alloc_py_finalize };
@@ -1139,6 +1499,18 @@ static int start(struct recorder *r, void *priv)
 	}
 	for (size_t i = 0; i < env.npids; i++)
 		scan_pid(r, a, env.pids[i]);
+	if (preload_fd >= 0) { /* CMD has its copy */
+		close(preload_fd);
+		preload_fd = -1;
+	}
+	if (a->cov) {
+		a->exec_link = bpf_program__attach(a->skel->progs.alloc_exec);
+		a->fork_link = bpf_program__attach(a->skel->progs.alloc_fork);
+		if (!a->exec_link || !a->fork_link) {
+			pr_err("--alloc: cannot attach to exec events: %s", strerror(errno));
+			return -errno;
+		}
+	}
 	if (r->child > 0 && a->pu) {
 		/* by path, before CMD runs: in place when the library is mapped */
 		if (uprobes__add_path(a->pu, alloc__preload_path()) ||
@@ -1147,12 +1519,25 @@ static int start(struct recorder *r, void *priv)
 			return -ENOENT;
 		}
 		pr_verbose("heap: probes on %s", alloc__preload_path());
-		return 0;
+		if (cmd_preloaded)
+			return 0;
 	}
 	if (r->child > 0) {
 		probe_cmd_file(a);
 		probe_cmd_libraries(r, a);
 		scan_pid(r, a, r->child); /* held before exec: the probes follow it through exec */
+		cover__set(a->cov, r->child, COV_UPROBES,
+			   a->pu ? (cmd_own_malloc ? WHY_OWN_MALLOC : WHY_STATIC)
+				 : WHY_UPROBES_ASKED);
+		{
+			uint32_t pid = (uint32_t)r->child;
+			uint8_t one = 1;
+
+			bpf_map_update_elem(bpf_map__fd(a->skel->maps.alloc_upids), &pid, &one,
+					    BPF_ANY);
+		}
+		if (a->pu)
+			return 0;
 	}
 	us = uprobes__stats(a->u);
 	if (!us->probes) {
@@ -1178,6 +1563,10 @@ static void stop(struct recorder *r, void *priv)
 	a->pu = NULL;
 	uprobes__free(a->fu);
 	a->fu = NULL;
+	bpf_link__destroy(a->exec_link);
+	a->exec_link = NULL;
+	bpf_link__destroy(a->fork_link);
+	a->fork_link = NULL;
 }
 
 /*
@@ -1192,7 +1581,8 @@ static void settle(struct recorder *r, struct alloc *a, uint64_t end_ns)
 	a->end_ns = end_ns;
 	a->live_blocks = a->inuse_stacks = a->oldest_ns = 0;
 	a->inuse_objs = a->inuse_bytes = a->peak_bytes = a->final_bytes = 0;
-	for (uint32_t i = a->oldest; i != NO_BLOCK; i = block_at(a, i)->newer) {
+	FOR_EACH_LIVE(a, i)
+	{
 		struct block *b = block_at(a, i);
 		struct stack_acc *s = acc_at(a, b->stack);
 
@@ -1204,14 +1594,14 @@ static void settle(struct recorder *r, struct alloc *a, uint64_t end_ns)
 		struct stack_acc *s = &a->acc[i];
 		struct stack_vals *v = stacks__vals(r->stacks, i);
 
-		if (!v || (!s->a_objs && !s->i_objs && !s->p_bytes && !s->f_bytes))
+		if (!v || (!s->a_objs && !s->i_objs && !peak_of(s) && !s->f_bytes))
 			continue;
 		v->v[a->ix_aobj] = llround(s->a_objs);
 		v->v[a->ix_abytes] = llround(s->a_bytes);
 		/* sums of doubles: a stack with nothing left may be a rounding error off zero */
 		v->v[a->ix_iobj] = s->i_objs > 0.5 ? llround(s->i_objs) : 0;
 		v->v[a->ix_ibytes] = s->i_bytes > 0.5 ? llround(s->i_bytes) : 0;
-		v->v[a->ix_peak] = s->p_bytes > 0.5 ? llround(s->p_bytes) : 0;
+		v->v[a->ix_peak] = peak_of(s) > 0.5 ? llround(peak_of(s)) : 0;
 		v->v[a->ix_final] = s->f_bytes > 0.5 ? llround(s->f_bytes) : 0;
 		a->peak_bytes += v->v[a->ix_peak];
 		a->final_bytes += v->v[a->ix_final];
@@ -1274,31 +1664,35 @@ static void interval(struct recorder *r, void *priv, struct stacks *old)
 	free(a->acc);
 	a->acc = NULL;
 	a->nacc = 0;
-	a->live_total = 0;
-	a->at_peak = false;
-	for (i = a->oldest; i != NO_BLOCK; i = next) {
-		struct block *b = block_at(a, i);
-		struct stack_acc *s;
+	a->live_total = a->ta = a->tb = 0;
+	a->at_peak = a->at_a = a->at_b = false;
+	for (int l = 0; l < 2; l++)
+		for (i = a->oldest[l]; i != NO_BLOCK; i = next) {
+			struct block *b = block_at(a, i);
+			struct stack_acc *s;
 
-		next = b->newer;
-		if (b->stack >= n || map[b->stack] == SIZE_MAX || !(s = acc_at(a, map[b->stack]))) {
-			r->st.agg_failed++;
-			b->stack = SIZE_MAX;	   /* (acc_at fails on it: no stack to update) */
-			a->live_total += b->bytes; /* (block_drop takes it off) */
-			block_drop(a, i, true, 0);
-			continue;
+			next = b->newer;
+			if (b->stack >= n || map[b->stack] == SIZE_MAX ||
+			    !(s = acc_at(a, map[b->stack]))) {
+				r->st.agg_failed++;
+				b->stack = SIZE_MAX; /* (acc_at fails on it: no stack to update) */
+				peak_move(a, NULL, b, 1); /* (block_drop takes it off) */
+				block_drop(a, i, true, 0);
+				continue;
+			}
+			b->stack = map[b->stack];
+			s->nblocks++;
+			s->i_objs += b->objs;
+			s->i_bytes += b->bytes;
+			peak_move(a, s, b, 1);
+			a->st.carried++;
 		}
-		b->stack = map[b->stack];
-		s->nblocks++;
-		s->i_objs += b->objs;
-		s->i_bytes += b->bytes;
-		s->l_bytes += b->bytes;
-		a->live_total += b->bytes;
-		a->st.carried++;
-	}
 	free(map);
+	/* the interval's peak starts from what it was given */
 	a->peak_total = a->live_total;
-	a->at_peak = true;
+	a->peak_a = a->ta;
+	a->peak_b = a->tb;
+	a->at_peak = a->at_a = a->at_b = true;
 }
 
 /* pprof label oldest_age: how long the stack's oldest block still held had been held */
@@ -1351,11 +1745,16 @@ static void summary(struct recorder *r, void *priv, FILE *f)
 
 	if (log_level < 1)
 		return;
-	if (preload_on)
+	if (a->cov)
+		cover__summary(a->cov, f);
+	if (preload_on && (!a->cov || cover__count(a->cov, COV_PRELOAD)))
 		fprintf(f,
 			"bpfprof: heap: in-process sampling (%s): unsampled calls never leave "
-			"the process, the counts below are of sampled ones\n",
-			PRELOAD_LIB);
+			"the process, the counts below are of sampled ones%s\n",
+			PRELOAD_LIB,
+			a->cov && cover__count(a->cov, COV_UPROBES)
+				? " (of all calls in the processes probed with uprobes)"
+				: "");
 	fprintf(f,
 		"bpfprof: heap: %llu allocation calls, %.1f MiB asked for; %llu sampled (1 in "
 		"%llu bytes), %llu frees of sampled blocks; estimated %.1f MiB allocated, %.1f MiB "
@@ -1375,19 +1774,24 @@ static void summary(struct recorder *r, void *priv, FILE *f)
 			"trace (at most one per %.0f ms each)\n",
 			(unsigned long long)a->counters, (unsigned long long)htab__count(a->heap),
 			HEAP_COUNTER_NS / 1e6);
-	if (lost || a->st.replaced || a->st.untracked || a->st.evicted || a->ust.attach_failed)
+	if (lost || a->st.replaced || a->st.untracked || a->st.evicted || a->ust.attach_failed ||
+	    c.foreign_rate)
 		fprintf(f,
 			"bpfprof: heap: lost: %llu probes not attached, %llu allocations and %llu "
 			"frees (ring buffer full), "
-			"%llu blocks untracked (live table of %u full), %llu calls without thread "
-			"state, %llu frees of unknown blocks, %llu records refused; %llu blocks "
+			"%llu blocks untracked (%llu: BPF live table of %u full; %llu: the "
+			"in-process set could not grow), %llu calls without thread "
+			"state, %llu frees of unknown blocks, %llu records refused, %llu records of "
+			"a sampler at another rate; %llu blocks "
 			"sampled again before their free was seen, %llu oldest blocks evicted "
 			"for room\n",
 			(unsigned long long)a->ust.attach_failed, (unsigned long long)c.lost_alloc,
 			(unsigned long long)c.lost_free, (unsigned long long)c.live_full,
-			env.alloc_max_live, (unsigned long long)c.no_tls,
+			(unsigned long long)(c.live_full - c.set_full), env.alloc_max_live,
+			(unsigned long long)c.set_full, (unsigned long long)c.no_tls,
 			(unsigned long long)a->st.unmatched, (unsigned long long)a->st.no_key,
-			(unsigned long long)a->st.replaced, (unsigned long long)a->st.evicted);
+			(unsigned long long)c.foreign_rate, (unsigned long long)a->st.replaced,
+			(unsigned long long)a->st.evicted);
 	if (r->cont)
 		fprintf(f,
 			"bpfprof: heap: continuous: %llu live blocks carried from one interval "
@@ -1413,6 +1817,25 @@ static void summary(struct recorder *r, void *priv, FILE *f)
 	}
 }
 
+/*
+ * What changes the answer: a process not covered (or covered late), and
+ * sampled blocks whose frees could not be followed (their bytes stay in use).
+ */
+static void alloc_warnings(struct recorder *r, void *priv)
+{
+	struct alloc *a = priv;
+	struct alloc_counters c = bpf_counters(a);
+	uint64_t untracked = c.live_full + a->st.evicted;
+
+	if (a->cov)
+		cover__warn(a->cov, r);
+	if (untracked)
+		rec__warn(r, "sample less often with a larger --alloc-rate",
+			  "heap: %llu sampled blocks could not be followed to their free (the "
+			  "table of live blocks was full): in use may be overstated",
+			  (unsigned long long)untracked);
+}
+
 static void destroy(struct recorder *r, void *priv)
 {
 	struct alloc *a = priv;
@@ -1425,6 +1848,9 @@ static void destroy(struct recorder *r, void *priv)
 	uprobes__free(a->u);
 	uprobes__free(a->pu);
 	uprobes__free(a->fu);
+	cover__free(a->cov);
+	bpf_link__destroy(a->exec_link);
+	bpf_link__destroy(a->fork_link);
 	alloc_bpf__destroy(a->skel);
 	htab__free(a->finalized);
 	htab__free(a->live);
@@ -1460,6 +1886,7 @@ const struct rec_feature alloc_feature = {
 	.finish = finish,
 	.interval_end = interval_end,
 	.interval = interval,
+	.warnings = alloc_warnings,
 	.summary = summary,
 	.destroy = destroy,
 	.labels = labels,
