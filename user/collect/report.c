@@ -612,12 +612,13 @@ static void detail(struct recorder *r, const struct build_stats *bs)
 
 			pr_verbose("unwind table cache %s: %llu loaded, %llu missed, %llu stored "
 				   "(%llu failed), %llu invalid (deleted), %llu evicted; %llu "
-				   "tables, %.1f MiB",
+				   "files, %.1f MiB; %llu digests known (not hashed again)",
 				   env.unwind_cache, (unsigned long long)cs->hits,
 				   (unsigned long long)cs->misses, (unsigned long long)cs->stored,
 				   (unsigned long long)cs->store_failed,
 				   (unsigned long long)cs->invalid, (unsigned long long)cs->evicted,
-				   (unsigned long long)cs->files, cs->bytes / 1048576.0);
+				   (unsigned long long)cs->files, cs->bytes / 1048576.0,
+				   (unsigned long long)cs->digests_known);
 		}
 		if (r->stats_fd >= 0) {
 			struct bpf_prog_info info = { 0 };
