@@ -10,6 +10,7 @@
 #    /usr/bin/time: CPU per sample, peak RSS, lost samples. perf record is
 #    measured the same way, with and without `perf script` (its symbolization).
 # ... and a "real host" section (tools/bench_realhost.sh): PyTorch + pgbench.
+# 7c. Heap against heaptrack, memray and memleak-bpfcc (tools/bench_heap.py).
 #
 # 0. Cost (tools/cost.sh, skipped with COST=0): CPU time per sample -- BPF
 #    run time, agent rusage, the sampling interrupt against an empty BPF
@@ -616,6 +617,16 @@ if [[ -x $WORKLOADS/malloc_loop && -x $WORKLOADS/bench_malloc ]] && ((have_bpfpr
 	done
 	echo "  in-process slowdown on the 64 B loop (target <= 1.3x): $inproc_slow wall," \
 		"$inproc_cpu_slow loop-thread CPU"
+fi
+
+# 7c. Heap against its peers (tools/bench_heap.py; skipped with HEAP_PEERS=0):
+#    heaptrack (C) and memray 1.20 (Python, in the Debian sid root) on the
+#    same programs: peak, total allocated, leaked; -p cost ratios on
+#    malloc_loop (bpfprof, memleak-bpfcc, heaptrack) and a PostgreSQL backend.
+if [[ ${HEAP_PEERS:-1} != 0 ]] && ((have_bpfprof)); then
+	echo
+	BPFPROF=$BPFPROF WORKLOADS=$WORKLOADS HEAP_ROUNDS=$HEAP_ROUNDS "$root/tools/bench_heap.py" ||
+		die "tools/bench_heap.py failed"
 fi
 
 ((have_bpfprof)) || die "bpfprof not found at '$BPFPROF': its figures were not measured"

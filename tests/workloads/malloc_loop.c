@@ -6,8 +6,10 @@
  * busy shared machine inflates less than the wall time S.
  *
  * Usage: malloc_loop [PAIRS [DELAY]]   (default 2000000 0)
- * DELAY: seconds to sleep first (untimed), for a profiler attaching with -p.
+ * DELAY: seconds to sleep first (untimed), for a profiler attaching with -p;
+ * -1: wait for SIGUSR1 (sent once the profiler says it is attached).
  */
+#include <signal.h>
 #include <stdlib.h>
 
 #include "common.h"
@@ -19,6 +21,17 @@ int main(int argc, char **argv)
 	struct timespec a, b, ca, cb;
 	char *volatile p;
 
+	if (delay < 0) {
+		sigset_t set;
+		int sig;
+
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &set, NULL);
+		printf("waiting\n");
+		fflush(stdout);
+		sigwait(&set, &sig);
+	}
 	if (delay > 0)
 		sleep(delay);
 	clock_gettime(CLOCK_MONOTONIC, &a);
