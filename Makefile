@@ -255,9 +255,9 @@ TEST_STEPS ?= unit e2e fuzz-smoke
 endif
 test: test-deps
 	$(Q)st=0; res=; for s in $(TEST_STEPS); do \
-		echo "  TEST     $$s"; \
-		if $(MAKE) --no-print-directory $$s; then res="$$res, $$s passed"; \
-		else res="$$res, $$s FAILED"; st=1; fi; \
+		echo "  TEST     $$s"; t0=$$(date +%s); \
+		if $(MAKE) --no-print-directory $$s; then r=passed; else r=FAILED; st=1; fi; \
+		res="$$res, $$s $$r ($$(( $$(date +%s) - t0 )) s)"; \
 	done; echo "make test: $${res#, }"; exit $$st
 
 bench: bench-deps

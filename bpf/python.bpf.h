@@ -274,6 +274,14 @@ __noinline int py_find_tstate(const struct bpf_pyproc *pp, __u64 *out, __u64 *he
 			*out = ts;
 			return 0;
 		}
+		/*
+		 * Not bound to its thread yet: threading makes the new thread's
+		 * state in the thread that starts it, at the list's head, and the
+		 * new thread sets thread_id when it begins. It may be this
+		 * thread's: the head alone cannot say this thread has none.
+		 */
+		if (!id)
+			*head = 0;
 		if (py_read(ts + pp->ts_next, &ts))
 			return -1;
 	}

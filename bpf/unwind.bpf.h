@@ -16,11 +16,25 @@
 
 const volatile __u32 unwind_mode = UNWIND_AUTO;
 
-struct {
+/*
+ * The rows, by chunk (include/bpfprof.h, UNWIND_CHUNK_SHIFT): chunks are
+ * arrays of one size, made and put in by user space (tables.c), more of
+ * them as samples need more tables, up to the slots sized here from user
+ * space. A lookup in a chunk is inlined as any array's (no BPF_F_INNER_MAP:
+ * every chunk has the template's size).
+ */
+struct unwind_chunk {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1); /* sized from user space */
+	__uint(max_entries, 1); /* sized from user space: rows a chunk */
 	__type(key, __u32);
 	__type(value, struct bpf_urow);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1); /* sized from user space: chunks at most */
+	__type(key, __u32);
+	__array(values, struct unwind_chunk);
 } unwind_rows SEC(".maps");
 
 struct {
@@ -275,17 +289,25 @@ __noinline int find_umap_idx(const struct bpf_proc_unwind *info, __u64 ip, __u32
 	return lo & (MAX_UMAPS - 1);
 }
 
-/* Index of the last row in [first, first + count) whose pc <= pc, or -1. */
+/*
+ * Index of the last row in [first, first + count) whose pc <= pc, or -1.
+ * The rows are one chunk's (a table never spans two).
+ */
 __noinline int find_row_idx(__u32 first, __u32 count, __u32 pc)
 {
-	__u32 lo = first, hi = first + count, mid;
+	__u32 chunk = first >> UNWIND_CHUNK_SHIFT, lo = first & UNWIND_CHUNK_MASK;
+	__u32 hi = lo + count, mid;
 	const struct bpf_urow *r;
+	void *rows;
 
 	if (!count)
 		return -1;
-	for (int i = 0; i < 26 && lo + 1 < hi; i++) { /* 2^26 rows */
+	rows = bpf_map_lookup_elem(&unwind_rows, &chunk);
+	if (!rows)
+		return -1;
+	for (int i = 0; i < 23 && lo + 1 < hi; i++) { /* 2^22 rows a chunk */
 		mid = lo + (hi - lo) / 2;
-		r = bpf_map_lookup_elem(&unwind_rows, &mid);
+		r = bpf_map_lookup_elem(rows, &mid);
 		if (!r)
 			return -1;
 		if (r->pc <= pc)
@@ -293,10 +315,10 @@ __noinline int find_row_idx(__u32 first, __u32 count, __u32 pc)
 		else
 			hi = mid;
 	}
-	r = bpf_map_lookup_elem(&unwind_rows, &lo);
+	r = bpf_map_lookup_elem(rows, &lo);
 	if (!r || r->pc > pc)
 		return -1;
-	return lo;
+	return (int)((chunk << UNWIND_CHUNK_SHIFT) | lo);
 }
 
 __noinline int find_umap_lin(const struct bpf_proc_unwind *info, __u64 ip);
@@ -541,7 +563,8 @@ __noinline int row_fill(struct row_cache_set *set, __u32 first, __u32 count, __u
 {
 	const struct bpf_urow *r;
 	struct row_cache_ent *e;
-	__u32 idx, next;
+	__u32 idx, next, chunk;
+	void *rows;
 	int i;
 
 	if (!set)
@@ -549,8 +572,12 @@ __noinline int row_fill(struct row_cache_set *set, __u32 first, __u32 count, __u
 	i = find_row_idx(first, count, pc);
 	if (i < 0)
 		return -1;
-	idx = i;
-	r = bpf_map_lookup_elem(&unwind_rows, &idx);
+	chunk = (__u32)i >> UNWIND_CHUNK_SHIFT;
+	rows = bpf_map_lookup_elem(&unwind_rows, &chunk);
+	if (!rows)
+		return -1;
+	idx = i & UNWIND_CHUNK_MASK;
+	r = bpf_map_lookup_elem(rows, &idx);
 	if (!r)
 		return -1;
 	set->w[1] = set->w[0];
@@ -558,8 +585,8 @@ __noinline int row_fill(struct row_cache_set *set, __u32 first, __u32 count, __u
 	e->row = *r;
 	e->end = ~0U;
 	next = idx + 1;
-	if (next - first < count) {
-		r = bpf_map_lookup_elem(&unwind_rows, &next);
+	if ((((__u32)i + 1) - first) < count) { /* within the table: within the chunk */
+		r = bpf_map_lookup_elem(rows, &next);
 		if (r)
 			e->end = r->pc;
 	}

@@ -398,6 +398,17 @@ enum urow_rbp {
 	UROW_RBP_UNSUPPORTED = 2,
 };
 
+/*
+ * The rows are in chunks, arrays of their own in the `unwind_rows` array of
+ * maps, so that user space can add room while it runs (a BPF array cannot
+ * grow, and allocates all of its memory when it is made): row index i is
+ * row (i & UNWIND_CHUNK_MASK) of chunk (i >> UNWIND_CHUNK_SHIFT). A chunk
+ * holds at most 1 << UNWIND_CHUNK_SHIFT rows (32 MiB); a table never spans
+ * two.
+ */
+#define UNWIND_CHUNK_SHIFT 22
+#define UNWIND_CHUNK_MASK  ((1u << UNWIND_CHUNK_SHIFT) - 1)
+
 /* 8 bytes: a file with a million rows costs 8 MB, shared by every process mapping it. */
 struct bpf_urow {
 	__u32 pc;      /* ELF vaddr - mapping's table base */

@@ -94,6 +94,7 @@ agent_kb=$(sed -nE 's/^bpfprof: agent: .* peak RSS ([0-9]+) KiB$/\1/p' "$tmp/b.e
 b_cpu=$(awk -v u="$u" -v s="$s" -v t="$SECS" 'BEGIN { printf "%.1f%%", (u + s) * 100 / t }')
 b_rss=$(awk -v k="$rss_kb" 'BEGIN { printf "%.1f MB", k / 1024 }')
 tables=$(grep -E '^bpfprof: unwind tables:' "$tmp/b.err" | sed 's/^bpfprof: //')
+walked=$(grep -E 'had their tables. room' "$tmp/b.err" | sed 's/^bpfprof: //' || true)
 # the agent's recording CPU: unwind table builds (once per binary) and the steady state
 split=$(grep -E '^bpfprof: cost: recording =' "$tmp/b.err" | sed 's/^bpfprof: cost: //')
 steady=$(sed -nE 's/.*steady ([0-9.]+) s CPU.*/\1/p' <<<"$split")
@@ -114,6 +115,7 @@ echo "  bpfprof agent: CPU $b_cpu of one core (start-up included), peak RSS $b_r
 echo "  bpfprof agent: $(grep -E '^bpfprof: cost: start-up' "$tmp/b.err" | sed 's/^bpfprof: cost: //')"
 echo "  bpfprof agent: $split; steady state $b_steady of one core"
 echo "  bpfprof $tables"
+[[ -z $walked ]] || echo "  bpfprof $walked"
 [[ -z $cache ]] || echo "  bpfprof $cache"
 grep -E '^bpfprof: [0-9]+ samples' "$tmp/b.err" | sed 's/^/  /' || true
 [[ -z $warn ]] || echo "  $warn"

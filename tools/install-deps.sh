@@ -61,7 +61,8 @@ TEST=(
 	tmux
 	# systemd-analyze security/verify of packaging/bpfprof.service
 	systemd
-	# tools/sidroot.sh: the Debian sid root with python3.13/3.14/3.15 (make test-roots)
+	# tools/sidroot.sh: the Debian sid root with python3.13/3.14/3.15 (make test-roots);
+	# tools/minbase.sh: the README's commands in a fresh Debian 12 root
 	debootstrap
 )
 
@@ -77,8 +78,6 @@ BENCH=(
 	python3-torch python3-numpy postgresql postgresql-contrib
 	# the peer heap profiler
 	heaptrack
-	# tools/minbase.sh: the README's commands in a fresh Debian 12 root
-	debootstrap
 )
 
 want_test=0

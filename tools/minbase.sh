@@ -142,7 +142,7 @@ in_root() { # LABEL COMMAND
 		mount --rbind /dev "$r/dev"
 		exec chroot "$r" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
 			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-			/bin/bash -c "cd /root/bpfprof && $2"' bash "$root" "$cmd" </dev/null &
+			/bin/bash -c "cd /root/bpfprof || exit; $2"' bash "$root" "$cmd" </dev/null &
 	wait $! || rc=$? # in the background: a signal to this script is taken at once
 	t1=$(date +%s)
 	echo "minbase: [$label] exit $rc after $((t1 - t0)) s ($(cut -d' ' -f1-3 /proc/loadavg) load)"

@@ -131,11 +131,13 @@ static __always_inline void time_sample(__u64 t0, bool ab)
 	    !(ts && pygen && ts->not_py == pygen)) {"""),
         ("time_sample(t0);", "time_sample(t0, ab);"),
     ])
-    patch(os.path.join(d, "user/collect/record.c"), [
+    patch(os.path.join(d, "user/collect/setup.c"), [
         ("""	r->skel->rodata->time_samples = log_level >= 2;""",
          """	r->skel->rodata->time_samples = log_level >= 2;
 	if (getenv("BPFPROF_AB_VARIANT"))
 		r->skel->rodata->ab_variant = atoi(getenv("BPFPROF_AB_VARIANT"));"""),
+    ])
+    patch(os.path.join(d, "user/collect/report.c"), [
         ("""			if (!bpf_obj_get_info_by_fd(bpf_program__fd(r->skel->progs.on_cpu_sample),""",
          """			{
 				int af = bpf_map__fd(r->skel->maps.ab_sum);
@@ -155,14 +157,18 @@ static __always_inline void time_sample(__u64 t0, bool ab)
 def build(tmp):
     d = os.path.join(tmp, "tree")
     os.makedirs(d)
-    r = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
-                       capture_output=True, text=True)
-    if r.returncode == 0:
+    try:
+        r = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, text=True)
+    except FileNotFoundError:  # no git on this machine (a fresh one, a tarball)
+        r = None
+    if r is not None and r.returncode == 0:
         files = r.stdout.split("\n")
     else:  # not a git checkout (a release tarball): everything but build outputs
         files = [os.path.relpath(os.path.join(dp, f), ROOT)
                  for dp, dn, fn in os.walk(ROOT)
-                 if not os.path.relpath(dp, ROOT).split(os.sep)[0] in ("build", ".git")
+                 if not os.path.relpath(dp, ROOT).split(os.sep)[0] in
+                 ("build", "build-fuzz", "build-san", ".git")
                  for f in fn]
     for f in files:
         if not f or f.startswith("build/") or not os.path.isfile(os.path.join(ROOT, f)):

@@ -6,6 +6,7 @@
  * re-implementing its error paths anyway.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -22,6 +23,7 @@
 #include "upload/upload.h"
 #include "proc/cgroup.h"
 #include "util/log.h"
+#include "write/outpath.h"
 
 struct env env = {
 	.freq = 99,
@@ -493,6 +495,7 @@ static int parse_unwind_mem(const char *s)
 		return -EINVAL;
 	}
 	env.unwind_rows = v * mult / sizeof(struct bpf_urow);
+	env.unwind_mem_given = true;
 	return 0;
 }
 
@@ -565,13 +568,14 @@ static int format_from_output(void)
 /* --continuous and the options that only make sense with it. */
 static int check_continuous(bool interval_given, bool keep_given, bool app_given)
 {
+	char why[PATH_MAX + 128];
+	int dfd;
 	const char *stray = interval_given	   ? "--interval"
 			    : keep_given	   ? "--keep"
 			    : env.upload_url	   ? "--upload"
 			    : app_given		   ? "--app-name"
 			    : env.upload_auth_file ? "--upload-auth-file"
 						   : NULL;
-	struct stat st;
 
 	if (!env.continuous_dir) {
 		if (stray) {
@@ -600,13 +604,24 @@ static int check_continuous(bool interval_given, bool keep_given, bool app_given
 		return -EINVAL;
 	}
 	/* a directory bpfprof creates is private to it: profiles name everyone's code */
-	if (stat(env.continuous_dir, &st) && errno == ENOENT && !mkdir(env.continuous_dir, 0700))
-		pr_verbose("created %s (mode 0700)", env.continuous_dir);
-	if (stat(env.continuous_dir, &st) || !S_ISDIR(st.st_mode) ||
-	    access(env.continuous_dir, W_OK | X_OK)) {
-		pr_err("--continuous '%s': not a writable directory", env.continuous_dir);
+	/*
+	 * Created 0700 when missing. Refused: a link another user could have
+	 * made on the way, a directory of another user's, or one others may
+	 * write that is not sticky: links planted at the next profiles' names
+	 * (they are predictable) used to receive them.
+	 */
+	dfd = outpath__open_dir(env.continuous_dir, why, sizeof(why));
+	if (dfd >= 0 && faccessat(dfd, ".", W_OK | X_OK, AT_EACCESS)) {
+		snprintf(why, sizeof(why), "not a writable directory");
+		close(dfd);
+		dfd = -EACCES;
+	}
+	if (dfd < 0) {
+		pr_err("cannot use --continuous '%s': %s", env.continuous_dir,
+		       why[0] ? why : strerror(-dfd));
 		return -EINVAL;
 	}
+	close(dfd);
 	if (env.upload_auth_file && !env.upload_url) {
 		pr_err("--upload-auth-file needs --upload URL");
 		return -EINVAL;
@@ -879,9 +894,11 @@ static const struct cli_opt opts[] = {
 	  "native user stacks: auto (default: .eh_frame tables, frame pointers until a "
 	  "process's tables are ready), dwarf (tables only), fp (frame pointers only)" },
 	{ "unwind-mem", 0, "SIZE", S_OPTIONS, NULL, parse_unwind_mem,
-	  "memory for unwind tables (BPF map, 8 bytes a row; k, m, g suffixes; default 32m): "
-	  "tables go to the files samples land in, least recently sampled evicted; a warning "
-	  "at the end says when it was short. A file with more FDEs than 1/64 of the rows "
+	  "memory for unwind tables (BPF map, 8 bytes a row; k, m, g suffixes), fixed when "
+	  "given; by default 32m that grows 32m at a time when the files sampled need more, up "
+	  "to 4 times --mem-budget and a 32nd of the machine's memory: tables go to the files "
+	  "samples land in, least recently sampled evicted; a warning at the end says when it "
+	  "was short. A file with more FDEs than 1/64 of the rows "
 	  "whose whole table has no room, or would take over half, gets rows only for the "
 	  "functions samples land in (a partial table)" },
 	{ "unwind-cache", 0, "DIR", S_OPTIONS, NULL, set_unwind_cache,
@@ -970,7 +987,8 @@ static const struct cli_opt opts[] = {
 	  "bpfprof top: only threads whose name or tid contains T" },
 
 	{ "verbose", 'v', NULL, S_GENERAL, NULL, set_verbose,
-	  "more detail on stderr (repeat for debug)" },
+	  "at the end, the whole account (every count and loss, the agent's cost), not only "
+	  "the summary and its warnings; repeat for debug" },
 	{ "quiet", 'q', NULL, S_GENERAL, NULL, set_quiet, "no summary, no warnings" },
 	{ "help", 'h', NULL, S_GENERAL, NULL, show_help, "this text" },
 	{ "version", 'V', NULL, S_GENERAL, NULL, show_version, "print the version" },

@@ -8,14 +8,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-struct upload_auth;
+#include "write/output.h" /* enum out_format */
 
-enum out_format {
-	FMT_FOLDED = 1,
-	FMT_PPROF,
-	FMT_CHROME, /* Trace Event Format JSON (write/chrome.c) */
-	FMT_SVG,    /* interactive flame graph (write/svg.c) */
-};
+struct upload_auth;
 
 /* --cuda-weight */
 enum cuda_weight {
@@ -93,6 +88,7 @@ struct env {
 	uint32_t ringbuf_bytes; /* --ring-mb */
 	uint32_t max_targets;
 	uint32_t unwind_rows;	  /* capacity of the BPF unwind row array (--unwind-mem) */
+	bool unwind_mem_given;	  /* --unwind-mem named: fixed; else the rows grow (setup.c) */
 	const char *unwind_cache; /* --unwind-cache DIR, NULL: off */
 	bool unwind_cache_given;  /* named on the command line: a bad DIR is an error */
 	uint32_t unwind_procs;	  /* processes with unwind info at once */

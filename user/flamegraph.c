@@ -10,6 +10,7 @@
 #include "flamegraph.h"
 #include "util/log.h"
 #include "write/folded_read.h"
+#include "write/writers.h"
 #include "write/output.h"
 
 static const char usage_text[] =
@@ -151,7 +152,9 @@ int flamegraph__main(int argc, char **argv)
 		pr_err("out of memory");
 		goto cleanup;
 	}
-	err = output__write_profile(&out, p);
+	err = output__write_profile(
+		&out, p, env.format,
+		&(struct svg_opts){ .title = env.title, .inverted = env.inverted });
 	if (err) {
 		pr_err("cannot write the flame graph: %s", strerror(-err));
 		goto cleanup;

@@ -158,7 +158,7 @@ def test_continuous_default_freq_is_19(tmp_path):
 
 def test_continuous_usage_errors(tmp_path):
     for args, what in [(["--interval", "1"], "--continuous"),
-                       (["--continuous", str(tmp_path / "no" / "pe")], "not a writable directory"),
+                       (["--continuous", str(tmp_path / "no" / "pe")], "'no' does not exist"),
                        (["--continuous", str(tmp_path), "-o", "x.pb.gz"], "drop -o"),
                        (["--continuous", str(tmp_path), "--interval", "0"], "--interval"),
                        (["--continuous", str(tmp_path), "--keep", "-1"], "--keep"),

@@ -20,7 +20,8 @@ FOREIGN = {"idle", "pgbench", "now", "native", "debug-dump", "no", "bounding-set
            "no-install-recommends", "offline", "drop", "lines", "list", "top", "traces",
            "tagfocus", "noprofile", "inherit", "user", "group", "reuid", "regid", "caps",
            "clear-groups", "init-groups", "keep-caps", "inh-caps", "ambient-caps",
-           "control", "build-id"}  # ld -Wl,--build-id=0x..; perf record --control fifo: (docs/design.md, tools/cost.sh)
+           "control", "build-id",  # ld -Wl,--build-id=0x..; perf record --control fifo: (docs/design.md, tools/cost.sh)
+           "disable-gil"}  # CPython's ./configure (docs/python.md, free-threaded builds)
 
 
 def help_text(sub):

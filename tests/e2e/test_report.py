@@ -200,9 +200,11 @@ def setpriv_run(caps, args):
 
 
 @pytest.mark.parametrize("caps,missing", [
-    ([], "CAP_BPF and CAP_PERFMON: run it as root or grant them"),
-    (["perfmon"], "CAP_BPF: run it as root or grant it"),
-    (["bpf"], "CAP_PERFMON: run it as root or grant it"),
+    ([], "CAP_BPF (to load its BPF programs and maps) and CAP_PERFMON (to sample every CPU "
+         "and attach probes): run it as root or grant them"),
+    # issue 26: with CAP_PERFMON kept the error said "needs root or CAP_PERFMON"
+    (["perfmon"], "CAP_BPF (to load its BPF programs and maps): run it as root or grant it"),
+    (["bpf"], "CAP_PERFMON (to sample every CPU and attach probes): run it as root or grant it"),
 ])
 def test_permission_error_names_every_missing_capability(caps, missing):
     r = setpriv_run(caps, ["-d", "1", "-o", "/dev/null"])
@@ -228,7 +230,8 @@ def test_no_kernel_symbols_names_cap_syslog(tmp_path):
                                          workload("syscall_heavy"), "1"])
     assert r.returncode == 0, r.stderr
     w = [l for l in warnings(r.stderr) if "kernel frames" in l]
-    assert w and w[0].endswith("bpfprof lacks CAP_SYSLOG: run it as root or grant it"), r.stderr
+    assert w and w[0].endswith("bpfprof lacks CAP_SYSLOG (to read kernel symbols' addresses): run "
+                               "it as root or grant it"), r.stderr
 
 
 # --- -- CMD's exit status is bpfprof's, as time(1) does ---

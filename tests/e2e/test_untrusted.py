@@ -333,3 +333,224 @@ def test_inode_of_a_users_tmpfs_is_not_a_root_only_file(pub_path):
     mine = [(f, c) for f, c in parse_folded(text) if f[0] == "loader"]
     assert total(mine) > 50, (total(mine), err[-2000:])
     assert "SECRET_ROOT_FUNCTION" not in text
+
+
+class PtyReader:
+    """Reads what is written to a pty's other end, in a thread, as a user
+    holding the terminal would (a writer into it never blocks on a full pty)."""
+
+    def __init__(self):
+        import threading
+        self.master, self.slave = os.openpty()
+        self.name = os.ttyname(self.slave)
+        self.got = b""
+        self.t = threading.Thread(target=self._read, daemon=True)
+        self.t.start()
+
+    def _read(self):
+        while True:
+            try:
+                b = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not b:
+                return
+            self.got += b
+
+    def close(self):
+        time.sleep(0.5)
+        os.close(self.slave)
+        os.close(self.master)
+        self.t.join(5)
+        return self.got
+
+
+def test_output_link_to_a_users_tty_is_replaced_not_written(pub_path):
+    """-o USERDIR/prof.folded, where the user made that name a symlink to a
+    pty they hold: before, the whole-host profile was written into their
+    terminal (the "character device" path followed the link). Now a
+    character device is written in place only when reached through no link
+    another user could have made: the profile replaces the link."""
+    pty = PtyReader()
+    try:
+        user_dir = pub_path / "alice"
+        user_dir.mkdir()
+        os.chown(user_dir, NOBODY, NOBODY)
+        out = user_dir / "prof.folded"
+        subprocess.run(AS_NOBODY + ["ln", "-s", pty.name, str(out)], check=True)
+        r = subprocess.run([BPFPROF, "-a", "-d", "1", "-o", str(out)], capture_output=True,
+                           text=True, timeout=300)
+    finally:
+        leaked = pty.close()
+    assert r.returncode == 0, r.stderr
+    assert leaked == b"", leaked[:200]
+    st = os.lstat(out)
+    assert stat_is_reg(st) and st.st_uid == 0 and st.st_mode & 0o777 == 0o600, st
+    assert parse_folded(out.read_text())
+    assert "is a symlink another user could have made" in r.stderr, r.stderr
+
+
+def stat_is_reg(st):
+    import stat
+    return stat.S_ISREG(st.st_mode)
+
+
+@pytest.mark.parametrize("shape", ["group-writable", "another user's"])
+def test_continuous_refuses_a_directory_others_may_write(pub_path, shape):
+    """--continuous DIR that another user may write (links planted at the
+    next profiles' predictable names received them): refused, saying why."""
+    d = pub_path / "shared"
+    d.mkdir()
+    if shape == "group-writable":
+        os.chown(d, 0, NOBODY)
+        os.chmod(d, 0o775)
+        why = "writable by group"
+    else:
+        os.chown(d, NOBODY, NOBODY)
+        os.chmod(d, 0o700)
+        why = "it belongs to nobody"
+    r = subprocess.run([BPFPROF, "-a", "--continuous", str(d), "--interval", "1", "-d", "2"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"bpfprof: cannot use --continuous '{d}': "), lines
+    assert why in lines[0], lines[0]
+    assert not list(d.iterdir())
+
+
+PLANT = r"""
+import datetime, os, sys
+d, seen, tty = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+t = datetime.datetime.fromtimestamp(seen, datetime.timezone.utc)
+planted = []
+# the running interval began as the last file was renamed into place, just
+# before it was seen: its name, to the millisecond, nearest first
+for ms in sorted(range(-1500, 100), key=abs):
+    s = t + datetime.timedelta(milliseconds=ms)
+    name = f"bpfprof-{s:%Y%m%dT%H%M%S}.{s.microsecond // 1000:03d}Z.pb.gz"
+    try:
+        os.symlink(tty, os.path.join(d, name))
+        planted.append(name)
+    except FileExistsError:
+        pass
+print(" ".join(planted), flush=True)
+"""
+
+
+def test_continuous_links_at_the_next_names_are_replaced(pub_path):
+    """In a sticky directory (root's, like /tmp: accepted) another user
+    plants symlinks to a pty they hold at the names the next intervals will
+    have (the start time, to the millisecond). Before, the interval whose
+    name was hit went into their terminal as a valid pprof, and the run
+    reported it written; now every profile is a new file renamed over the
+    link."""
+    d = pub_path / "sticky"
+    d.mkdir()
+    os.chmod(d, 0o1777)
+    (pub_path / "plant.py").write_text(PLANT)
+    pty = PtyReader()
+    try:
+        agent = subprocess.Popen([BPFPROF, "-a", "--continuous", str(d), "--interval", "3",
+                                  "-d", "8"], stderr=subprocess.PIPE, text=True)
+        finish = drain(agent)
+        seen = None
+        end = time.time() + 60
+        while seen is None and time.time() < end and agent.poll() is None:
+            if any(n.endswith(".pb.gz") for n in os.listdir(d)):
+                seen = time.time()
+            time.sleep(0.02)
+        assert seen, finish(60)[-2000:]
+        planted = subprocess.run(AS_NOBODY + ["/usr/bin/python3", str(pub_path / "plant.py"),
+                                              str(d), repr(seen), pty.name],
+                                 capture_output=True, text=True, check=True).stdout.split()
+        err = finish(120)
+    finally:
+        leaked = pty.close()
+    assert agent.returncode == 0, err[-2000:]
+    assert len(planted) > 1000, planted[:3]
+    assert leaked == b"", (len(leaked), leaked[:40])
+    written = [n for n in os.listdir(d) if n.endswith(".pb.gz") and stat_is_reg(os.lstat(d / n))]
+    # the next interval had one of the names planted: its profile replaced the link
+    assert set(written) & set(planted), (sorted(written), planted[:5])
+    for n in written:
+        st = os.lstat(d / n)
+        assert st.st_uid == 0 and st.st_mode & 0o777 == 0o600, (n, st)
+
+
+def start_as_nobody(pub_path, name, *args):
+    """A workload copied where nobody can run it, started as nobody; -> (Popen, pid)."""
+    exe = pub_path / name
+    shutil.copy(workload(name), exe)
+    p = subprocess.Popen(AS_NOBODY + [str(exe)] + list(args), stdout=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    assert line.startswith("pid "), line
+    return p, int(line.split()[1])
+
+
+def test_dump_shows_every_thread(pub_path):
+    """A user's process of 5,000 threads (any number past 4,096): dump shows
+    every one, the two busy ones among them. Before, it stopped at 4,096
+    without a word (a 20,003-thread process was shown as 4,096 threads,
+    its two busy threads missing)."""
+    n = 5000
+    p, pid = start_as_nobody(pub_path, "many_threads", str(n))
+    try:
+        r = subprocess.run([BPFPROF, "dump", "-p", str(pid)], capture_output=True, text=True,
+                           timeout=600)
+    finally:
+        p.kill()
+        p.wait()
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"Process {pid} (many_threads): {n} threads, "), r.stdout[:200]
+    blocks = r.stdout.split("\nThread ")[1:]
+    assert len(blocks) == n, len(blocks)
+    busy = [b for b in blocks if '"busy-' in b.splitlines()[0]]
+    assert len(busy) == 2, [b.splitlines()[0] for b in busy]
+    for b in busy:
+        assert "    busy_spin" in b, b
+
+
+def kill_with_vfork_child(p, pid):
+    """The workload and its sleeping vfork child (its own process, our pid namespace)."""
+    children = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                children += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    p.kill()
+    p.wait()
+    for c in children:
+        try:
+            os.kill(c, 9)
+        except ProcessLookupError:
+            pass
+
+
+def test_dump_thread_in_vfork_shown_waiting(pub_path):
+    """A thread waiting in vfork() for a child that sleeps: shown waiting for
+    its child, with its kernel stack, and the dump does not wait for the
+    child. Before, it was interrupted like any thread, which it cannot be
+    until its child execs or exits: the dump (and the process's other
+    threads, stopped) waited those 58 s, then showed the thread
+    "uninterruptible in syscall_58()" (or "no user stack: exited")."""
+    p, pid = start_as_nobody(pub_path, "vfork_wait", "60")
+    try:
+        r = subprocess.run([BPFPROF, "dump", "-p", str(pid)], capture_output=True, text=True,
+                           timeout=45)
+        j = subprocess.run([BPFPROF, "dump", "-p", str(pid), "--json"], capture_output=True,
+                           text=True, timeout=45)
+    finally:
+        kill_with_vfork_child(p, pid)
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"stopped for ([\d.]+) ms", r.stdout)
+    assert m and float(m.group(1)) < 5000, r.stdout[:200]
+    block = next(b for b in r.stdout.split("\nThread ")[1:] if "waiting in" in b.splitlines()[0])
+    assert re.match(r'\d+ "vfork_wait" waiting in vfork\(\) for its child \d+ to exec or exit',
+                    block), block
+    assert "__do_sys_vfork_[k]" in block or "kernel_clone_[k]" in block, block
+    import json
+    doc = json.loads(j.stdout)
+    t = next(t for t in doc["threads"] if t["state_name"] == "waiting in vfork")
+    assert t["vfork_child"] and t["syscall"] == "vfork", t

@@ -111,7 +111,8 @@ def test_deep_recursion_truncated_not_wrong(tmp_path):
     out = tmp_path / "deep.folded"
     # 2 s of its CPU time (--cpu), not of wall time: ~1000 samples at 499 Hz
     # however loaded the host (2 s of wall time gave 372 next to two busy loops)
-    r = run(["-F", "499", "-o", str(out), "--", workload("deep_recursion"), "--cpu", "200", "2"])
+    r = run(["-v", "-F", "499", "-o", str(out), "--", workload("deep_recursion"), "--cpu", "200",
+             "2"])
     assert r.returncode == 0, r.stderr
     stacks = parse_folded(out.read_text())
     spin = [(f, c) for f, c in stacks if f[-1] == "spin" or "spin" in f]

@@ -359,6 +359,36 @@ static void test_bounded_lru(void **state)
 	free(in);
 }
 
+/* A root-owned file's digest by its identity: found again only for that identity, checked. */
+static void test_digest_memo(void **state)
+{
+	struct tcache *c = fresh(1 << 20);
+	struct tcache_key k = key("abc", 9), q;
+	char path[PATH_MAX + 64];
+
+	(void)state;
+	q = k;
+	memset(q.digest, 0, sizeof(q.digest));
+	assert_int_equal(tcache__known_digest(c, &q), -ENOENT);
+	assert_int_equal(tcache__note_digest(c, &k), 0);
+	assert_int_equal(tcache__known_digest(c, &q), 0);
+	assert_memory_equal(q.digest, k.digest, sizeof(k.digest));
+	/* the file changed (a new change time), or another inode: hashed again */
+	q = k;
+	q.ctime_ns++;
+	assert_int_equal(tcache__known_digest(c, &q), -ENOENT);
+	q = k;
+	q.ino++;
+	assert_int_equal(tcache__known_digest(c, &q), -ENOENT);
+	/* opened up to others: not believed, deleted */
+	snprintf(path, sizeof(path), "chmod 644 '%s'/*.dig", dir);
+	assert_int_equal(system(path), 0);
+	q = k;
+	assert_int_equal(tcache__known_digest(c, &q), -EINVAL);
+	assert_int_equal(tcache__known_digest(c, &q), -ENOENT);
+	tcache__free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -366,6 +396,7 @@ int main(void)
 		cmocka_unit_test(test_checked_on_read),
 		cmocka_unit_test(test_rows_validated),
 		cmocka_unit_test(test_directory_checked),
+		cmocka_unit_test(test_digest_memo),
 		cmocka_unit_test(test_bounded_lru),
 	};
 

@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/membudget.h"
+#include "write/outpath.h"
 #include "write/output.h"
 #include "write/writers.h"
 
@@ -81,6 +83,7 @@ static void start_interval(struct continuous *c, uint64_t now)
 int continuous__new(struct continuous **out)
 {
 	struct continuous *c = calloc(1, sizeof(*c));
+	char why[PATH_MAX + 128];
 	int err;
 
 	if (!c || !(c->dir = strdup(env.continuous_dir))) {
@@ -91,10 +94,11 @@ int continuous__new(struct continuous **out)
 	c->dirfd = -1;
 	c->interval_ns = (uint64_t)(env.interval * 1e9);
 	c->keep = env.keep;
-	c->dirfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* no link another user made on the way; root's or ours, nobody else may write it */
+	c->dirfd = outpath__open_dir(c->dir, why, sizeof(why));
 	if (c->dirfd < 0) {
-		err = -errno;
-		pr_err("--continuous '%s': %s", c->dir, strerror(-err));
+		err = c->dirfd;
+		pr_err("cannot use --continuous '%s': %s", c->dir, why[0] ? why : strerror(-err));
 		continuous__free(c);
 		return err;
 	}
@@ -411,7 +415,8 @@ int continuous__write(struct continuous *c, const struct profile *p,
 
 	file_name(c->start_wall, name, sizeof(name));
 	snprintf(path, sizeof(path), "%s/%s", c->dir, name);
-	err = output__open(&out, path);
+	/* a new file, renamed into place in the directory: never through a link planted at name */
+	err = output__open_at(&out, c->dirfd, name, path);
 	if (!err) {
 		err = pprof__write(p, out.f);
 		if (err) {

@@ -165,6 +165,9 @@ int decode__sample(const struct decode_cfg *cfg, const struct decode_ops *ops,
 		}
 		if (ops->user_end)
 			ops->user_end(ops->ctx, &k->frames[nk], nu, h->time_ns);
+		st->user_samples++;
+		st->user_fp += !!(h->flags & (SAMPLE_F_UNWIND_FP | SAMPLE_F_UNWIND_HEURISTIC |
+					      SAMPLE_F_UNWIND_GAP));
 	}
 	if (cfg->python)
 		python_frames(ops, st, s, k);

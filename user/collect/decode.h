@@ -70,8 +70,15 @@ struct decode_stats {
 	uint64_t unwind_stopped;   /* table unwinding gave up before the outermost frame */
 	uint64_t unwind_heuristic; /* a frame reached by a frame-pointer step (no row for a PC) */
 	uint64_t missing_frames;   /* stacks given a [missing frames] marker */
-	uint64_t py_samples;	   /* samples with Python frames */
-	uint64_t py_no_thread;	   /* Python process, thread state not known yet */
+	uint64_t user_samples;	   /* samples with user frames */
+	/*
+	 * of which a frame was walked by frame pointers where tables had none:
+	 * the process not described yet (fp), no row or a partial table's gap,
+	 * a table not built yet, anonymous code (see report.c's share)
+	 */
+	uint64_t user_fp;
+	uint64_t py_samples;   /* samples with Python frames */
+	uint64_t py_no_thread; /* Python process, thread state not known yet */
 	uint64_t py_err, py_trunc;
 	uint64_t py_frames_dropped; /* code objects that could not be read */
 	uint64_t gil_held;	    /* Python samples whose thread held the GIL */

@@ -421,6 +421,8 @@ static void teardown(struct recorder *r)
 	if (r->procs)
 		proctab__on_change(r->procs, NULL, NULL);
 	unwinder__free(r->unw);
+	if (r->unwind_chunk0 >= 0)
+		close(r->unwind_chunk0);
 	tcache__free(r->tcache);
 	continuous__free(r->cont);
 	cgroups__free(r->cg);
@@ -448,7 +450,8 @@ int record__run(const struct rec_mode *mode)
 			      .stats_fd = -1,
 			      .default_value = -1,
 			      .cpu_samples = -1,
-			      .cpu_ns = -1 };
+			      .cpu_ns = -1,
+			      .unwind_chunk0 = -1 };
 	struct build_stats bs = { 0 };
 	double su_start = 0;
 	size_t nprocs = 0;

@@ -206,6 +206,9 @@ struct recorder {
 	uint32_t nfeat;
 
 	char **warnings; /* rec__warn(): "problem; remedy", each once, in order */
+	/* the unwind rows (setup.c): chunks of chunk_rows, chunks at start, up to max_chunks */
+	uint32_t unwind_chunk_rows, unwind_chunks, unwind_max_chunks;
+	int unwind_chunk0; /* the first chunk (the chunks' template) until the unwinder has it */
 	uint32_t nwarnings;
 };
 

@@ -349,10 +349,11 @@ void report__free(struct recorder *r)
  */
 static void no_room_warning(struct recorder *r)
 {
+	const struct unwinder_stats *us = unwinder__stats(r->unw);
 	uint64_t want = unwinder__rows_wanted(r->unw) * UNWIND_ROW_BYTES;
-	uint64_t have = (uint64_t)env.unwind_rows * UNWIND_ROW_BYTES, mib = 1 << 20;
+	uint64_t have = us->rows_cap * UNWIND_ROW_BYTES, mib = 1 << 20;
 	uint64_t raise = (want > have ? want : have) + 16 * mib;
-	char remedy[64];
+	char remedy[96];
 
 	raise = (raise + 16 * mib - 1) / (16 * mib) * 16;
 	snprintf(remedy, sizeof(remedy), "raise it to --unwind-mem %lluM",
@@ -360,10 +361,14 @@ static void no_room_warning(struct recorder *r)
 	rec__warn(r, remedy,
 		  "%llu of %llu samples (%.1f%%) were unwound with frame pointers in files the "
 		  "unwind tables had no room for; the files sampled need %llu MiB of rows, "
-		  "--unwind-mem is %llu MiB",
+		  "%s %llu MiB",
 		  (unsigned long long)r->st.unwind_no_room, (unsigned long long)r->st.received,
 		  r->st.received ? 100.0 * r->st.unwind_no_room / r->st.received : 0.0,
-		  (unsigned long long)((want + mib - 1) / mib), (unsigned long long)(have / mib));
+		  (unsigned long long)((want + mib - 1) / mib),
+		  env.unwind_mem_given ? "--unwind-mem is"
+				       : "the tables grew to their most (4 times --mem-budget, at "
+					 "most a 32nd of the memory):",
+		  (unsigned long long)(have / mib));
 }
 
 /*
@@ -503,6 +508,27 @@ static void detail(struct recorder *r, const struct build_stats *bs)
 			"the tables had no row (%llu steps; pprof label unwind=heuristic)",
 			(unsigned long long)r->st.dec.unwind_heuristic,
 			(unsigned long long)rec__counter(r, CNT_UNW_FP_FALLBACK));
+	if (r->unw && r->st.dec.user_samples) {
+		const struct unwinder_stats *us = unwinder__stats(r->unw);
+		uint64_t n = r->st.dec.user_samples, fp = r->st.dec.user_fp + r->st.unwind_no_room;
+		uint64_t room = r->st.unwind_no_room + r->st.unwind_partial_gap;
+
+		if (fp > n)
+			fp = n;
+		if (room > n)
+			room = n;
+		pr_info("unwinding: %.1f%% of samples with user frames had their tables' room (%llu "
+			"had a frame in a file without room, %llu in a huge file's function not in "
+			"its partial table yet); %.1f%% walked by tables alone (%llu of %llu: a "
+			"frame-pointer step where code has no CFI, a table was not ready yet, "
+			"anonymous code); rows %.0f of at most %.0f MiB (%llu chunks added)",
+			100.0 * (n - room) / n, (unsigned long long)r->st.unwind_no_room,
+			(unsigned long long)r->st.unwind_partial_gap, 100.0 * (n - fp) / n,
+			(unsigned long long)(n - fp), (unsigned long long)n,
+			us->rows_cap * UNWIND_ROW_BYTES / 1048576.0,
+			us->rows_max * UNWIND_ROW_BYTES / 1048576.0,
+			(unsigned long long)us->chunks_added);
+	}
 	print_files_summary(r);
 	if (r->unw && unwinder__stats(r->unw)->partial_made) {
 		const struct unwinder_stats *us = unwinder__stats(r->unw);
@@ -586,12 +612,13 @@ static void detail(struct recorder *r, const struct build_stats *bs)
 
 			pr_verbose("unwind table cache %s: %llu loaded, %llu missed, %llu stored "
 				   "(%llu failed), %llu invalid (deleted), %llu evicted; %llu "
-				   "tables, %.1f MiB",
+				   "files, %.1f MiB; %llu digests known (not hashed again)",
 				   env.unwind_cache, (unsigned long long)cs->hits,
 				   (unsigned long long)cs->misses, (unsigned long long)cs->stored,
 				   (unsigned long long)cs->store_failed,
 				   (unsigned long long)cs->invalid, (unsigned long long)cs->evicted,
-				   (unsigned long long)cs->files, cs->bytes / 1048576.0);
+				   (unsigned long long)cs->files, cs->bytes / 1048576.0,
+				   (unsigned long long)cs->digests_known);
 		}
 		if (r->stats_fd >= 0) {
 			struct bpf_prog_info info = { 0 };
@@ -682,8 +709,8 @@ static const char *written_path(const struct recorder *r, char *buf, size_t len)
 	ssize_t n;
 
 	(void)r;
-	if (env.output && strcmp(env.output, "-"))
-		return env.output;
+	if (env.output && strcmp(env.output, "-")) /* a device (-o /dev/null) is no file to open */
+		return !stat(env.output, &st) && S_ISREG(st.st_mode) ? env.output : NULL;
 	if (fstat(STDOUT_FILENO, &st) || !S_ISREG(st.st_mode))
 		return NULL;
 	n = readlink("/proc/self/fd/1", buf, len - 1);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/sysinfo.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -185,9 +186,40 @@ static bool task_storage_in_nmi(void)
  * (rec__open_opts: the cached types file at attempt 0, the kernel's BTF
  * after). 0 or -errno, nothing printed.
  */
+/*
+ * The unwind rows: --unwind-mem in chunks of at most 32 MiB (a table never
+ * spans two), fixed when it is given. Not given, the default 32 MiB is a
+ * start: the budget grows a chunk at a time when a file samples want has no
+ * room even with every cold table evicted, up to four times --mem-budget
+ * (512 MiB at its default) and a thirty-second of the machine's memory,
+ * never below the start. Kernel memory, taken a chunk at a time.
+ */
+static void unwind_sizing(struct recorder *r)
+{
+	uint64_t rows = env.unwind_rows, max_rows, mem = 0;
+	uint32_t chunks = (uint32_t)((rows + UNWIND_CHUNK_MASK) >> UNWIND_CHUNK_SHIFT);
+	struct sysinfo si;
+
+	if (!chunks)
+		chunks = 1;
+	r->unwind_chunk_rows = (uint32_t)((rows + chunks - 1) / chunks);
+	r->unwind_chunks = chunks;
+	r->unwind_max_chunks = chunks;
+	if (env.unwind_mem_given)
+		return;
+	if (!sysinfo(&si))
+		mem = (uint64_t)si.totalram * si.mem_unit;
+	max_rows = 4 * membudget__get() / UNWIND_ROW_BYTES;
+	if (mem && mem / 32 / UNWIND_ROW_BYTES < max_rows)
+		max_rows = mem / 32 / UNWIND_ROW_BYTES;
+	if (max_rows / r->unwind_chunk_rows > chunks)
+		r->unwind_max_chunks = (uint32_t)(max_rows / r->unwind_chunk_rows);
+}
+
 static int cpu_open_load(struct recorder *r, int attempt)
 {
 	uint32_t cpu_last_n;
+	int err;
 	struct bpf_map *ev;
 
 	r->skel = cpu_bpf__open_opts(rec__open_opts(r, attempt));
@@ -232,16 +264,31 @@ static int cpu_open_load(struct recorder *r, int attempt)
 		cpu_last_n = 1;
 	bpf_map__set_max_entries(r->skel->maps.cpu_last, cpu_last_n);
 	if (env.unwind == UNWIND_FP || env.no_user) {
-		bpf_map__set_max_entries(r->skel->maps.unwind_rows, 1);
+		r->unwind_chunk_rows = r->unwind_chunks = r->unwind_max_chunks = 1;
 		bpf_map__set_max_entries(r->skel->maps.proc_unwind, 1);
 	} else {
-		bpf_map__set_max_entries(r->skel->maps.unwind_rows, env.unwind_rows);
-		/* the unwinder copies rows in through a mapping (tables.c) */
-		bpf_map__set_map_flags(r->skel->maps.unwind_rows,
-				       bpf_map__map_flags(r->skel->maps.unwind_rows) |
-					       BPF_F_MMAPABLE);
+		unwind_sizing(r);
 		bpf_map__set_max_entries(r->skel->maps.proc_unwind, env.unwind_procs);
 	}
+	/*
+	 * The chunks' template is the first chunk itself: libbpf 1.1 cannot
+	 * size a BTF-defined inner map, and a template the size of a chunk
+	 * would take its memory for nothing. The unwinder copies rows in
+	 * through a mapping (tables.c): mmapable.
+	 */
+	bpf_map__set_max_entries(r->skel->maps.unwind_rows, r->unwind_max_chunks);
+	if (r->unwind_chunk0 < 0) {
+		LIBBPF_OPTS(bpf_map_create_opts, copts, .map_flags = BPF_F_MMAPABLE);
+
+		r->unwind_chunk0 =
+			bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_chunk", sizeof(__u32),
+				       sizeof(struct bpf_urow), r->unwind_chunk_rows, &copts);
+		if (r->unwind_chunk0 < 0)
+			return -errno;
+	}
+	err = bpf_map__set_inner_map_fd(r->skel->maps.unwind_rows, r->unwind_chunk0);
+	if (err)
+		return err;
 
 	if (log_level >= 3 && env.ev_cpu) /* verifier statistics (-vvv), whole log (-vvvv) */
 		bpf_program__set_log_level(r->skel->progs.on_cpu_sample,
@@ -311,8 +358,11 @@ int setup__bpf(struct recorder *r, const struct rec_feature **feats, size_t nfea
 	}
 	if (env.unwind != UNWIND_FP && !env.no_user) {
 		err = unwinder__new_bpf(&r->unw, bpf_map__fd(r->skel->maps.unwind_rows),
-					env.unwind_rows, bpf_map__fd(r->skel->maps.proc_unwind),
+					r->unwind_chunk0, r->unwind_chunk_rows, r->unwind_chunks,
+					r->unwind_max_chunks,
+					bpf_map__fd(r->skel->maps.proc_unwind),
 					bpf_map__fd(r->skel->maps.unwind_gen), r->objs);
+		r->unwind_chunk0 = -1; /* the unwinder's now */
 		if (err) {
 			pr_err("cannot map the unwind tables: %s", strerror(-err));
 			return err;

@@ -343,7 +343,9 @@ int writeout__profile(struct recorder *r, size_t *nprocs, struct build_stats *bs
 	malloc_trim(0);
 	close_rss(r, "profile built");
 	count_written(r, p, bo.count_value);
-	err = output__write_profile(&r->out, p);
+	err = output__write_profile(
+		&r->out, p, env.format,
+		&(struct svg_opts){ .title = env.title, .inverted = env.inverted });
 	close_rss(r, "profile written");
 	membudget__charge(&r->mb_profile, -(long long)r->mb_profile.used);
 	membudget__remove(&r->mb_profile);

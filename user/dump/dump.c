@@ -38,14 +38,27 @@
 #include "registry.h"
 #include "proc/proc.h"
 #include "offcpu.skel.h"
+#include "util/caps.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/strsafe.h"
 
-#define MAX_THREADS 4096
 #define MAX_KFRAMES 64
-/* give up waiting for threads' stacks after this long */
+/*
+ * Threads stopped at once: their stacks must fit the ring buffer together
+ * (a few KiB each in 8 MiB) before the next batch is stopped. A process
+ * with more is dumped batch after batch (each a consistent picture).
+ */
+#define BATCH 256
+/* give up waiting for a batch's stacks after this long */
 #define CAPTURE_TIMEOUT_NS (2 * 1000000000ULL)
+/* a thread that has not stopped by then is in a wait no signal ends (D state) */
+#define STOP_TIMEOUT_NS (1000000000ULL)
+
+/* x86-64 syscall numbers a thread waiting for its vfork child sleeps in */
+#define NR_CLONE  56
+#define NR_VFORK  58
+#define NR_CLONE3 435
 
 struct dthread {
 	uint32_t tid;
@@ -55,17 +68,24 @@ struct dthread {
 	unsigned long args[3];
 	char *kframes[MAX_KFRAMES]; /* /proc/PID/task/TID/stack, leaf first */
 	int nk;
+	uint32_t vfork_child; /* waiting in vfork for this child to exec or exit (0: not) */
 	bool seized, stopped, captured;
 	const char *why; /* no user stack: why */
+	const struct psample *sample;
+	const char *gil;
 };
 
 struct dump {
 	struct offcpu_bpf *skel;
 	struct dthread *t;
-	size_t n;
+	size_t n, cap;
+	size_t listed; /* threads /proc/PID/task listed (n: those kept) */
+	size_t next;   /* first thread of the next batch */
+	size_t lo, hi; /* the batch whose stacks are awaited */
+	size_t batches;
 	uint32_t pid;
 	char comm[64];
-	uint64_t stopped_ns; /* first interrupt to last detach */
+	uint64_t stopped_ns; /* longest batch: first interrupt to last detach */
 	uint64_t deadline;
 	size_t captured;
 	struct profile *prof;
@@ -87,6 +107,9 @@ static const struct {
 	{ 34, "pause" },
 	{ 35, "nanosleep" },
 	{ 42, "connect" },
+	{ NR_CLONE, "clone" },
+	{ NR_VFORK, "vfork" },
+	{ 59, "execve" },
 	{ 43, "accept" },
 	{ 45, "recvfrom" },
 	{ 47, "recvmsg" },
@@ -107,6 +130,7 @@ static const struct {
 	{ 288, "accept4" },
 	{ 299, "recvmmsg" },
 	{ 426, "io_uring_enter" },
+	{ NR_CLONE3, "clone3" },
 	{ 441, "epoll_pwait2" },
 	{ 449, "futex_waitv" },
 };
@@ -153,6 +177,29 @@ static int read_file(const char *path, char *buf, size_t len)
 	return (int)n;
 }
 
+/*
+ * A thread in vfork() (or posix_spawn's clone with CLONE_VFORK) sleeps in
+ * kernel_clone until its child execs or exits, in a wait that no signal but
+ * a fatal one ends: PTRACE_INTERRUPT cannot stop it before then (a dump
+ * once waited 58 s for a child's sleep, the process's other threads
+ * stopped all along). Its child: the first of its children.
+ */
+static void vfork_wait(uint32_t pid, struct dthread *t)
+{
+	char path[96], buf[64];
+	unsigned long child;
+
+	if (t->state != 'D' ||
+	    (t->syscall != NR_VFORK && t->syscall != NR_CLONE && t->syscall != NR_CLONE3))
+		return;
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/wchan", pid, t->tid);
+	if (read_file(path, buf, sizeof(buf)) <= 0 || strcmp(buf, "kernel_clone"))
+		return;
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/children", pid, t->tid);
+	child = read_file(path, buf, sizeof(buf)) > 0 ? strtoul(buf, NULL, 10) : 0;
+	t->vfork_child = child && child <= UINT32_MAX ? (uint32_t)child : UINT32_MAX;
+}
+
 /* What the thread is doing, before we touch it. */
 static void read_thread(uint32_t pid, struct dthread *t)
 {
@@ -174,6 +221,7 @@ static void read_thread(uint32_t pid, struct dthread *t)
 		for (int i = 0; i < 3 && *p; i++)
 			t->args[i] = strtoul(p, &p, 16);
 	}
+	vfork_wait(pid, t);
 	snprintf(path, sizeof(path), "/proc/%u/task/%u/stack", pid, t->tid);
 	/* a running thread's kernel stack is whatever interrupted it: noise */
 	if (t->state == 'R' || read_file(path, buf, sizeof(buf)) <= 0)
@@ -199,8 +247,17 @@ static int add_thread(void *ctx, uint32_t tid)
 {
 	struct dump *d = ctx;
 
-	if (d->n >= MAX_THREADS)
-		return 1;
+	d->listed++;
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 256;
+		struct dthread *v = realloc(d->t, cap * sizeof(*v));
+
+		if (!v)
+			return 0; /* counted, not shown: "showing N of M threads" */
+		memset(v + d->cap, 0, (cap - d->cap) * sizeof(*v));
+		d->t = v;
+		d->cap = cap;
+	}
 	d->t[d->n++].tid = tid;
 	return 0;
 }
@@ -219,46 +276,94 @@ static int cmp_tid(const void *a, const void *b)
 	return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
-/*
- * Stop every thread at once (a consistent picture), then let them all go:
- * the BPF program captured each at its switch into the stop.
- */
-static void stop_and_go(struct dump *d)
+static void sleep_ms(long ms)
 {
-	uint64_t t0 = 0;
+	struct timespec ts = { 0, ms * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * Stop every thread of [lo, hi) at once (a consistent picture), then let
+ * them all go: the BPF program captured each at its switch into the stop.
+ * A thread that cannot stop (vfork, another uninterruptible wait) is shown
+ * with what /proc says, never waited for past STOP_TIMEOUT_NS.
+ */
+static void stop_and_go(struct dump *d, size_t lo, size_t hi)
+{
+	uint64_t t0 = 0, end;
+	size_t waiting = 0;
 	int st;
 
-	for (size_t i = 0; i < d->n; i++)
+	for (size_t i = lo; i < hi; i++)
 		read_thread(d->pid, &d->t[i]);
-	for (size_t i = 0; i < d->n; i++) {
+	for (size_t i = lo; i < hi; i++) {
 		struct dthread *t = &d->t[i];
 
+		if (t->vfork_child) {
+			t->why =
+				"a thread in vfork() cannot be stopped until its child execs or exits";
+			continue;
+		}
 		if (ptrace(PTRACE_SEIZE, t->tid, NULL, NULL)) {
-			t->why = errno == EPERM
-					 ? "cannot ptrace it (traced already, or not allowed)"
-					 : "cannot ptrace it";
+			t->why = errno != EPERM ? "cannot ptrace it"
+				 : caps__missing(CAPS_PTRACE)
+					 ? "cannot ptrace it: bpfprof lacks CAP_SYS_PTRACE"
+					 : "cannot ptrace it (traced already, or not allowed)";
 			continue;
 		}
 		t->seized = true;
 	}
 	t0 = mono_ns();
-	for (size_t i = 0; i < d->n; i++)
+	for (size_t i = lo; i < hi; i++)
 		if (d->t[i].seized && ptrace(PTRACE_INTERRUPT, d->t[i].tid, NULL, NULL))
 			d->t[i].why = "could not be interrupted";
-	for (size_t i = 0; i < d->n; i++) {
+	for (size_t i = lo; i < hi; i++)
+		waiting += d->t[i].seized && !d->t[i].why;
+	end = t0 + STOP_TIMEOUT_NS;
+	while (waiting) {
+		for (size_t i = lo; i < hi; i++) {
+			struct dthread *t = &d->t[i];
+			pid_t r;
+
+			if (!t->seized || t->why || t->stopped)
+				continue;
+			r = waitpid(t->tid, &st, __WALL | WNOHANG);
+			if (!r)
+				continue;
+			if (r == (pid_t)t->tid && WIFSTOPPED(st))
+				t->stopped = true;
+			else
+				t->why = "exited";
+			waiting--;
+		}
+		if (!waiting || mono_ns() > end)
+			break;
+		sleep_ms(1);
+	}
+	for (size_t i = lo; i < hi; i++) {
 		struct dthread *t = &d->t[i];
 
-		if (!t->seized || t->why)
-			continue;
-		if (waitpid(t->tid, &st, __WALL) == (pid_t)t->tid && WIFSTOPPED(st))
-			t->stopped = true;
-		else
-			t->why = "exited";
+		if (t->stopped)
+			ptrace(PTRACE_DETACH, t->tid, NULL, NULL);
+		else if (t->seized && !t->why)
+			/* still attached: detached by the kernel when bpfprof exits */
+			t->why = "did not stop within 1 s (in a wait no signal interrupts)";
 	}
-	for (size_t i = 0; i < d->n; i++)
-		if (d->t[i].seized)
-			ptrace(PTRACE_DETACH, d->t[i].tid, NULL, NULL);
-	d->stopped_ns = mono_ns() - t0;
+	if (mono_ns() - t0 > d->stopped_ns)
+		d->stopped_ns = mono_ns() - t0;
+	d->batches++;
+	d->lo = lo;
+	d->hi = hi;
+	d->deadline = mono_ns() + CAPTURE_TIMEOUT_NS;
+}
+
+static void next_batch(struct dump *d)
+{
+	size_t lo = d->next, hi = lo + BATCH < d->n ? lo + BATCH : d->n;
+
+	d->next = hi;
+	stop_and_go(d, lo, hi);
 }
 
 static int dump_setup(struct recorder *r, void **priv)
@@ -285,17 +390,15 @@ static int dump_start(struct recorder *r, void *priv)
 		pr_err("cannot attach the dump program: %s", strerror(-err));
 		return err;
 	}
-	stop_and_go(d);
-	d->deadline = mono_ns() + CAPTURE_TIMEOUT_NS;
+	next_batch(d);
 	return 0;
 }
 
 static struct dthread *find(struct dump *d, uint32_t tid)
 {
-	for (size_t i = 0; i < d->n; i++)
-		if (d->t[i].tid == tid)
-			return &d->t[i];
-	return NULL;
+	struct dthread key = { .tid = tid };
+
+	return bsearch(&key, d->t, d->n, sizeof(*d->t), cmp_tid);
 }
 
 static void dump_record(struct recorder *r, void *priv, const struct prof_sample_hdr *h,
@@ -320,12 +423,39 @@ static void dump_record(struct recorder *r, void *priv, const struct prof_sample
 static void dump_poll(struct recorder *r, void *priv)
 {
 	struct dump *d = priv;
-	size_t want = 0;
+	size_t want = 0, got = 0;
 
-	for (size_t i = 0; i < d->n; i++)
+	for (size_t i = d->lo; i < d->hi; i++) {
 		want += d->t[i].stopped;
-	if (d->captured >= want || mono_ns() > d->deadline)
+		got += d->t[i].stopped && d->t[i].captured;
+	}
+	if (got < want && mono_ns() <= d->deadline)
+		return;
+	if (d->next < d->n)
+		next_batch(d); /* the last batch's stacks are in: the next one */
+	else
 		rec__stop(r);
+}
+
+/* Each thread's sample in the built profile (its "tid" label), and whether it held the GIL. */
+static void match_samples(struct dump *d)
+{
+	for (size_t i = 0; d->prof && i < d->prof->nsamples; i++) {
+		const struct psample *s = &d->prof->samples[i];
+		const char *gil = NULL;
+		struct dthread *t = NULL;
+
+		for (uint32_t j = 0; j < s->nlabels; j++) {
+			if (!strcmp(s->labels[j].key, "tid"))
+				t = find(d, (uint32_t)s->labels[j].num);
+			if (!strcmp(s->labels[j].key, "gil"))
+				gil = s->labels[j].str;
+		}
+		if (t && !t->sample) {
+			t->sample = s;
+			t->gil = gil;
+		}
+	}
 }
 
 static void dump_finish(struct recorder *r, void *priv)
@@ -340,6 +470,7 @@ static void dump_finish(struct recorder *r, void *priv)
 		pr_err("cannot symbolize the stacks");
 		d->prof = NULL;
 	}
+	match_samples(d);
 	for (size_t i = 0; i < d->n; i++)
 		if (d->t[i].stopped && !d->t[i].captured && !d->t[i].why)
 			d->t[i].why = "its stack did not arrive";
@@ -364,26 +495,6 @@ static const struct rec_feature dump_feature = {
 	.destroy = dump_destroy,
 	.kinds = { SAMPLE_OFF_CPU },
 };
-
-/* The thread's sample in the built profile: frames root first, roots are comm and thread. */
-static const struct psample *sample_of(const struct profile *p, uint32_t tid, const char **gil)
-{
-	*gil = NULL;
-	for (size_t i = 0; p && i < p->nsamples; i++) {
-		const struct psample *s = &p->samples[i];
-		bool match = false;
-
-		for (uint32_t j = 0; j < s->nlabels; j++) {
-			if (!strcmp(s->labels[j].key, "tid") && s->labels[j].num == tid)
-				match = true;
-			if (!strcmp(s->labels[j].key, "gil"))
-				*gil = s->labels[j].str;
-		}
-		if (match)
-			return s;
-	}
-	return NULL;
-}
 
 static void json_str(FILE *f, const char *s)
 {
@@ -411,23 +522,51 @@ static void describe_syscall(const struct dthread *t, char *buf, size_t len)
 		buf[0] = '\0';
 }
 
+/* "N threads, stopped for X ms", or how many were shown, in how many batches */
+static void print_header(struct dump *d, FILE *f)
+{
+	fprintf(f, "Process %u (%s): %zu threads", d->pid, d->comm, d->listed);
+	if (d->batches > 1)
+		fprintf(f, ", stopped %d at a time (%zu batches), each batch for at most %.3f ms",
+			BATCH, d->batches, d->stopped_ns / 1e6);
+	else
+		fprintf(f, ", stopped for %.3f ms", d->stopped_ns / 1e6);
+	fputc('\n', f);
+	if (d->n < d->listed)
+		fprintf(f,
+			"Showing %zu of %zu threads: the others could not be listed (out of "
+			"memory)\n",
+			d->n, d->listed);
+}
+
+static const char *state_of(const struct dthread *t)
+{
+	return t->vfork_child ? "waiting in vfork" : state_name(t->state);
+}
+
 static void print_text(struct dump *d, FILE *f)
 {
-	fprintf(f, "Process %u (%s): %zu threads, stopped for %.3f ms\n", d->pid, d->comm, d->n,
-		d->stopped_ns / 1e6);
+	print_header(d, f);
 	for (size_t i = 0; i < d->n; i++) {
 		struct dthread *t = &d->t[i];
-		const char *gil;
-		const struct psample *s = sample_of(d->prof, t->tid, &gil);
+		const struct psample *s = t->sample;
 		char sc[64];
 
 		describe_syscall(t, sc, sizeof(sc));
-		fprintf(f, "\nThread %u \"%s\" %s", t->tid, t->name, state_name(t->state));
-		if (sc[0] && t->state != 'R')
+		fprintf(f, "\nThread %u \"%s\" ", t->tid, t->name);
+		if (t->vfork_child == UINT32_MAX)
+			fprintf(f, "waiting in %s() for its child to exec or exit", sc);
+		else if (t->vfork_child)
+			fprintf(f, "waiting in %s() for its child %u to exec or exit", sc,
+				t->vfork_child);
+		else
+			fputs(state_name(t->state), f);
+		if (sc[0] && t->state != 'R' && !t->vfork_child)
 			fprintf(f, " in %s()", sc);
-		if (gil)
+		if (t->gil)
 			fprintf(f, ", %s",
-				!strcmp(gil, "held") ? "holding the GIL" : "not holding the GIL");
+				!strcmp(t->gil, "held") ? "holding the GIL"
+							: "not holding the GIL");
 		fputc('\n', f);
 		for (int j = 0; j < t->nk; j++)
 			fprintf(f, "    %s\n", t->kframes[j]);
@@ -445,11 +584,13 @@ static void print_json(struct dump *d, FILE *f)
 {
 	fprintf(f, "{\"pid\": %u, \"comm\": ", d->pid);
 	json_str(f, d->comm);
-	fprintf(f, ", \"stopped_ms\": %.3f, \"threads\": [", d->stopped_ns / 1e6);
+	fprintf(f,
+		", \"threads_total\": %zu, \"batches\": %zu, \"stopped_ms\": %.3f, \"threads\": [",
+		d->listed, d->batches, d->stopped_ns / 1e6);
 	for (size_t i = 0; i < d->n; i++) {
 		struct dthread *t = &d->t[i];
-		const char *gil;
-		const struct psample *s = sample_of(d->prof, t->tid, &gil);
+		const char *gil = t->gil;
+		const struct psample *s = t->sample;
 		char sc[64], st[2] = { t->state, 0 };
 
 		describe_syscall(t, sc, sizeof(sc));
@@ -457,7 +598,12 @@ static void print_json(struct dump *d, FILE *f)
 		json_str(f, t->name);
 		fprintf(f, ", \"state\": ");
 		json_str(f, st);
-		fprintf(f, ", \"state_name\": \"%s\", \"syscall\": ", state_name(t->state));
+		fprintf(f, ", \"state_name\": \"%s\", \"vfork_child\": ", state_of(t));
+		if (t->vfork_child && t->vfork_child != UINT32_MAX)
+			fprintf(f, "%u", t->vfork_child);
+		else
+			fputs("null", f);
+		fprintf(f, ", \"syscall\": ");
 		if (sc[0] && t->state != 'R')
 			json_str(f, sc);
 		else
@@ -495,9 +641,10 @@ static const char dump_usage[] =
 	"time the process was stopped is printed.\n"
 	"\n"
 	"  -p, --pid PID     the process (required)\n"
-	"      --json        one JSON object: pid, comm, stopped_ms, threads[] with\n"
-	"                    tid, name, state, state_name, syscall, gil, kernel[],\n"
-	"                    frames[] (leaf first), error\n"
+	"      --json        one JSON object: pid, comm, threads_total, batches,\n"
+	"                    stopped_ms, threads[] with tid, name, state, state_name,\n"
+	"                    vfork_child, syscall, gil, kernel[], frames[] (leaf\n"
+	"                    first), error\n"
 	"      --no-python   native frames only\n"
 	"  -v, --verbose     the recording's summary on stderr\n"
 	"  -h, --help        this text\n"
@@ -566,8 +713,7 @@ int dump__main(int argc, char **argv)
 	d.comm[strcspn(d.comm, "\n")] = '\0';
 	strsafe__inplace(d.comm, sizeof(d.comm));
 	d.pid = pid;
-	d.t = calloc(MAX_THREADS, sizeof(*d.t));
-	if (!d.t || list_threads(&d)) {
+	if (list_threads(&d) || !d.n) {
 		pr_err("cannot list the threads of pid %ld", pid);
 		free(d.t);
 		return EXIT_RUNTIME;

@@ -43,6 +43,8 @@ struct unwind_store {
 	/* file_unwind (NULL: none): files' tables for processes not described yet */
 	int (*write_file)(void *ctx, const struct file_unwind_key *k, const struct file_unwind *v);
 	void (*delete_file)(void *ctx, const struct file_unwind_key *k);
+	/* chunk k of rows rows (NULL: the rows are there, as in a test's store) */
+	int (*add_chunk)(void *ctx, uint32_t k, uint32_t rows);
 };
 
 struct unwinder_stats {
@@ -54,7 +56,9 @@ struct unwinder_stats {
 	uint64_t tables_retried; /* refused files that got their table later */
 	uint64_t tables_shared;	 /* files served by another file's table (same build id) */
 	uint64_t rows_used, rows_cap, rows_peak;
-	uint64_t build_ns; /* time spent compiling CFI */
+	uint64_t rows_max;     /* what rows_cap may grow to */
+	uint64_t chunks_added; /* chunks of rows added while running (the budget grew) */
+	uint64_t build_ns;     /* time spent compiling CFI */
 	/*
 	 * The agent's CPU (its thread's) in table builds: once per binary,
 	 * not per sample. build_cpu_ns is all of it (CFI compile, conversion,
@@ -85,11 +89,21 @@ struct unwinder_stats {
 /* Rows held by each byte of --unwind-mem. */
 #define UNWIND_ROW_BYTES sizeof(struct bpf_urow)
 
+/* rows_cap rows, one chunk that never grows (a test's store). */
 int unwinder__new(struct unwinder **out, const struct unwind_store *store, uint32_t rows_cap,
 		  struct objtab *objs);
-/* The BPF maps as the store; gen_map_fd: the unwind_gen map (BPF's row cache), -1: none. */
-int unwinder__new_bpf(struct unwinder **out, int rows_map_fd, uint32_t rows_cap, int procs_map_fd,
-		      int gen_map_fd, struct objtab *objs);
+/*
+ * The BPF maps as the store: rows_map_fd is the array of chunks
+ * (unwind_rows), filled with chunks of chunk_rows rows (at most 1 <<
+ * UNWIND_CHUNK_SHIFT), chunks of them now (the first chunk0_fd, made as the
+ * array's template before the load; taken over, closed on failure too); the budget grows a chunk at a
+ * time up to max_chunks when a file samples want has no room even with
+ * every cold table evicted. gen_map_fd: the unwind_gen map (BPF's row
+ * cache), -1: none.
+ */
+int unwinder__new_bpf(struct unwinder **out, int rows_map_fd, int chunk0_fd, uint32_t chunk_rows,
+		      uint32_t chunks, uint32_t max_chunks, int procs_map_fd, int gen_map_fd,
+		      struct objtab *objs);
 /*
  * obj is the vDSO (objtab__vdso): its table is built now and never evicted,
  * and is in file_unwind under the key BPF gives every process's vDSO

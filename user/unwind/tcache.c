@@ -62,7 +62,8 @@ static bool is_table_name(const char *s)
 {
 	size_t n = strlen(s);
 
-	return n > 5 && n < 200 && s[0] != '.' && !strcmp(s + n - 5, ".utab");
+	return n > 5 && n < 200 && s[0] != '.' &&
+	       (!strcmp(s + n - 5, ".utab") || !strcmp(s + n - 4, ".dig"));
 }
 
 static int add_entry(struct tcache *c, const char *name, uint64_t bytes, int64_t used)
@@ -390,6 +391,87 @@ int tcache__store(struct tcache *c, const struct tcache_key *k, const struct bpf
 	}
 	c->st.stored++;
 	return add_entry(c, name, bytes, (int64_t)time(NULL) * 1000000000LL);
+}
+
+/*
+ * A root-owned file's digest, remembered by its identity: its bytes can
+ * change only by root's hand, and any change gives it a new change time, so
+ * the same identity is the same bytes (a restart need not hash them again).
+ */
+static const char DIG_MAGIC[8] = "BPFPDIG";
+
+struct dig {
+	char magic[8];
+	uint32_t format, pad;
+	uint64_t dev, ino, size;
+	int64_t mtime_ns, ctime_ns;
+	uint8_t digest[32];
+};
+_Static_assert(sizeof(struct dig) == 88, "tcache digest layout");
+
+static void dig_name(const struct tcache_key *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "%016llx.dig", (unsigned long long)identity_hash(k));
+}
+
+int tcache__known_digest(struct tcache *c, struct tcache_key *k)
+{
+	char name[64];
+	struct stat st;
+	struct dig d;
+	int fd;
+
+	dig_name(k, name, sizeof(name));
+	fd = openat(c->dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -ENOENT;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077) || st.st_nlink != 1 || st.st_size != sizeof(d) ||
+	    read_full(fd, &d, sizeof(d), 0) || memcmp(d.magic, DIG_MAGIC, sizeof(DIG_MAGIC)) ||
+	    d.format != TCACHE_FORMAT) {
+		close(fd);
+		drop_entry(c, name, true);
+		c->st.invalid++;
+		return -EINVAL;
+	}
+	close(fd);
+	if (d.dev != k->dev || d.ino != k->ino || d.size != k->size || d.mtime_ns != k->mtime_ns ||
+	    d.ctime_ns != k->ctime_ns)
+		return -ENOENT; /* another file hashed alike: hashed again, and stored over */
+	memcpy(k->digest, d.digest, sizeof(k->digest));
+	c->st.digests_known++;
+	return 0;
+}
+
+int tcache__note_digest(struct tcache *c, const struct tcache_key *k)
+{
+	struct dig d = { .format = TCACHE_FORMAT,
+			 .dev = k->dev,
+			 .ino = k->ino,
+			 .size = k->size,
+			 .mtime_ns = k->mtime_ns,
+			 .ctime_ns = k->ctime_ns };
+	char name[64], tmp[64];
+	int fd, err;
+
+	memcpy(d.magic, DIG_MAGIC, sizeof(DIG_MAGIC));
+	memcpy(d.digest, k->digest, sizeof(d.digest));
+	dig_name(k, name, sizeof(name));
+	make_room(c, sizeof(d), name);
+	snprintf(tmp, sizeof(tmp), ".tmp-%d-%u", (int)getpid(), c->seq++);
+	fd = openat(c->dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	err = write_full(fd, &d, sizeof(d));
+	if (close(fd) && !err)
+		err = -errno;
+	if (!err && renameat(c->dfd, tmp, c->dfd, name))
+		err = -errno;
+	if (err) {
+		unlinkat(c->dfd, tmp, 0);
+		return err;
+	}
+	return add_entry(c, name, sizeof(d), (int64_t)time(NULL) * 1000000000LL);
 }
 
 const struct tcache_stats *tcache__stats(const struct tcache *c)

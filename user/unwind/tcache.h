@@ -20,7 +20,9 @@
  * into place; every read is checked (magic, version, identity, size, a
  * CRC-32 of the rows, rows sorted, rules known) and a bad file is deleted.
  * The directory holds at most max_bytes: least recently used tables are
- * deleted first (a hit refreshes the file's mtime).
+ * deleted first (a hit refreshes the file's mtime). Beside the tables, a
+ * root-owned file's digest is kept by its identity (IDENTITY.dig, checked
+ * as a table is), so that a restart need not hash it again.
  */
 #ifndef BPFPROF_TCACHE_H
 #define BPFPROF_TCACHE_H
@@ -44,9 +46,10 @@ struct tcache_key {
 struct tcache_stats {
 	uint64_t hits, misses;
 	uint64_t stored, store_failed;
-	uint64_t invalid; /* files that failed a check on read (deleted) */
-	uint64_t evicted; /* deleted for room */
-	uint64_t bytes;	  /* the directory's tables now */
+	uint64_t invalid;	/* files that failed a check on read (deleted) */
+	uint64_t evicted;	/* deleted for room */
+	uint64_t digests_known; /* root-owned files whose digest was not computed again */
+	uint64_t bytes;		/* the directory's tables now */
 	uint64_t files;
 };
 
@@ -68,6 +71,15 @@ int tcache__load(struct tcache *c, const struct tcache_key *k, struct bpf_urow *
 /* Keep rows for k, evicting the least recently used tables for room. 0 or -errno. */
 int tcache__store(struct tcache *c, const struct tcache_key *k, const struct bpf_urow *rows,
 		  uint32_t n, uint64_t base);
+
+/*
+ * The digest of a root-owned file known by its identity (k's dev, ino,
+ * size, mtime_ns, ctime_ns: anything else in it is ignored) into
+ * k->digest: 0, or -ENOENT (hash it, then tcache__note_digest).
+ */
+int tcache__known_digest(struct tcache *c, struct tcache_key *k);
+/* Remember k->digest for k's identity (a root-owned file's only). 0 or -errno. */
+int tcache__note_digest(struct tcache *c, const struct tcache_key *k);
 
 const struct tcache_stats *tcache__stats(const struct tcache *c);
 

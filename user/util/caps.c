@@ -22,13 +22,31 @@ static const struct {
 	uint32_t need;
 	int cap;
 	const char *name;
+	const char *what;   /* what bpfprof needs it for, in the user's words */
 	bool admin_will_do; /* CAP_SYS_ADMIN is accepted in its place */
 } caps[] = {
-	{ CAPS_BPF, CAP_BPF, "CAP_BPF", true },
-	{ CAPS_PERFMON, CAP_PERFMON, "CAP_PERFMON", true },
-	{ CAPS_PTRACE, CAP_SYS_PTRACE, "CAP_SYS_PTRACE", false },
-	{ CAPS_SYSLOG, CAP_SYSLOG, "CAP_SYSLOG", false },
+	{ CAPS_BPF, CAP_BPF, "CAP_BPF", "to load its BPF programs and maps", true },
+	{ CAPS_PERFMON, CAP_PERFMON, "CAP_PERFMON", "to sample every CPU and attach probes", true },
+	{ CAPS_PTRACE, CAP_SYS_PTRACE, "CAP_SYS_PTRACE", "to read other users' processes", false },
+	{ CAPS_SYSLOG, CAP_SYSLOG, "CAP_SYSLOG", "to read kernel symbols' addresses", false },
 };
+
+/*
+ * Whether the running kernel has cap: CAP_BPF and CAP_PERFMON came in 5.8;
+ * before, CAP_SYS_ADMIN is what the kernel asks in their place.
+ */
+static bool kernel_has(int cap)
+{
+	FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "re");
+	int last = -1;
+
+	if (f) {
+		if (fscanf(f, "%d", &last) != 1)
+			last = -1;
+		fclose(f);
+	}
+	return last < 0 || cap <= last;
+}
 
 /* Whether cap is in the process's effective set. */
 static bool has_cap(int cap)
@@ -74,14 +92,17 @@ const char *caps__why(int err, uint32_t need, char *buf, size_t len)
 		count += !!(missing & caps[i].need);
 	n = snprintf(buf, len, ": bpfprof lacks ");
 	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]) && n < len; i++) {
+		bool old = caps[i].admin_will_do && !kernel_has(caps[i].cap);
+
 		if (!(missing & caps[i].need))
 			continue;
 		k++;
-		n += snprintf(buf + n, len - n, "%s%s",
+		n += snprintf(buf + n, len - n, "%s%s (%s%s)",
 			      k == 1	   ? ""
 			      : k == count ? " and "
 					   : ", ",
-			      caps[i].name);
+			      old ? "CAP_SYS_ADMIN" : caps[i].name, caps[i].what,
+			      old ? "; this kernel has no CAP_BPF or CAP_PERFMON" : "");
 	}
 	if (n < len)
 		snprintf(buf + n, len - n, ": run it as root or grant %s",

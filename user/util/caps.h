@@ -30,7 +30,9 @@ uint32_t caps__missing(uint32_t need);
 
 /*
  * The end of an error line for err (an -errno or errno): for EPERM/EACCES,
- * ": bpfprof lacks CAP_BPF and CAP_PERFMON: run it as root or grant them",
+ * ": bpfprof lacks CAP_BPF (to load its BPF programs and maps) and
+ * CAP_PERFMON (to sample every CPU and attach probes): run it as root or
+ * grant them",
  * or, when nothing of need is missing, what else refuses such a call; for
  * any other error "". Points into buf.
  */
