@@ -41,6 +41,20 @@ struct patch {
 
 static struct patch *patches;
 static size_t npatches, cap_patches;
+/* patches[]: a dlopen in one thread, the eject in another (never the loader's lock held by it) */
+static int patch_lock;
+
+static void lock(void)
+{
+	while (__atomic_exchange_n(&patch_lock, 1, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(&patch_lock, __ATOMIC_RELAXED))
+			__builtin_ia32_pause();
+}
+
+static void unlock(void)
+{
+	__atomic_store_n(&patch_lock, 0, __ATOMIC_RELEASE);
+}
 static int injected;
 static void *(*real_dlopen)(const char *, int);
 
@@ -285,6 +299,11 @@ static int patch_object(struct dl_phdr_info *info, size_t size, void *arg)
 	if (is_self(info) || dyn_read(info, &d))
 		return 0;
 	libc = is_libc(info);
+	lock();
+	if (!__atomic_load_n(&injected, __ATOMIC_ACQUIRE)) { /* ejected meanwhile */
+		unlock();
+		return 1;
+	}
 	for (size_t k = 0; k < d.jmprel_size / sizeof(ElfW(Rela)) + d.rela_size / sizeof(ElfW(Rela));
 	     k++) {
 		size_t nj = d.jmprel_size / sizeof(ElfW(Rela));
@@ -319,6 +338,7 @@ static int patch_object(struct dl_phdr_info *info, size_t size, void *arg)
 		}
 		(*n)++;
 	}
+	unlock();
 	return 0;
 }
 
@@ -356,15 +376,25 @@ API long bpfprof_heap_inject(uint64_t rate)
 	return n ? (long)n : -ENOENT;
 }
 
-/* Every slot back as it was; the wrappers stay for a thread still in one. */
+/*
+ * Every slot back as it was; the wrappers stay for a thread still in one.
+ * The slots put back (>= 0), or -EAGAIN.
+ */
 API long bpfprof_heap_eject(void)
 {
 	long n = 0;
 
+	/*
+	 * Not lock(): the thread bpfprof stopped to make this call may be the
+	 * one holding it (in a dlopen's patch_object): bpfprof tries again.
+	 */
+	if (__atomic_exchange_n(&patch_lock, 1, __ATOMIC_ACQUIRE))
+		return -EAGAIN;
 	__atomic_store_n(&injected, 0, __ATOMIC_RELEASE);
 	for (size_t i = npatches; i-- > 0;)
 		if (!slot_write(patches[i].slot, patches[i].old, patches[i].relro))
 			n++;
 	npatches = 0;
+	unlock();
 	return n;
 }

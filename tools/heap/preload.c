@@ -288,7 +288,15 @@ __attribute__((constructor)) static void ctor(void)
 	uint64_t flags;
 
 	init();
-	heap_exec_init();
+	/*
+	 * Preloaded (by bpfprof -- CMD, or a parent that was): know this file
+	 * for the programs it execs. Loaded into a running process by bpfprof
+	 * -p (inject.c): its exec calls are not hooked, and the process gets
+	 * no file descriptor of ours.
+	 */
+	if (getenv("BPFPROF_HEAP_FD") ||
+	    (getenv("LD_PRELOAD") && strstr(getenv("LD_PRELOAD"), "libbpfprof_heap")))
+		heap_exec_init();
 	flags = heap_exec_flags();
 	if (interposing())
 		flags |= HELLO_INTERPOSING;

@@ -1616,7 +1616,9 @@ static void eject_all(struct alloc *a)
 		char why[256];
 		long n = inject__heap_eject(a->injected[i], alloc__preload_path(), why, sizeof(why));
 
-		if (n < 0 && n != -ESRCH)
+		if (n == -ESRCH) /* it has exited: nothing to put back */
+			pr_verbose("heap: %u: exited before the end", a->injected[i]);
+		else if (n < 0)
 			pr_warn("heap: %u: its calls could not be put back (%s): they stay sampled "
 				"in process until it exits",
 				a->injected[i], why);

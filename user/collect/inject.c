@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -39,7 +40,7 @@
 
 #define SAFE_FOR_NS  (1000ULL * 1000 * 1000) /* looking for a safe point */
 #define CALL_WAIT_NS (10ULL * 1000 * 1000 * 1000)
-#define STACK_SCAN   512 /* bytes above the stack pointer looked at */
+#define STACK_SCAN   8192 /* bytes above the stack pointer looked at */
 
 static void whyf(char *why, size_t len, const char *fmt, ...)
 {
@@ -55,6 +56,7 @@ struct region {
 	uint64_t lo, hi, pgoff;
 	uint32_t maj, min;
 	uint64_t ino;
+	bool alloc; /* its file defines malloc (libc, jemalloc, an executable with its own) */
 	char path[256];
 };
 
@@ -110,15 +112,48 @@ static bool is_loader(const struct region *r)
 	return !strncmp(base_name(r->path), "ld-linux", 8);
 }
 
-/* Code the process must not be stopped in: libc, the loader, an allocator, ours. */
+/*
+ * Code the process must not be stopped in: libc, the loader, an allocator
+ * (any file that defines malloc: jemalloc, or an executable with its own),
+ * ours.
+ */
 static bool is_runtime(const struct region *r)
 {
 	const char *b = base_name(r->path);
 
-	/* an allocator library: libjemalloc, libtcmalloc_minimal, libmimalloc, ... */
-	return is_libc(r) || is_loader(r) || (!strncmp(b, "lib", 3) && strstr(b, "malloc")) ||
-	       strstr(b, "libbpfprof_heap") || !strncmp(b, "libpthread", 10) ||
-	       !strncmp(b, "libdl", 5);
+	return r->alloc || is_libc(r) || is_loader(r) ||
+	       (!strncmp(b, "lib", 3) && strstr(b, "malloc")) || strstr(b, "libbpfprof_heap") ||
+	       !strncmp(b, "libpthread", 10) || !strncmp(b, "libdl", 5);
+}
+
+/* Mark the mappings of files that define malloc (maps_read's, once per injection). */
+static void mark_allocators(uint32_t pid, struct maps *m)
+{
+	for (int i = 0; i < m->n; i++) {
+		struct region *r = &m->r[i];
+		char link[96];
+		struct stat st;
+		uint64_t off;
+		int fd;
+
+		if (r->path[0] != '/')
+			continue;
+		for (int j = 0; j < i; j++)
+			if (m->r[j].ino == r->ino && m->r[j].maj == r->maj && m->r[j].min == r->min) {
+				r->alloc = m->r[j].alloc;
+				goto next;
+			}
+		snprintf(link, sizeof(link), "/proc/%u/map_files/%llx-%llx", pid,
+			 (unsigned long long)r->lo, (unsigned long long)r->hi);
+		fd = tfile__open_link(link, &st);
+		if (fd < 0) {
+			r->alloc = true; /* unknown: as if */
+			continue;
+		}
+		r->alloc = !uprobes__func_offset(fd, "malloc", &off);
+		close(fd);
+next:;
+	}
 }
 
 static const struct region *region_of(const struct maps *m, uint64_t addr)
@@ -279,28 +314,70 @@ static bool interrupted(const struct user_regs_struct *r)
 		ax == -ERESTARTNOHAND || ax == -ERESTART_RESTARTBLOCK);
 }
 
+/* Whether the code at addr is a signal return trampoline (mov $15, %eax/%rax; syscall). */
+static bool sigreturn_at(pid_t tid, uint64_t addr)
+{
+	static const uint8_t rt1[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+	static const uint8_t rt2[] = { 0xb8, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+	uint8_t code[sizeof(rt1)];
+	struct iovec local = { code, sizeof(code) }, remote = { (void *)addr, sizeof(code) };
+
+	if (process_vm_readv(tid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(code))
+		return true; /* unreadable: as if */
+	return !memcmp(code, rt1, sizeof(rt1)) || !memcmp(code, rt2, sizeof(rt2));
+}
+
 /*
  * Whether the stopped thread may run the loader and the allocator now
  * (inject.h). In its own code, the words above its stack pointer are its
- * frames up to the first return into libc: a return into the loader before
- * that is a constructor running (the loader's lock held), one into libc's
- * dl_iterate_phdr a callback of it (the same lock); the first other libc
- * address ends the look (qsort's callback, or the start: __libc_start_main
- * keeps a pointer into the loader higher up).
+ * frames up to the first return into libc: a return into the loader or an
+ * allocator before that is a constructor or a hook running (their locks
+ * held), one into libc's dl_iterate_phdr a callback of it (the loader's
+ * write lock, not recursive); a return into libc's signal trampoline is a
+ * handler that may have interrupted malloc. The first other libc address
+ * ends the look (qsort's callback, or the start: __libc_start_main keeps a
+ * pointer into the loader higher up). No libc address in STACK_SCAN bytes:
+ * not known, so not safe.
  */
 static bool safe_point(pid_t tid, const struct user_regs_struct *r, const struct maps *m,
 		       uint64_t iter_lo, uint64_t iter_hi)
 {
 	const struct region *at = region_of(m, r->rip);
-	uint64_t words[STACK_SCAN / 8];
-	struct iovec local = { words, sizeof(words) }, remote = { (void *)r->rsp, sizeof(words) };
+	static uint64_t words[STACK_SCAN / 8];
 	ssize_t n;
 
-	if (interrupted(r))
-		return safe_syscall((long)r->orig_rax);
-	if (!at || is_runtime(at))
+	bool in_syscall = interrupted(r);
+
+	/* a system call made by the loader or an allocator (their locks may be held) */
+	if (in_syscall ? !safe_syscall((long)r->orig_rax) || (at && is_runtime(at) && !is_libc(at))
+		       : !at || is_runtime(at))
 		return false;
-	n = process_vm_readv(tid, &local, 1, &remote, 1, 0);
+	/* up to the stack's top, which may be nearer than STACK_SCAN: page by page */
+	for (n = 0; n < (ssize_t)sizeof(words);) {
+		uint64_t a = r->rsp + (uint64_t)n, chunk = 4096 - (a & 4095);
+		struct iovec l, rm;
+
+		if (chunk > sizeof(words) - (size_t)n)
+			chunk = sizeof(words) - (size_t)n;
+		l = (struct iovec){ (char *)words + n, chunk };
+		rm = (struct iovec){ (void *)a, chunk };
+		if (process_vm_readv(tid, &l, 1, &rm, 1, 0) != (ssize_t)chunk)
+			break;
+		n += (ssize_t)chunk;
+	}
+	/*
+	 * Blocked in a system call: unless a signal handler made it (on top of
+	 * a malloc, say), or a callback of dl_iterate_phdr.
+	 */
+	for (ssize_t i = 0; in_syscall && i < n / 8; i++) {
+		const struct region *x = region_of(m, words[i]);
+
+		if (x && ((words[i] >= iter_lo && words[i] < iter_hi) ||
+			  (is_libc(x) && sigreturn_at(tid, words[i]))))
+			return false;
+	}
+	if (in_syscall)
+		return true;
 	for (ssize_t i = 0; i < n / 8; i++) {
 		const struct region *x = region_of(m, words[i]);
 
@@ -309,9 +386,11 @@ static bool safe_point(pid_t tid, const struct user_regs_struct *r, const struct
 		if (is_loader(x) || (words[i] >= iter_lo && words[i] < iter_hi))
 			return false;
 		if (is_libc(x))
-			return true;
+			return !sigreturn_at(tid, words[i]);
+		if (is_runtime(x))
+			return false;
 	}
-	return n > 0;
+	return false;
 }
 
 /* Wait for tid to stop (up to ns); its status, or -ETIMEDOUT / -errno. */
@@ -335,11 +414,63 @@ static int wait_stop(pid_t tid, uint64_t ns, int *status)
 struct thread {
 	pid_t tid;
 	struct user_regs_struct saved;
-	int sig; /* a signal that came while it was ours: delivered at the detach */
+	uint64_t mask;	/* its signal mask, put back after the calls */
+	bool mask_set;	/* the calls' mask is in place */
 };
 
-/* Stop tid (seized); 0, or -errno. */
-static int interrupt(pid_t tid, struct thread *t, uint64_t ns)
+/* A field of /proc/PID[/task/TID]/status as a number (base 10 or 16); -1 if absent. */
+static long long status_field(uint32_t pid, pid_t tid, const char *key, int base)
+{
+	char path[64], line[256];
+	long long v = -1;
+	size_t kl = strlen(key);
+	FILE *f;
+
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%u/task/%d/status", pid, tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, kl) && line[kl] == ':') {
+			v = strtoll(line + kl + 1, NULL, base);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+/*
+ * The interrupt stop ended a system call that returns EINTR rather than
+ * being restarted (epoll_wait, sigtimedwait, io_getevents, ...): with no
+ * signal of its own pending, the thread would see an EINTR that only this
+ * stop caused. Such a call is made again instead, as the kernel restarts
+ * the others (a timeout starts again from its full length).
+ */
+static void unsee_eintr(uint32_t pid, struct thread *t)
+{
+	long long pend, shared, blocked;
+
+	if ((long)t->saved.orig_rax < 0 || (long)t->saved.rax != -EINTR)
+		return;
+	pend = status_field(pid, t->tid, "SigPnd", 16);
+	shared = status_field(pid, t->tid, "ShdPnd", 16);
+	blocked = status_field(pid, t->tid, "SigBlk", 16);
+	if (pend < 0 || shared < 0 || blocked < 0 || ((pend | shared) & ~blocked))
+		return;
+	t->saved.rax = t->saved.orig_rax;
+	t->saved.rip -= 2; /* syscall: 0f 05 */
+	if (ptrace(PTRACE_SETREGS, t->tid, 0, &t->saved))
+		pr_debug("inject: %d: cannot restart its system call: %s", t->tid, strerror(errno));
+}
+
+/*
+ * Stop tid (seized); 0, or -errno. A signal that comes first is delivered
+ * at once (its handler runs; the stop comes after it).
+ */
+static int interrupt(pid_t tid, uint64_t ns)
 {
 	int st, err;
 
@@ -353,22 +484,38 @@ static int interrupt(pid_t tid, struct thread *t, uint64_t ns)
 			return -ESRCH;
 		if (WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_STOP)
 			return 0;
-		/* a signal on its way: keep it for the detach, and let the stop come */
-		if (WIFSTOPPED(st)) {
-			if (!t->sig && WSTOPSIG(st) != SIGTRAP)
-				t->sig = WSTOPSIG(st);
-			if (ptrace(PTRACE_CONT, tid, 0, 0))
-				return -errno;
-			if (ptrace(PTRACE_INTERRUPT, tid, 0, 0))
-				return -errno;
-		}
+		if (WIFSTOPPED(st) && ptrace(PTRACE_CONT, tid, 0, (long)WSTOPSIG(st)))
+			return -errno;
 	}
+}
+
+/*
+ * The signals a call runs with: all blocked (they stay pending, delivered
+ * once the thread is its own again: no handler runs on top of the loader
+ * or the allocator) but those a fault raises, SIGSEGV first, which ends
+ * the call: blocked, the kernel would reset its handler to the default.
+ */
+#define SIGBIT(s) (1ULL << ((s) - 1))
+#define CALL_MASK                                                                                 \
+	(~0ULL & ~(SIGBIT(SIGSEGV) | SIGBIT(SIGBUS) | SIGBIT(SIGILL) | SIGBIT(SIGFPE) |          \
+		   SIGBIT(SIGTRAP) | SIGBIT(SIGSYS) | SIGBIT(SIGKILL) | SIGBIT(SIGSTOP)))
+
+static int mask_for_calls(struct thread *t)
+{
+	uint64_t m = CALL_MASK;
+
+	if (ptrace(PTRACE_GETSIGMASK, t->tid, sizeof(t->mask), &t->mask) ||
+	    ptrace(PTRACE_SETSIGMASK, t->tid, sizeof(m), &m))
+		return -errno;
+	t->mask_set = true;
+	return 0;
 }
 
 /*
  * Call fn(a1, a2) in the stopped thread, data (len bytes) copied below its
  * stack first (at *data_at); the return value in *ret. The call returns to
- * address 0: its SIGSEGV stop is the end of the call.
+ * address 0: its SIGSEGV stop is the end of the call (the signal is never
+ * delivered).
  */
 static int call(struct thread *t, uint64_t fn, uint64_t a1, uint64_t a2, const void *data,
 		size_t len, uint64_t *data_at, uint64_t *ret)
@@ -379,7 +526,7 @@ static int call(struct thread *t, uint64_t fn, uint64_t a1, uint64_t a2, const v
 	uint64_t end = mono_ns() + CALL_WAIT_NS;
 	int st;
 
-	/* data at sp, the return address 0 right below the aligned call frame */
+	/* data at sp (below the red zone), the return address 0 right below the call frame */
 	sp -= 16;
 	rm[0] = (struct iovec){ (void *)at, len };
 	rm[1] = (struct iovec){ (void *)(sp + 8), 8 };
@@ -404,7 +551,8 @@ static int call(struct thread *t, uint64_t fn, uint64_t a1, uint64_t a2, const v
 			 * Not back yet: never left at a return to address 0. Wait on:
 			 * the only way out that does not crash the process.
 			 */
-			pr_err("injecting into %d: the call is taking long; waiting for it", t->tid);
+			pr_warn("heap: injecting into %d: the call is taking long; waiting for it",
+				t->tid);
 			end = mono_ns() + CALL_WAIT_NS;
 			continue;
 		}
@@ -414,7 +562,7 @@ static int call(struct thread *t, uint64_t fn, uint64_t a1, uint64_t a2, const v
 			return -ESRCH;
 		if (!WIFSTOPPED(st))
 			continue;
-		if (WSTOPSIG(st) == SIGSEGV) {
+		if (WSTOPSIG(st) == SIGSEGV && (st >> 16) == 0) {
 			struct user_regs_struct now;
 
 			if (ptrace(PTRACE_GETREGS, t->tid, 0, &now))
@@ -424,25 +572,29 @@ static int call(struct thread *t, uint64_t fn, uint64_t a1, uint64_t a2, const v
 				return 0;
 			}
 		}
-		/* another signal during the call: its handler runs on top of it */
+		/*
+		 * A fault of the call's own (its signal delivered: what the
+		 * process would do), or a stop (SIGSTOP, which the mask cannot
+		 * block): let it go on.
+		 */
 		if (ptrace(PTRACE_CONT, t->tid, 0,
 			   (st >> 16) == PTRACE_EVENT_STOP ? 0 : (long)WSTOPSIG(st)))
 			return -errno;
 	}
 }
 
-/* The registers back, a signal that came delivered, the thread let go. */
+/* The registers and the signal mask back, the thread let go. */
 static void release(struct thread *t)
 {
 	ptrace(PTRACE_SETREGS, t->tid, 0, &t->saved);
-	ptrace(PTRACE_DETACH, t->tid, 0, (long)t->sig);
+	if (t->mask_set)
+		ptrace(PTRACE_SETSIGMASK, t->tid, sizeof(t->mask), &t->mask);
+	ptrace(PTRACE_DETACH, t->tid, 0, 0);
 }
 
 /*
  * Seize a thread of pid at a safe point (up to SAFE_FOR_NS, every thread in
  * turn, each let run a few ms between looks). 0 with t stopped, or -errno.
- */
-/*
  * any: every point will do (bpfprof_heap_eject takes no lock and calls
  * neither the loader nor the allocator: it stores the old values back).
  */
@@ -473,18 +625,24 @@ static int seize_safe(uint32_t pid, const struct maps *m, struct thread *t, bool
 			*t = (struct thread){ .tid = tid };
 			if (ptrace(PTRACE_SEIZE, tid, 0, 0)) {
 				err = -errno;
+				if (err == -ESRCH) /* a thread that just ended */
+					continue;
 				closedir(d);
-				whyf(why, whylen, "cannot trace it: %s (a debugger on it?)",
-				     strerror(-err));
+				whyf(why, whylen, "cannot trace it: %s", strerror(-err));
 				return err;
 			}
-			err = interrupt(tid, t, 200ULL * 1000 * 1000);
-			if (!err && !ptrace(PTRACE_GETREGS, tid, 0, &t->saved) &&
-			    (any || safe_point(tid, &t->saved, m, iter_lo, iter_hi))) {
-				closedir(d);
-				pr_debug("inject: %u: thread %d at a safe point after %d looks", pid,
-					 tid, looks);
-				return 0;
+			err = interrupt(tid, 200ULL * 1000 * 1000);
+			if (!err && !ptrace(PTRACE_GETREGS, tid, 0, &t->saved)) {
+				bool safe = any || safe_point(tid, &t->saved, m, iter_lo, iter_hi);
+
+				unsee_eintr(pid, t);
+				if (safe) {
+					closedir(d);
+					pr_debug("inject: %u: thread %d at a safe point after %d "
+						 "looks",
+						 pid, tid, looks);
+					return 0;
+				}
 			}
 			looks++;
 			if (err == -ETIMEDOUT) {
@@ -500,7 +658,7 @@ static int seize_safe(uint32_t pid, const struct maps *m, struct thread *t, bool
 						"uninterruptible wait",
 						tid, pid);
 			}
-			ptrace(PTRACE_DETACH, tid, 0, (long)t->sig);
+			ptrace(PTRACE_DETACH, tid, 0, 0);
 			usleep(2000 + rand() % 8000);
 		}
 		closedir(d);
@@ -508,6 +666,73 @@ static int seize_safe(uint32_t pid, const struct maps *m, struct thread *t, bool
 	whyf(why, whylen, "no thread of it was at a safe point in a second (always inside libc or "
 			  "the allocator)");
 	return -EAGAIN;
+}
+
+/*
+ * What rules a process out before it is touched (the reason in why): gone
+ * or a zombie, stopped, traced, under a seccomp filter (a load it forbids
+ * may kill it), ignoring SIGSEGV (the end of a call), the library not the
+ * same file where it runs (another root or mount namespace), ptrace off.
+ */
+static int check_process(uint32_t pid, const char *lib, const struct stat *lst, char *why,
+			 size_t whylen)
+{
+	char path[PATH_MAX + 64], st[512], *p;
+	long long tracer, seccomp, ign;
+	struct stat there;
+	FILE *f;
+	int yama = 0;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	f = fopen(path, "re");
+	if (!f || !fgets(st, sizeof(st), f) || !(p = strrchr(st, ')')) || p[1] != ' ') {
+		if (f)
+			fclose(f);
+		whyf(why, whylen, "it has exited");
+		return -ESRCH;
+	}
+	fclose(f);
+	if (p[2] == 'Z' || p[2] == 'X') {
+		whyf(why, whylen, "it has exited");
+		return -ESRCH;
+	}
+	if (p[2] == 'T' || p[2] == 't') {
+		whyf(why, whylen, "it is stopped (SIGSTOP or a debugger)");
+		return -EBUSY;
+	}
+	tracer = status_field(pid, 0, "TracerPid", 10);
+	if (tracer > 0) {
+		whyf(why, whylen, "it is traced by process %lld (a debugger or strace)", tracer);
+		return -EBUSY;
+	}
+	seccomp = status_field(pid, 0, "Seccomp", 10);
+	if (seccomp == 2) {
+		whyf(why, whylen, "it runs under a seccomp filter (loading a library may be "
+				  "forbidden to it)");
+		return -EPERM;
+	}
+	ign = status_field(pid, 0, "SigIgn", 16);
+	if (ign > 0 && (ign & SIGBIT(SIGSEGV))) {
+		whyf(why, whylen, "it ignores SIGSEGV");
+		return -EPERM;
+	}
+	snprintf(path, sizeof(path), "/proc/%u/root%s", pid, lib);
+	if (stat(path, &there) || there.st_dev != lst->st_dev || there.st_ino != lst->st_ino) {
+		whyf(why, whylen, "%s is not the same file where it runs (another root or mount "
+				  "namespace)", lib);
+		return -ENOENT;
+	}
+	f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+	if (f) {
+		if (fscanf(f, "%d", &yama) != 1)
+			yama = 0;
+		fclose(f);
+	}
+	if (yama >= 3) {
+		whyf(why, whylen, "ptrace is off on this host (kernel.yama.ptrace_scope = 3)");
+		return -EPERM;
+	}
+	return 0;
 }
 
 static long remote(uint32_t pid, const char *lib, const char *func, uint64_t arg, bool load,
@@ -522,10 +747,27 @@ static long remote(uint32_t pid, const char *lib, const char *func, uint64_t arg
 
 	if (!m)
 		return -ENOMEM;
-	if (stat(lib, &st) || maps_read(pid, m)) {
-		whyf(why, whylen, "cannot read its mappings");
+	if (stat(lib, &st)) {
+		whyf(why, whylen, "cannot find %s: %s", lib, strerror(errno));
+		free(m);
+		return -ENOENT;
+	}
+	err = check_process(pid, lib, &st, why, whylen);
+	if (err && (load || err == -ESRCH)) {
+		free(m);
+		return err;
+	}
+	why[0] = '\0';
+	if (maps_read(pid, m)) {
+		whyf(why, whylen, "it has exited");
 		free(m);
 		return -ESRCH;
+	}
+	mark_allocators(pid, m);
+	if (!load && !func_addr(pid, m, pick_file, &st, func)) {
+		/* the library is gone (it ran exec since): nothing to put back */
+		free(m);
+		return 0;
 	}
 	if (load) {
 		dlopen_at = func_addr(pid, m, pick_libc, NULL, "dlopen");
@@ -541,7 +783,8 @@ static long remote(uint32_t pid, const char *lib, const char *func, uint64_t arg
 		free(m);
 		return err;
 	}
-	if (load) {
+	err = mask_for_calls(&t);
+	if (!err && load) {
 		/* RTLD_NOW: its symbols resolved now, not by a lazy binding inside a malloc */
 		err = call(&t, dlopen_at, 0x2 /* RTLD_NOW */, 0, lib, strlen(lib) + 1, &at, &ret);
 		if (!err && !ret) {
@@ -579,6 +822,14 @@ long inject__heap(uint32_t pid, const char *lib, uint64_t rate, char *why, size_
 
 long inject__heap_eject(uint32_t pid, const char *lib, char *why, size_t whylen)
 {
-	why[0] = '\0';
-	return remote(pid, lib, "bpfprof_heap_eject", 0, false, why, whylen);
+	long n = -EAGAIN;
+
+	/* -EAGAIN: the thread stopped was patching a dlopen's objects; another look */
+	for (int tries = 0; tries < 100 && n == -EAGAIN; tries++) {
+		if (tries)
+			usleep(10000);
+		why[0] = '\0';
+		n = remote(pid, lib, "bpfprof_heap_eject", 0, false, why, whylen);
+	}
+	return n;
 }

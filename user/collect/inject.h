@@ -30,7 +30,11 @@
  * the load failed.
  */
 long inject__heap(uint32_t pid, const char *lib, uint64_t rate, char *why, size_t whylen);
-/* Call bpfprof_heap_eject() in pid (the library loaded by inject__heap). */
+/*
+ * Call bpfprof_heap_eject() in pid (the library loaded by inject__heap):
+ * the slots it put back (0: the library is not mapped any more), -ESRCH if
+ * the process has exited (a zombie too), or -errno with why.
+ */
 long inject__heap_eject(uint32_t pid, const char *lib, char *why, size_t whylen);
 
 #endif
