@@ -229,3 +229,40 @@ def test_python_target(tmp_path):
     # 32 blocks of 1 MiB at 128 KiB: each missed with P = e^-8
     got = sum(c for f, c in stacks if any(x.startswith("keep_buffers") for x in f))
     assert 0.85 * 32 * MIB <= got <= 1.15 * 32 * MIB, (got, stacks)
+
+
+def test_second_run_on_an_injected_target(tmp_path):
+    """Two bpfprof -p runs on one process: the first injects; the second falls back to
+    uprobes, says why, and does not count the first one's sampler's records as well
+    (it read 2x the leak)."""
+    t = Target("read")
+    runs = []
+    try:
+        for name in ("first", "second"):
+            out = tmp_path / f"{name}.folded"
+            # allocated bytes: a block counted twice would read twice (in use, the
+            # second record of an address replaces the first)
+            p = subprocess.Popen([BPFPROF, "-v", "--alloc", "--alloc-rate", "1",
+                                  "--alloc-metric", "alloc_space", "-p", str(t.p.pid), "-o",
+                                  str(out)], stderr=subprocess.PIPE, text=True)
+            runs.append((p, out, [wait_recording(p)]))
+        assert t.go() == f"phase1 {PHASE1}"
+        for p, _, err in reversed(runs):
+            p.send_signal(signal.SIGINT)
+            err.append(p.communicate(timeout=120)[1])
+    finally:
+        for p, _, _ in runs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert t.go() == f"phase2 {PHASE2}"
+    assert t.finish()[0] == 0
+    (p1, out1, err1), (p2, out2, err2) = runs
+    err1, err2 = "".join(err1), "".join(err2)
+    assert p1.returncode == 0 and p2.returncode == 0, (err1, err2)
+    assert f"heap: {t.p.pid}: in-process sampling" in err1, err1
+    assert "another bpfprof run has its sampler in it" in err2, err2
+    for out, err in ((out1, err1), (out2, err2)):
+        stacks = parse_folded(out.read_text())
+        assert leaf(stacks, "leak_inject") == LEAK, err
+        assert leaf(stacks, "churn_inject") == 2000 * 64 * 1024, err

@@ -126,6 +126,7 @@ struct alloc_stats {
 	uint64_t replaced;	/* an address sampled again before its free was seen */
 	uint64_t unmatched;	/* frees of addresses we did not know */
 	uint64_t no_key;	/* allocation records rec__key refused */
+	uint64_t not_ours;	/* -p: records of a sampler another bpfprof loaded */
 	uint64_t exited_blocks; /* blocks still held when their process exited */
 	double exited_bytes;
 	uint64_t evicted;   /* the oldest live blocks, forgotten for room */
@@ -840,11 +841,23 @@ static void on_mark(struct alloc *a, const struct prof_sample_hdr *h)
 	}
 }
 
+static bool pid_injected(const struct alloc *a, uint32_t pid);
+
 static void on_record(struct recorder *r, void *priv, const struct prof_sample_hdr *h,
 		      const void *data, size_t size)
 {
 	struct alloc *a = priv;
 
+	/*
+	 * -p: a process on uprobes may have a sampler another bpfprof run
+	 * loaded (it has it injected, or was killed before its eject): its
+	 * records would count the calls twice.
+	 */
+	if (h->kind == SAMPLE_ALLOC && inject_on && (h->aux1 & ALLOC_F_PRELOAD) &&
+	    !pid_injected(a, h->pid)) {
+		a->st.not_ours++;
+		return;
+	}
 	if (h->kind == SAMPLE_ALLOC)
 		on_alloc(r, a, h, data, size);
 	else if (h->kind == SAMPLE_HEAP_MARK &&
@@ -968,7 +981,6 @@ static void note_exit(struct alloc *a, uint32_t pid, uint64_t time_ns)
 }
 
 static uint32_t parent_of(uint32_t pid);
-static bool pid_injected(const struct alloc *a, uint32_t pid);
 
 static void on_proc(struct recorder *r, void *priv, uint32_t pid, int change)
 {
@@ -1872,6 +1884,11 @@ static void summary(struct recorder *r, void *priv, FILE *f)
 			(unsigned long long)a->st.unmatched, (unsigned long long)a->st.no_key,
 			(unsigned long long)c.foreign_rate, (unsigned long long)a->st.replaced,
 			(unsigned long long)a->st.evicted);
+	if (a->st.not_ours)
+		fprintf(f,
+			"bpfprof: heap: %llu records of a sampler another bpfprof run loaded "
+			"into a target dropped (its calls are counted by uprobes)\n",
+			(unsigned long long)a->st.not_ours);
 	if (r->cont)
 		fprintf(f,
 			"bpfprof: heap: continuous: %llu live blocks carried from one interval "

@@ -809,7 +809,10 @@ static long remote(uint32_t pid, const char *lib, const char *func, uint64_t arg
 		return err;
 	}
 	res = (long)ret;
-	if (res <= 0)
+	if (res == -EALREADY)
+		whyf(why, whylen, "another bpfprof run has its sampler in it (running, or killed "
+				  "before it put the calls back)");
+	else if (res <= 0)
 		whyf(why, whylen, "%s returned %s", func, strerror((int)-res));
 	return res;
 }
