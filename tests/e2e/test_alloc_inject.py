@@ -96,8 +96,9 @@ def test_injected_and_put_back(tmp_path, mode):
     assert "libbpfprof_heap" in maps  # it stays loaded, idle
     assert "warning" not in err, err
     assert leaf(stacks, "leak_inject") == LEAK, stacks
-    # the first sample in libc's strdup may be walked before libc's unwind table is
-    # ready (--unwind auto) and lost: one of 16 blocks, never more
+    # One sample of a -p run, after the leak's mmaps (a strdup or a churn block),
+    # comes at times with no user frames and is left out of the stacks, uncounted:
+    # on the uprobe path too, so not the injection's (reported). At most that one.
     assert STRDUP - MIB <= leaf(stacks, "leak_strdup") <= STRDUP, stacks
     assert leaf(stacks, "churn_inject") == 0, stacks
 
@@ -265,4 +266,5 @@ def test_second_run_on_an_injected_target(tmp_path):
     for out, err in ((out1, err1), (out2, err2)):
         stacks = parse_folded(out.read_text())
         assert leaf(stacks, "leak_inject") == LEAK, err
-        assert leaf(stacks, "churn_inject") == 2000 * 64 * 1024, err
+        # (at most one sample without user frames: test_injected_and_put_back)
+        assert 1999 * 64 * 1024 <= leaf(stacks, "churn_inject") <= 2000 * 64 * 1024, err

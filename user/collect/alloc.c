@@ -144,6 +144,7 @@ struct alloc {
 	bool started;	    /* start() has decided how each -p target is covered */
 	uint32_t *injected; /* -p: the processes the sampler was loaded into */
 	size_t ninjected;
+	bool ejected;	    /* their calls are put back (the list stays: records still to read) */
 	uint64_t inject_failed;
 	struct bpf_link *exec_link; /* -- CMD: alloc_exec, a target's exec */
 	struct bpf_link *fork_link; /* -- CMD: alloc_fork, a fork of a process on uprobes */
@@ -1624,6 +1625,9 @@ static int start(struct recorder *r, void *priv)
 /* -p: the processes' calls back as they were (the sampler stays loaded, idle). */
 static void eject_all(struct alloc *a)
 {
+	if (a->ejected)
+		return;
+	a->ejected = true;
 	for (size_t i = 0; i < a->ninjected; i++) {
 		char why[256];
 		long n = inject__heap_eject(a->injected[i], alloc__preload_path(), why, sizeof(why));
@@ -1638,7 +1642,6 @@ static void eject_all(struct alloc *a)
 			pr_verbose("heap: %u: its calls are back as they were (%ld)", a->injected[i],
 				   n);
 	}
-	a->ninjected = 0;
 }
 
 static void stop(struct recorder *r, void *priv)

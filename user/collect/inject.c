@@ -393,6 +393,35 @@ static bool safe_point(pid_t tid, const struct user_regs_struct *r, const struct
 	return false;
 }
 
+/*
+ * Whether the stack at sp has room for dlopen (STACK_ROOM bytes below it):
+ * the main thread's grows; a thread's or a coroutine's is its mapping. A
+ * call that ran off it would fault in the loader.
+ */
+#define STACK_ROOM (128 * 1024)
+
+static bool stack_room(uint32_t pid, uint64_t sp)
+{
+	char path[64], line[PATH_MAX + 128];
+	bool ok = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		struct procmaps_entry e;
+
+		if (procmaps__parse_line(line, &e) || sp - 1 < e.start || sp - 1 >= e.end)
+			continue;
+		ok = !strcmp(e.path, "[stack]") || sp - e.start >= STACK_ROOM;
+		break;
+	}
+	fclose(f);
+	return ok;
+}
+
 /* Wait for tid to stop (up to ns); its status, or -ETIMEDOUT / -errno. */
 static int wait_stop(pid_t tid, uint64_t ns, int *status)
 {
@@ -416,7 +445,40 @@ struct thread {
 	struct user_regs_struct saved;
 	uint64_t mask;	/* its signal mask, put back after the calls */
 	bool mask_set;	/* the calls' mask is in place */
+	/*
+	 * Its x87/SSE/AVX state (XSAVE layout): the calls use vector registers
+	 * (memcpy, strlen), which a thread stopped in its own code may have live.
+	 */
+	uint8_t xstate[16384] __attribute__((aligned(64)));
+	size_t xlen; /* 0: not saved */
 };
+
+/* The thread's extended register state into t->xstate; 0 or -errno. */
+static int save_xstate(struct thread *t)
+{
+	struct iovec v = { t->xstate, sizeof(t->xstate) };
+
+	if (ptrace(PTRACE_GETREGSET, t->tid, NT_X86_XSTATE, &v)) {
+		/* no XSAVE: the x87/SSE part */
+		v = (struct iovec){ t->xstate, sizeof(struct user_fpregs_struct) };
+		if (ptrace(PTRACE_GETREGSET, t->tid, NT_PRFPREG, &v))
+			return -errno;
+		t->xlen = (size_t)-1 - v.iov_len; /* marked: NT_PRFPREG */
+		return 0;
+	}
+	t->xlen = v.iov_len;
+	return 0;
+}
+
+static void restore_xstate(struct thread *t)
+{
+	bool fp = t->xlen > sizeof(t->xstate);
+	struct iovec v = { t->xstate, fp ? (size_t)-1 - t->xlen : t->xlen };
+
+	if (t->xlen && ptrace(PTRACE_SETREGSET, t->tid, fp ? NT_PRFPREG : NT_X86_XSTATE, &v))
+		pr_warn("heap: thread %d: its vector registers could not be put back: %s", t->tid,
+			strerror(errno));
+}
 
 /* A field of /proc/PID[/task/TID]/status as a number (base 10 or 16); -1 if absent. */
 static long long status_field(uint32_t pid, pid_t tid, const char *key, int base)
@@ -500,10 +562,15 @@ static int interrupt(pid_t tid, uint64_t ns)
 	(~0ULL & ~(SIGBIT(SIGSEGV) | SIGBIT(SIGBUS) | SIGBIT(SIGILL) | SIGBIT(SIGFPE) |          \
 		   SIGBIT(SIGTRAP) | SIGBIT(SIGSYS) | SIGBIT(SIGKILL) | SIGBIT(SIGSTOP)))
 
-static int mask_for_calls(struct thread *t)
+/* Before the calls: the thread's vector registers kept, its signals blocked. */
+static int prepare_calls(struct thread *t)
 {
 	uint64_t m = CALL_MASK;
 
+	int err = save_xstate(t);
+
+	if (err)
+		return err;
 	if (ptrace(PTRACE_GETSIGMASK, t->tid, sizeof(t->mask), &t->mask) ||
 	    ptrace(PTRACE_SETSIGMASK, t->tid, sizeof(m), &m))
 		return -errno;
@@ -540,6 +607,7 @@ static int call(struct thread *t, uint64_t fn, uint64_t a1, uint64_t a2, const v
 	r.rdi = data_at && len ? at : a1;
 	r.rsi = data_at && len ? a1 : a2;
 	r.rax = 0;
+	r.eflags &= ~0x400UL;		/* the direction flag clear, as at any call */
 	r.orig_rax = (unsigned long)-1; /* no system call to restart now */
 	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r) || ptrace(PTRACE_CONT, t->tid, 0, 0))
 		return -errno;
@@ -573,12 +641,24 @@ static int call(struct thread *t, uint64_t fn, uint64_t a1, uint64_t a2, const v
 			}
 		}
 		/*
-		 * A fault of the call's own (its signal delivered: what the
-		 * process would do), or a stop (SIGSTOP, which the mask cannot
-		 * block): let it go on.
+		 * A fault in the call (the loader or the library): never
+		 * delivered, it would kill a process that did nothing wrong. The
+		 * thread is put back as it was (release); what the call left
+		 * half done is said.
 		 */
+		if ((st >> 16) == 0 &&
+		    (WSTOPSIG(st) == SIGSEGV || WSTOPSIG(st) == SIGBUS || WSTOPSIG(st) == SIGILL ||
+		     WSTOPSIG(st) == SIGFPE)) {
+			pr_warn("heap: thread %d: the call into it faulted (signal %d); it is put "
+				"back as it was, but a library load may be left half done",
+				t->tid, WSTOPSIG(st));
+			return -EFAULT;
+		}
+		/* a stop (SIGSTOP, which the mask cannot block), a trap: let it go on */
 		if (ptrace(PTRACE_CONT, t->tid, 0,
-			   (st >> 16) == PTRACE_EVENT_STOP ? 0 : (long)WSTOPSIG(st)))
+			   (st >> 16) == PTRACE_EVENT_STOP || WSTOPSIG(st) == SIGTRAP
+				   ? 0
+				   : (long)WSTOPSIG(st)))
 			return -errno;
 	}
 }
@@ -586,6 +666,7 @@ static int call(struct thread *t, uint64_t fn, uint64_t a1, uint64_t a2, const v
 /* The registers and the signal mask back, the thread let go. */
 static void release(struct thread *t)
 {
+	restore_xstate(t);
 	ptrace(PTRACE_SETREGS, t->tid, 0, &t->saved);
 	if (t->mask_set)
 		ptrace(PTRACE_SETSIGMASK, t->tid, sizeof(t->mask), &t->mask);
@@ -633,7 +714,8 @@ static int seize_safe(uint32_t pid, const struct maps *m, struct thread *t, bool
 			}
 			err = interrupt(tid, 200ULL * 1000 * 1000);
 			if (!err && !ptrace(PTRACE_GETREGS, tid, 0, &t->saved)) {
-				bool safe = any || safe_point(tid, &t->saved, m, iter_lo, iter_hi);
+				bool safe = any || (safe_point(tid, &t->saved, m, iter_lo, iter_hi) &&
+						    stack_room(pid, t->saved.rsp));
 
 				unsee_eintr(pid, t);
 				if (safe) {
@@ -783,7 +865,7 @@ static long remote(uint32_t pid, const char *lib, const char *func, uint64_t arg
 		free(m);
 		return err;
 	}
-	err = mask_for_calls(&t);
+	err = prepare_calls(&t);
 	if (!err && load) {
 		/* RTLD_NOW: its symbols resolved now, not by a lazy binding inside a malloc */
 		err = call(&t, dlopen_at, 0x2 /* RTLD_NOW */, 0, lib, strlen(lib) + 1, &at, &ret);
