@@ -42,7 +42,7 @@ class Target:
         assert self.p.stdout.readline() == "ready\n", self.p.stderr.read()
 
     def go(self):
-        if self.mode == "sleep":
+        if self.mode in ("sleep", "spin"):
             os.kill(self.p.pid, signal.SIGUSR1)
         else:
             self.p.stdin.write("go\n")
@@ -80,11 +80,13 @@ def profile_pid(tmp_path, t, *opts):
     return err, parse_folded(out.read_text()), (phase1, phase2, rest, terr, maps), rc
 
 
-@pytest.mark.parametrize("mode", ["read", "epoll", "sleep"])
+@pytest.mark.parametrize("mode", ["read", "epoll", "sleep", "spin"])
 def test_injected_and_put_back(tmp_path, mode):
-    """The sampler is injected while the target waits in read/epoll_wait/nanosleep:
+    """The sampler is injected while the target waits in read/epoll_wait/nanosleep, or
+    computes in its own code (spin: with live vector registers, which it checks):
     the wait is resumed as if nothing happened (epoll_wait returned EINTR before the
-    registers' restart), the leaks are charged to their functions, exactly at
+    system call was made again), its registers are its own, the leaks are charged
+    to their functions, exactly at
     --alloc-rate 1 (strdup's malloc inside libc too), and after bpfprof ends the
     target runs on with its calls put back, its output and exit status unchanged."""
     t = Target(mode)

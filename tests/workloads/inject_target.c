@@ -4,7 +4,7 @@
  * the profiler loads its sampler into it while it waits, and puts its calls
  * back while it waits again. What the program sees must not change.
  *
- * Usage: inject_target MODE     MODE: read | epoll | sleep
+ * Usage: inject_target MODE     MODE: read | epoll | sleep | spin
  *
  * Prints "ready", then waits (twice) for "go":
  *   read   read() on stdin for one line: the line must come whole, once
@@ -12,6 +12,9 @@
  *          restarted by the kernel: an EINTR here was caused from outside)
  *   sleep  nanosleep(1 hour) until SIGUSR1 (its handler sets the flag): an
  *          EINTR without the flag was caused from outside
+ *   spin   computes in its own code, in vector registers, until SIGUSR1;
+ *          then does the same number of steps again: the results must be
+ *          the same bits (a call made in it must leave its registers alone)
  * After the first "go": leak_inject keeps LEAK_N blocks of 1 MiB, leak_strdup
  * keeps STRDUP_N strdup copies of 1 MiB (glibc's malloc call, for the
  * program), churn_inject allocates and frees CHURN_N blocks of 64 KiB; prints
@@ -61,8 +64,41 @@ static void read_go(void)
 	}
 }
 
+/* Two doubles stepped n times (or until go): what lives in xmm registers. */
+static NOINLINE uint64_t spin(uint64_t n, double *out_a, double *out_b)
+{
+	double a = 1.0, b = 0.5;
+	uint64_t i;
+
+	for (i = 0; n ? i < n : !go; i++) {
+		a = a * 1.0000000001 + b * 1e-9;
+		b = b * 0.9999999999 - a * 1e-12;
+	}
+	*out_a = a;
+	*out_b = b;
+	return i;
+}
+
+static void spin_go(void)
+{
+	double a, b, a2, b2;
+	uint64_t n = spin(0, &a, &b);
+
+	go = 0;
+	spin(n, &a2, &b2);
+	if (memcmp(&a, &a2, sizeof(a)) || memcmp(&b, &b2, sizeof(b))) {
+		fprintf(stderr, "inject_target: %lu steps gave %a %a, then %a %a\n",
+			(unsigned long)n, a, b, a2, b2);
+		exit(3);
+	}
+}
+
 static void wait_go(const char *mode)
 {
+	if (!strcmp(mode, "spin")) {
+		spin_go();
+		return;
+	}
 	if (!strcmp(mode, "read")) {
 		read_go();
 	} else if (!strcmp(mode, "epoll")) {
