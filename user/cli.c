@@ -958,8 +958,9 @@ static const struct cli_opt opts[] = {
 	  "peak_space (what each stack held when the total in use peaked), finalize_space "
 	  "(Python: what it held when the interpreter began to shut down)" },
 	{ "alloc-uprobes", 0, NULL, S_OPTIONS, &env.alloc_uprobes, NULL,
-	  "--alloc -- CMD: probe the allocator with uprobes, as -p and -a do, instead of "
-	  "preloading the in-process sampler (libbpfprof_heap.so) into CMD" },
+	  "--alloc: probe the allocator with uprobes, as -a does, instead of putting the "
+	  "in-process sampler (libbpfprof_heap.so) into the target (preloaded into -- CMD, "
+	  "loaded into a -p process by ptrace): no injection, a trap per call" },
 	{ "gil", 0, NULL, S_OPTIONS, &env.gil, NULL,
 	  "keep only Python samples whose thread held the GIL (CPython 3.8-3.13; pprof labels "
 	  "every Python sample gil=held|released)" },
