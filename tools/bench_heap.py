@@ -14,14 +14,16 @@ Accuracy, one program at a time, bpfprof's estimate against the peer's figure:
 
 Cost, as ratios of runs interleaved in rounds (medians):
   malloc_loop (64-byte malloc/free pairs, its loop thread's CPU time) alone,
-  under `bpfprof --alloc -p`, memleak-bpfcc -p and heaptrack -p (gdb
+  under `bpfprof --alloc -p` (the sampler injected), `bpfprof --alloc -p
+  --alloc-uprobes` (a uprobe per call), memleak-bpfcc -p and heaptrack -p (gdb
   injection); `bpfprof --alloc -- CMD` (the in-process path) beside them.
   A PostgreSQL backend (pgbench -c 1, TPC-B-like) alone, under
-  `bpfprof --alloc -p BACKEND` and memleak-bpfcc -p: transactions per
+  `bpfprof --alloc -p BACKEND` (with and without --alloc-uprobes) and
+  memleak-bpfcc -p: transactions per
   second while attached.
 
 Environment: BPFPROF, WORKLOADS (default: build/ of this checkout),
-HEAP_ROUNDS (3), BPFPROF_SIDROOT (default /var/cache/bpfprof/sid; the Python
+HEAP_ROUNDS (3), HEAP_PG_SECS (45: each pgbench run), BPFPROF_SIDROOT (default /var/cache/bpfprof/sid; the Python
 part is skipped, saying so, without it). Prints tables; exits 1 if a run
 failed.
 """
@@ -40,6 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BPFPROF = os.environ.get("BPFPROF", os.path.join(ROOT, "build/bpfprof"))
 WORKLOADS = os.environ.get("WORKLOADS", os.path.join(ROOT, "build/workloads"))
 ROUNDS = int(os.environ.get("HEAP_ROUNDS", "3"))
+PG_SECS = int(os.environ.get("HEAP_PG_SECS", "45"))  # each pgbench run
 SIDROOT = os.environ.get("BPFPROF_SIDROOT", "/var/cache/bpfprof/sid")
 MIB = 1 << 20
 failed = []
@@ -198,7 +201,10 @@ def wait_line(pipe, pattern, timeout):
 
 # What each profiler prints once it is attached: the workload starts only then.
 READY = {"bpfprof -p": (["-p"], r"^bpfprof: recording"),
-         "memleak-bpfcc -p": (None, r"Attaching to pid"),
+         "bpfprof -p --alloc-uprobes": (["-p"], r"^bpfprof: recording"),
+         # its "Attaching to pid" comes before its probes are attached (3 of 5 rounds
+         # ran the loop unprobed): its first report, 1 s later, comes after
+         "memleak-bpfcc -p": (None, r"Top \d+ stacks"),
          "heaptrack -p": (None, r"injection finished|heaptrack output will be written")}
 
 
@@ -215,13 +221,13 @@ def loop_cpu(config, pairs):
         if not wait_line(wl.stdout, r"^waiting", 60):
             failed.append("malloc_loop did not start")
             return None
-        if config == "bpfprof -p":
+        if config.startswith("bpfprof -p"):  # injected, or with --alloc-uprobes
             prof = subprocess.Popen([BPFPROF, "--alloc", "-p", str(wl.pid), "-o",
-                                     os.path.join(tmp, "p.folded")],
+                                     os.path.join(tmp, "p.folded")] + config.split()[2:],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             ready = wait_line(prof.stderr, READY[config][1], 120)
         elif config == "memleak-bpfcc -p":
-            prof = subprocess.Popen(["memleak-bpfcc", "-p", str(wl.pid)],
+            prof = subprocess.Popen(["memleak-bpfcc", "-p", str(wl.pid), "1"],
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
             ready = wait_line(prof.stdout, READY[config][1], 300)
@@ -277,9 +283,16 @@ def bcc_headers():
     return True
 
 
+# Pairs per run: enough for the cheap configurations' ratio to stand above the
+# noise of a shared host (500,000 pairs alone are 3-9 ms), few for those that trap
+# on every call (a uprobe each: 5,000,000 pairs would take minutes). Ratios are of
+# CPU time per pair.
+LOOP_PAIRS = int(os.environ.get("HEAP_LOOP_PAIRS", "5000000"))
+TRAP_PAIRS = {"bpfprof -p --alloc-uprobes": 200000, "memleak-bpfcc -p": 100000}
+
+
 def cost_loop():
-    pairs = 500000
-    configs = ["alone", "bpfprof -p", "in-process"]
+    configs = ["alone", "bpfprof -p", "bpfprof -p --alloc-uprobes", "in-process"]
     if shutil.which("memleak-bpfcc") and bcc_headers():
         configs.append("memleak-bpfcc -p")
     if shutil.which("heaptrack") and shutil.which("gdb"):
@@ -287,16 +300,19 @@ def cost_loop():
     times = {c: [] for c in configs}
     for r in range(ROUNDS):
         for c in configs[r % len(configs):] + configs[:r % len(configs)]:  # rotate the order
-            t = loop_cpu(c, pairs)
+            n = TRAP_PAIRS.get(c, LOOP_PAIRS)
+            t = loop_cpu(c, n)
             if t is not None:
-                times[c].append(t)
+                times[c].append(t / n * 1e9)
     alone = statistics.median(times["alone"])
-    print(f"heap cost: malloc_loop {pairs} x 64 B pairs, loop CPU time, medians of {ROUNDS} "
-          f"interleaved rounds")
+    print(f"heap cost: malloc_loop, 64 B malloc/free pairs ({LOOP_PAIRS}; "
+          f"{', '.join(f'{k}: {v}' for k, v in TRAP_PAIRS.items())}), loop CPU time per pair, "
+          f"medians of {ROUNDS} interleaved rounds")
     for c in configs:
         if times[c]:
             med = statistics.median(times[c])
-            print(f"  {c:<20} {med:8.3f} s  {med / alone:8.1f}x  ({', '.join(f'{t:.3f}' for t in times[c])})")
+            print(f"  {c:<27} {med:9.1f} ns  {med / alone:8.1f}x  "
+                  f"({', '.join(f'{t:.1f}' for t in times[c])})")
 
 
 def pg():
@@ -339,24 +355,24 @@ def backend_of(pgbench_pid):
 
 
 def tps_under(config, sock):
-    """pgbench -c 1 for 45 s; the profiler attached once pgbench runs: mean tps of the
+    """pgbench -c 1 for PG_SECS s; the profiler attached once pgbench runs: mean tps of the
     seconds from 2 s after it said it was attached (or from second 10 alone) to the end."""
     as_pg = ["runuser", "-u", "postgres", "--"]
     pb = subprocess.Popen(as_pg + ["pgbench", "-h", sock, "-p", "5498", "-c", "1", "-j", "1",
-                                   "-T", "45", "-P", "1", "postgres"],
+                                   "-T", str(PG_SECS), "-P", "1", "postgres"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     t0 = time.monotonic()
     prof, start = None, 10.0
     time.sleep(1)
     be = backend_of(pb.pid)
-    if config == "bpfprof -p" and be:
+    if config.startswith("bpfprof -p") and be:
         prof = subprocess.Popen([BPFPROF, "--alloc", "-p", str(be), "-o",
-                                 os.path.join(tmp, "pg.folded")],
+                                 os.path.join(tmp, "pg.folded")] + config.split()[2:],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        ok = wait_line(prof.stderr, READY["bpfprof -p"][1], 20)
+        ok = wait_line(prof.stderr, READY["bpfprof -p"][1], 60)
         start = time.monotonic() - t0 + 2
     elif config == "memleak-bpfcc -p" and be:
-        prof = subprocess.Popen(["memleak-bpfcc", "-p", str(be)], stdout=subprocess.PIPE,
+        prof = subprocess.Popen(["memleak-bpfcc", "-p", str(be), "1"], stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True,
                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         ok = wait_line(prof.stdout, READY["memleak-bpfcc -p"][1], 30)
@@ -387,7 +403,7 @@ def cost_pg():
         return
     pgbin, d, data, sock = c
     try:
-        configs = ["alone", "bpfprof -p"] + (["memleak-bpfcc -p"] if shutil.which("memleak-bpfcc")
+        configs = ["alone", "bpfprof -p", "bpfprof -p --alloc-uprobes"] + (["memleak-bpfcc -p"] if shutil.which("memleak-bpfcc")
                                              and bcc_headers() else [])
         tps = {k: [] for k in configs}
         for r in range(ROUNDS):
@@ -401,7 +417,7 @@ def cost_pg():
         for k in configs:
             if tps[k]:
                 med = statistics.median(tps[k])
-                print(f"  {k:<20} {med:8.0f} tps  {alone / med:6.2f}x  "
+                print(f"  {k:<27} {med:8.0f} tps  {alone / med:6.2f}x  "
                       f"({', '.join(f'{t:.0f}' for t in tps[k])})")
     finally:
         sh(["runuser", "-u", "postgres", "--", f"{pgbin}/pg_ctl", "-D", data, "-m", "immediate",
