@@ -546,7 +546,9 @@ static int interrupt(pid_t tid, uint64_t ns)
 			return -ESRCH;
 		if (WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_STOP)
 			return 0;
-		if (WIFSTOPPED(st) && ptrace(PTRACE_CONT, tid, 0, (long)WSTOPSIG(st)))
+		/* (the interrupt stays pending; asked again all the same: idempotent) */
+		if (WIFSTOPPED(st) && (ptrace(PTRACE_CONT, tid, 0, (long)WSTOPSIG(st)) ||
+				       ptrace(PTRACE_INTERRUPT, tid, 0, 0)))
 			return -errno;
 	}
 }
@@ -673,6 +675,21 @@ static void release(struct thread *t)
 	ptrace(PTRACE_DETACH, t->tid, 0, 0);
 }
 
+/* A thread's state letter (R, S, D, T, Z, ...), from its stat; 0 if gone. */
+static char thread_state(uint32_t pid, pid_t tid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%d/stat", pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
 /*
  * Seize a thread of pid at a safe point (up to SAFE_FOR_NS, every thread in
  * turn, each let run a few ms between looks). 0 with t stopped, or -errno.
@@ -701,8 +718,8 @@ static int seize_safe(uint32_t pid, const struct maps *m, struct thread *t, bool
 			pid_t tid = atoi(de->d_name);
 			int err;
 
-			if (tid <= 0)
-				continue;
+			if (tid <= 0 || thread_state(pid, tid) == 'D')
+				continue; /* in an uninterruptible wait: it would not stop */
 			*t = (struct thread){ .tid = tid };
 			if (ptrace(PTRACE_SEIZE, tid, 0, 0)) {
 				err = -errno;
