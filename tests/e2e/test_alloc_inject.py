@@ -105,6 +105,28 @@ def test_injected_and_put_back(tmp_path, mode):
     assert leaf(stacks, "churn_inject") == 0, stacks
 
 
+def test_full_relro_target(tmp_path):
+    """A program linked with -z now (full RELRO, as PostgreSQL and most distribution
+    daemons): its GOT is read-only from the page the RELRO part starts in. Writing
+    a slot there faulted inside the injected call (a PostgreSQL backend: 'the call
+    into it faulted'); now it is injected and put back like the others."""
+    src = os.path.join(os.path.dirname(__file__), "../workloads/inject_target.c")
+    exe = tmp_path / "inject_target_now"
+    subprocess.run(["cc", "-O2", "-g", "-fno-omit-frame-pointer", "-Wl,-z,relro,-z,now",
+                    "-I" + os.path.dirname(src), src, "-o", str(exe)], check=True)
+    t = Target("read")
+    t.p.kill()
+    t.p.wait()
+    t.p = subprocess.Popen([str(exe), "read"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    assert t.p.stdout.readline() == "ready\n"
+    err, stacks, (phase1, phase2, rest, terr, maps), rc = profile_pid(tmp_path, t)
+    assert rc == 0 and phase2 == f"phase2 {PHASE2}", terr
+    assert f"heap: {t.p.pid}: in-process sampling" in err, err
+    assert "warning" not in err, err
+    assert leaf(stacks, "leak_inject") == LEAK, stacks
+
+
 def test_uprobes_opt_out(tmp_path):
     """--alloc-uprobes: no injection (the library never enters the process), the same
     leaks by uprobes."""
@@ -270,3 +292,37 @@ def test_second_run_on_an_injected_target(tmp_path):
         assert leaf(stacks, "leak_inject") == LEAK, err
         # (at most one sample without user frames: test_injected_and_put_back)
         assert 1999 * 64 * 1024 <= leaf(stacks, "churn_inject") <= 2000 * 64 * 1024, err
+
+
+def test_injected_again_after_the_first_run(tmp_path):
+    """A second -p run after the first one ended (its calls put back) loads the sampler
+    again (it is still mapped: no second copy) and counts the second phase once."""
+    t = Target("read")
+    runs = []
+    for phase in (1, 2):
+        out = tmp_path / f"phase{phase}.folded"
+        p = subprocess.Popen([BPFPROF, "-v", "--alloc", "--alloc-rate", "1", "--alloc-metric",
+                              "alloc_space", "-p", str(t.p.pid), "-o", str(out)],
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            err = wait_recording(p)
+            # injected twice, loaded once
+            text = [l for l in open(f"/proc/{t.p.pid}/maps") if "libbpfprof_heap" in l]
+            assert len([l for l in text if " r-xp " in l]) == 1, text
+            line = t.go()
+            p.send_signal(signal.SIGINT)
+            err += p.communicate(timeout=120)[1]
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        assert p.returncode == 0, err
+        runs.append((line, parse_folded(out.read_text()), err))
+    assert t.finish()[0] == 0
+    assert [l for l, _, _ in runs] == [f"phase1 {PHASE1}", f"phase2 {PHASE2}"]
+    for _, _, err in runs:
+        assert f"heap: {t.p.pid}: in-process sampling" in err, err
+    stacks = runs[1][1]
+    # phase 2: churn_inject's 2000 blocks of 64 KiB (at most one without user frames)
+    assert 1999 * 64 * 1024 <= leaf(stacks, "churn_inject") <= 2000 * 64 * 1024, stacks
+    assert leaf(stacks, "leak_inject") == 0, stacks

@@ -249,8 +249,13 @@ static int in_relro(uintptr_t *slot, const struct dyn *d)
 	long pg = sysconf(_SC_PAGESIZE);
 	uintptr_t page = (uintptr_t)slot & ~(uintptr_t)(pg - 1);
 
-	/* the loader protects the part's whole pages only */
-	return page >= d->relro_lo && page + pg <= (d->relro_hi & ~(uintptr_t)(pg - 1));
+	/*
+	 * What the loader made read-only (_dl_protect_relro): from the page the
+	 * part starts in (rounded down: a GOT in the part's first page is
+	 * read-only too) to the page its end is in, that one excluded.
+	 */
+	return d->relro_hi > d->relro_lo && page >= (d->relro_lo & ~(uintptr_t)(pg - 1)) &&
+	       page < (d->relro_hi & ~(uintptr_t)(pg - 1));
 }
 
 static int slot_write(uintptr_t *slot, uintptr_t v, int relro)

@@ -900,6 +900,13 @@ static long remote(uint32_t pid, const char *lib, const char *func, uint64_t arg
 	}
 	if (!err)
 		err = call(&t, fn, arg, 0, NULL, 0, NULL, &ret);
+	if (err == -EFAULT && load && fn) {
+		/* the hook faulted half way: put back what it did, best effort */
+		uint64_t ej = func_addr(pid, m, pick_file, &st, "bpfprof_heap_eject"), r2;
+
+		if (ej && !call(&t, ej, 0, 0, NULL, 0, NULL, &r2))
+			pr_verbose("heap: %u: %ld calls put back after the fault", pid, (long)r2);
+	}
 	release(&t);
 	free(m);
 	if (err) {
