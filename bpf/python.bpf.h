@@ -254,7 +254,7 @@ __noinline int py_early_proc(__u32 tgid)
 __noinline int py_find_tstate(const struct bpf_pyproc *pp, __u64 *out, __u64 *head)
 {
 #if defined(__TARGET_ARCH_x86)
-	__u64 interp = 0, ts = 0, id = 0, back = 0, fsbase;
+	__u64 interp = 0, ts = 0, id = 0, back = 0, hid = 0, found = 0, fsbase;
 
 	if (!pp || !out || !head || !pp->runtime)
 		return -1;
@@ -270,10 +270,13 @@ __noinline int py_find_tstate(const struct bpf_pyproc *pp, __u64 *out, __u64 *he
 		if (py_read(ts + pp->ts_thread_id, &id) || py_read(ts + pp->ts_interp, &back) ||
 		    back != interp)
 			return -1;
-		if (id == fsbase) {
-			*out = ts;
-			return 0;
-		}
+		/*
+		 * the deepest match: a state the starter made for a thread not
+		 * begun yet carries the starter's id up to 3.11 (below), and is
+		 * newer than the starter's own
+		 */
+		if (id == fsbase)
+			found = ts;
 		/*
 		 * Not bound to its thread yet: threading makes the new thread's
 		 * state in the thread that starts it, at the list's head, and the
@@ -282,8 +285,22 @@ __noinline int py_find_tstate(const struct bpf_pyproc *pp, __u64 *out, __u64 *he
 		 */
 		if (!id)
 			*head = 0;
+		/*
+		 * Up to 3.11 the new state carries the id of the thread that made
+		 * it (the starter's, whose own state comes later in the list) until
+		 * the new thread binds it: a head whose id is seen again is such a
+		 * state, perhaps this thread's.
+		 */
+		if (!i)
+			hid = id;
+		else if (id == hid)
+			*head = 0;
 		if (py_read(ts + pp->ts_next, &ts))
-			return -1;
+			break;
+	}
+	if (found) {
+		*out = found;
+		return 0;
 	}
 #endif
 	return -1;

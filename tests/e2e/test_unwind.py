@@ -319,7 +319,12 @@ def test_pyenv_cpython_native_stacks(tmp_path, python):
              if "_PyEval_EvalFrameDefault" in f and ("main" in f or "Py_RunMain" in f)
              and f.index("_PyEval_EvalFrameDefault") > max(
                  f.index(x) for x in ("main", "Py_RunMain") if x in f))
-    assert ok >= 0.95 * n, (ok, n, sorted(stacks, key=lambda x: -x[1])[:3])
+    # the loop's stacks and the broken ones; start-up (the loader, imports
+    # in C before any eval frame) and exit are whole stacks without the loop
+    loop = total([(f, c) for f, c in stacks
+                  if "_PyEval_EvalFrameDefault" in f or "[missing frames]" in f])
+    assert loop >= 0.8 * n, (loop, n)
+    assert ok >= 0.95 * loop, (ok, loop, sorted(stacks, key=lambda x: -x[1])[:3])
 
 
 def test_same_build_id_shares_one_table(tmp_path):

@@ -268,7 +268,7 @@ while time.time() < end:
 
 def test_evicted_tables_not_built_again_for_a_dlopen(tmp_path):
     """-- CMD, as `import torch` does it: the command maps 290 libraries of
-    14,000 rows (4.06M rows, nearly all of the default budget) that it never
+    14,000 rows (4.06M rows, nearly all of 32 MiB, the default's start) that it never
     calls, 2 s later one of 830,000 rows that it spins in, and then a library
     more every 0.15 s. The sampled library's table evicts cold ones, and each
     dlopen rewrites the process's description: no table a sample did not
@@ -280,8 +280,10 @@ def test_evicted_tables_not_built_again_for_a_dlopen(tmp_path):
     script = tmp_path / "dlopener.py"
     script.write_text(DLOPENER_PY)
     out = tmp_path / "d.folded"
-    r = run(["-vv", "--unwind-cache", "off", "-o", str(out), "--", "/usr/bin/python3",
-             str(script), MANY, os.path.join(BIGCFI, "libmany_0.so")], timeout=180)
+    # the budget fixed at 32m (the default's start), else it grows instead of evicting
+    r = run(["-vv", "--unwind-mem", "32m", "--unwind-cache", "off", "-o", str(out), "--",
+             "/usr/bin/python3", str(script), MANY, os.path.join(BIGCFI, "libmany_0.so")],
+            timeout=180)
     assert r.returncode == 0, r.stderr[-3000:]
     st = unwind_stats(r.stderr)
     assert st["evicted"] >= 1, st  # the big table did evict cold ones

@@ -533,8 +533,14 @@ static int user_and_python(struct builder *b, const struct stack_key *k, const s
 			return ret;
 		uidx[i] = ret;
 		uunres[i] = unresolved;
-		utramp[i] = (uf[j].obj == OBJ_ANON || uf[j].obj == OBJ_JIT) &&
-			    (uf[j].aux & SFRAME_TRAMPOLINE);
+		/*
+		 * by the unwinder's finding, or by CPython's perf-map name for one
+		 * (py::qualname:file): a sample decoded before the unwinder had
+		 * looked at a new trampoline region has only the name
+		 */
+		utramp[i] = ((uf[j].obj == OBJ_ANON || uf[j].obj == OBJ_JIT) &&
+			     (uf[j].aux & SFRAME_TRAMPOLINE)) ||
+			    (uf[j].obj == OBJ_JIT && !strncmp(b->p->frames[ret].name, "py::", 4));
 		ueval[i] = np && ((uf[j].aux & SFRAME_PY_EVAL) || is_eval_loop(b, ret) ||
 				 (i && utramp[i - 1]));
 		m += ueval[i];

@@ -53,8 +53,8 @@ static const char *const why_words[WHY_MAX] = {
 	[WHY_STATIC] = "a static executable (no loader to preload the sampler)",
 	[WHY_OWN_MALLOC] = "its executable defines malloc (it comes before any preloaded one)",
 	[WHY_SECURE] = "set-user-ID or with capabilities (the loader ignores LD_PRELOAD)",
-	[WHY_NO_ENV] = "started without the sampler in its environment (a raw execve, or by a "
-		       "program without it)",
+	[WHY_NO_ENV] = ("started without the sampler in its environment (a raw execve, or by a "
+			"program without it)"),
 	[WHY_NOT_LOADED] = "its loader did not load the sampler its environment names",
 	[WHY_FOREIGN_RATE] = "its environment set another sampling rate than bpfprof's",
 	[WHY_EXITED] = "it ended before it could be probed",
