@@ -379,6 +379,17 @@ def tps_under(config, sock):
         start = time.monotonic() - t0 + 2
     else:
         ok = config == "alone"
+    # the backend's CPU time (its own rusage, from /proc), read each 0.2 s: CPU per
+    # transaction stands above a shared host's swings in tps (2.5x between rounds)
+    cpu, hz = [], os.sysconf("SC_CLK_TCK")
+    while pb.poll() is None and be:
+        try:
+            with open(f"/proc/{be}/stat") as f:
+                fields = f.read().rpartition(")")[2].split()
+            cpu.append((time.monotonic() - t0, (int(fields[11]) + int(fields[12])) / hz))
+        except OSError:
+            break
+        time.sleep(0.2)
     _, err = pb.communicate(timeout=300)
     if prof:
         prof.send_signal(signal.SIGINT)
@@ -392,7 +403,12 @@ def tps_under(config, sock):
     if not ok or len(tps) < 5:
         failed.append(f"pgbench {config}: attached too late or not at all")
         return None
-    return statistics.mean(tps)
+    # CPU per transaction over whole progress seconds from start to the last reading
+    win = [(t, c) for t, c in cpu if t >= start]
+    txns = sum(float(m.group(2)) for m in re.finditer(r"progress: ([\d.]+) s, ([\d.]+) tps", err)
+               if win and win[0][0] + 1 <= float(m.group(1)) <= win[-1][0])
+    per = (win[-1][1] - win[0][1]) / txns * 1e6 if txns and len(win) > 1 else None
+    return statistics.mean(tps), per
 
 
 def cost_pg():
@@ -411,14 +427,23 @@ def cost_pg():
                 t = tps_under(k, sock)
                 if t:
                     tps[k].append(t)
-        alone = statistics.median(tps["alone"])
-        print(f"heap cost: a PostgreSQL backend (pgbench -c 1, scale 2), tps while attached, "
-              f"medians of {ROUNDS} interleaved rounds")
+        alone = statistics.median(t for t, _ in tps["alone"])
+        cpus = [c for _, c in tps["alone"] if c]
+        alone_cpu = statistics.median(cpus) if cpus else None
+        print(f"heap cost: a PostgreSQL backend (pgbench -c 1, scale 2, {PG_SECS} s), tps and "
+              f"the backend's CPU per transaction while attached, medians of {ROUNDS} "
+              f"interleaved rounds")
         for k in configs:
             if tps[k]:
-                med = statistics.median(tps[k])
-                print(f"  {k:<27} {med:8.0f} tps  {alone / med:6.2f}x  "
-                      f"({', '.join(f'{t:.0f}' for t in tps[k])})")
+                med = statistics.median(t for t, _ in tps[k])
+                cs = [c for _, c in tps[k] if c]
+                line = (f"  {k:<27} {med:8.0f} tps  {alone / med:6.2f}x  "
+                        f"({', '.join(f'{t:.0f}' for t, _ in tps[k])})")
+                if cs and alone_cpu:
+                    mc = statistics.median(cs)
+                    line += (f"; CPU {mc:7.1f} us/txn {mc / alone_cpu:6.2f}x "
+                             f"({', '.join(f'{c:.0f}' for c in cs)})")
+                print(line)
     finally:
         sh(["runuser", "-u", "postgres", "--", f"{pgbin}/pg_ctl", "-D", data, "-m", "immediate",
             "stop"])
