@@ -165,7 +165,8 @@ static uintptr_t lookup(const struct dyn *d, const char *name)
 
 	if (d->gnu_hash) {
 		const uint32_t *gh = d->gnu_hash;
-		uint32_t nbuckets = gh[0], symoffset = gh[1], bloom_size = gh[2], h = gnu_hash(name);
+		uint32_t nbuckets = gh[0], symoffset = gh[1], bloom_size = gh[2],
+			 h = gnu_hash(name);
 		const ElfW(Addr) *bloom = (const ElfW(Addr) *)&gh[4];
 		const uint32_t *buckets = (const uint32_t *)&bloom[bloom_size];
 		const uint32_t *chain = &buckets[nbuckets];
@@ -174,7 +175,8 @@ static uintptr_t lookup(const struct dyn *d, const char *name)
 		for (; i >= symoffset && i; i++) {
 			uint32_t h2 = chain[i - symoffset];
 
-			if ((h | 1) == (h2 | 1) && !strcmp(d->strtab + d->symtab[i].st_name, name) &&
+			if ((h | 1) == (h2 | 1) &&
+			    !strcmp(d->strtab + d->symtab[i].st_name, name) &&
 			    defined_func(&d->symtab[i])) {
 				s = &d->symtab[i];
 				break;
@@ -309,8 +311,8 @@ static int patch_object(struct dl_phdr_info *info, size_t size, void *arg)
 		unlock();
 		return 1;
 	}
-	for (size_t k = 0; k < d.jmprel_size / sizeof(ElfW(Rela)) + d.rela_size / sizeof(ElfW(Rela));
-	     k++) {
+	for (size_t k = 0;
+	     k < d.jmprel_size / sizeof(ElfW(Rela)) + d.rela_size / sizeof(ElfW(Rela)); k++) {
 		size_t nj = d.jmprel_size / sizeof(ElfW(Rela));
 		const ElfW(Rela) *r = k < nj ? &d.jmprel[k] : &d.rela[k - nj];
 		const char *name;

@@ -845,7 +845,8 @@ API int munmap(void *addr, size_t len)
  * taken through the GOT, the lookup order's first definition (the
  * process's allocator when this library was not preloaded).
  */
-#define OWN(f) extern __typeof__(f) own_##f __attribute__((alias(#f), visibility("hidden"), copy(f)))
+#define OWN(f) \
+	extern __typeof__(f) own_##f __attribute__((alias(#f), visibility("hidden"), copy(f)))
 OWN(malloc);
 OWN(calloc);
 OWN(realloc);

@@ -140,11 +140,11 @@ struct alloc {
 	struct uprobes *u;
 	struct uprobes *pu; /* the preload library's probe points (-- CMD), else NULL */
 	struct uprobe_spec pspecs[3];
-	struct cover *cov;	    /* -- CMD: which processes are covered, how (alloc_cover.h) */
+	struct cover *cov;  /* -- CMD: which processes are covered, how (alloc_cover.h) */
 	bool started;	    /* start() has decided how each -p target is covered */
 	uint32_t *injected; /* -p: the processes the sampler was loaded into */
 	size_t ninjected;
-	bool ejected;	    /* their calls are put back (the list stays: records still to read) */
+	bool ejected; /* their calls are put back (the list stays: records still to read) */
 	uint64_t inject_failed;
 	struct bpf_link *exec_link; /* -- CMD: alloc_exec, a target's exec */
 	struct bpf_link *fork_link; /* -- CMD: alloc_fork, a fork of a process on uprobes */
@@ -872,8 +872,7 @@ static void on_record(struct recorder *r, void *priv, const struct prof_sample_h
 			cover__hello(a->cov, h->pid, h->aux1, h->time_ns);
 		else
 			cover__fork(a->cov, h->pid, (uint32_t)h->aux1, h->time_ns);
-	}
-	else if (h->kind == SAMPLE_HEAP_MARK)
+	} else if (h->kind == SAMPLE_HEAP_MARK)
 		on_mark(a, h);
 	else
 		on_free(a, h);
@@ -1554,13 +1553,14 @@ static int start(struct recorder *r, void *priv)
 	}
 	for (size_t i = 0; i < env.npids; i++) {
 		char why[256];
-		long n = inject_on ? inject__heap(env.pids[i], alloc__preload_path(), env.alloc_rate,
-						  why, sizeof(why))
+		long n = inject_on ? inject__heap(env.pids[i], alloc__preload_path(),
+						  env.alloc_rate, why, sizeof(why))
 				   : 0;
 
 		if (n > 0) {
 			a->injected[a->ninjected++] = env.pids[i];
-			pr_verbose("heap: %u: in-process sampling (%ld calls hooked)", env.pids[i], n);
+			pr_verbose("heap: %u: in-process sampling (%ld calls hooked)", env.pids[i],
+				   n);
 			continue;
 		}
 		if (inject_on) {
@@ -1630,7 +1630,8 @@ static void eject_all(struct alloc *a)
 	a->ejected = true;
 	for (size_t i = 0; i < a->ninjected; i++) {
 		char why[256];
-		long n = inject__heap_eject(a->injected[i], alloc__preload_path(), why, sizeof(why));
+		long n =
+			inject__heap_eject(a->injected[i], alloc__preload_path(), why, sizeof(why));
 
 		if (n == -ESRCH) /* it has exited: nothing to put back */
 			pr_verbose("heap: %u: exited before the end", a->injected[i]);
@@ -1639,8 +1640,8 @@ static void eject_all(struct alloc *a)
 				"in process until it exits",
 				a->injected[i], why);
 		else
-			pr_verbose("heap: %u: its calls are back as they were (%ld)", a->injected[i],
-				   n);
+			pr_verbose("heap: %u: its calls are back as they were (%ld)",
+				   a->injected[i], n);
 	}
 }
 
@@ -1887,6 +1888,11 @@ static void summary(struct recorder *r, void *priv, FILE *f)
 			(unsigned long long)a->st.unmatched, (unsigned long long)a->st.no_key,
 			(unsigned long long)c.foreign_rate, (unsigned long long)a->st.replaced,
 			(unsigned long long)a->st.evicted);
+	if (inject_on)
+		fprintf(f,
+			"bpfprof: heap: -p: %zu processes sampled in process (the sampler "
+			"injected), %llu by uprobes (why: above)\n",
+			a->ninjected, (unsigned long long)a->inject_failed);
 	if (a->st.not_ours)
 		fprintf(f,
 			"bpfprof: heap: %llu records of a sampler another bpfprof run loaded "

@@ -71,8 +71,12 @@ static int maps_cb(const struct procmaps_entry *e, void *ctx)
 
 	if (m->n >= (int)(sizeof(m->r) / sizeof(m->r[0])))
 		return 0;
-	m->r[m->n] = (struct region){ .lo = e->start, .hi = e->end, .pgoff = e->pgoff,
-				      .maj = e->dev_major, .min = e->dev_minor, .ino = e->ino };
+	m->r[m->n] = (struct region){ .lo = e->start,
+				      .hi = e->end,
+				      .pgoff = e->pgoff,
+				      .maj = e->dev_major,
+				      .min = e->dev_minor,
+				      .ino = e->ino };
 	snprintf(m->r[m->n].path, sizeof(m->r[0].path), "%s", e->path);
 	m->n++;
 	return 0;
@@ -139,7 +143,8 @@ static void mark_allocators(uint32_t pid, struct maps *m)
 		if (r->path[0] != '/')
 			continue;
 		for (int j = 0; j < i; j++)
-			if (m->r[j].ino == r->ino && m->r[j].maj == r->maj && m->r[j].min == r->min) {
+			if (m->r[j].ino == r->ino && m->r[j].maj == r->maj &&
+			    m->r[j].min == r->min) {
 				r->alloc = m->r[j].alloc;
 				goto next;
 			}
@@ -443,8 +448,8 @@ static int wait_stop(pid_t tid, uint64_t ns, int *status)
 struct thread {
 	pid_t tid;
 	struct user_regs_struct saved;
-	uint64_t mask;	/* its signal mask, put back after the calls */
-	bool mask_set;	/* the calls' mask is in place */
+	uint64_t mask; /* its signal mask, put back after the calls */
+	bool mask_set; /* the calls' mask is in place */
 	/*
 	 * Its x87/SSE/AVX state (XSAVE layout): the calls use vector registers
 	 * (memcpy, strlen), which a thread stopped in its own code may have live.
@@ -559,9 +564,9 @@ static int interrupt(pid_t tid, uint64_t ns)
  * or the allocator) but those a fault raises, SIGSEGV first, which ends
  * the call: blocked, the kernel would reset its handler to the default.
  */
-#define SIGBIT(s) (1ULL << ((s) - 1))
-#define CALL_MASK                                                                                 \
-	(~0ULL & ~(SIGBIT(SIGSEGV) | SIGBIT(SIGBUS) | SIGBIT(SIGILL) | SIGBIT(SIGFPE) |          \
+#define SIGBIT(s) (1ULL << ((s)-1))
+#define CALL_MASK                                                                       \
+	(~0ULL & ~(SIGBIT(SIGSEGV) | SIGBIT(SIGBUS) | SIGBIT(SIGILL) | SIGBIT(SIGFPE) | \
 		   SIGBIT(SIGTRAP) | SIGBIT(SIGSYS) | SIGBIT(SIGKILL) | SIGBIT(SIGSTOP)))
 
 /* Before the calls: the thread's vector registers kept, its signals blocked. */
@@ -599,8 +604,8 @@ static int call(struct thread *t, uint64_t fn, uint64_t a1, uint64_t a2, const v
 	sp -= 16;
 	rm[0] = (struct iovec){ (void *)at, len };
 	rm[1] = (struct iovec){ (void *)(sp + 8), 8 };
-	if (process_vm_writev(t->tid, len ? l : l + 1, len ? 2 : 1, len ? rm : rm + 1,
-			      len ? 2 : 1, 0) < 0)
+	if (process_vm_writev(t->tid, len ? l : l + 1, len ? 2 : 1, len ? rm : rm + 1, len ? 2 : 1,
+			      0) < 0)
 		return -errno;
 	if (data_at)
 		*data_at = at;
@@ -648,9 +653,8 @@ static int call(struct thread *t, uint64_t fn, uint64_t a1, uint64_t a2, const v
 		 * thread is put back as it was (release); what the call left
 		 * half done is said.
 		 */
-		if ((st >> 16) == 0 &&
-		    (WSTOPSIG(st) == SIGSEGV || WSTOPSIG(st) == SIGBUS || WSTOPSIG(st) == SIGILL ||
-		     WSTOPSIG(st) == SIGFPE)) {
+		if ((st >> 16) == 0 && (WSTOPSIG(st) == SIGSEGV || WSTOPSIG(st) == SIGBUS ||
+					WSTOPSIG(st) == SIGILL || WSTOPSIG(st) == SIGFPE)) {
 			pr_warn("heap: thread %d: the call into it faulted (signal %d); it is put "
 				"back as it was, but a library load may be left half done",
 				t->tid, WSTOPSIG(st));
@@ -731,8 +735,9 @@ static int seize_safe(uint32_t pid, const struct maps *m, struct thread *t, bool
 			}
 			err = interrupt(tid, 200ULL * 1000 * 1000);
 			if (!err && !ptrace(PTRACE_GETREGS, tid, 0, &t->saved)) {
-				bool safe = any || (safe_point(tid, &t->saved, m, iter_lo, iter_hi) &&
-						    stack_room(pid, t->saved.rsp));
+				bool safe =
+					any || (safe_point(tid, &t->saved, m, iter_lo, iter_hi) &&
+						stack_room(pid, t->saved.rsp));
 
 				unsee_eintr(pid, t);
 				if (safe) {
@@ -762,8 +767,9 @@ static int seize_safe(uint32_t pid, const struct maps *m, struct thread *t, bool
 		}
 		closedir(d);
 	}
-	whyf(why, whylen, "no thread of it was at a safe point in a second (always inside libc or "
-			  "the allocator)");
+	whyf(why, whylen,
+	     "no thread of it was at a safe point in a second (always inside libc or "
+	     "the allocator)");
 	return -EAGAIN;
 }
 
@@ -806,8 +812,9 @@ static int check_process(uint32_t pid, const char *lib, const struct stat *lst, 
 	}
 	seccomp = status_field(pid, 0, "Seccomp", 10);
 	if (seccomp == 2) {
-		whyf(why, whylen, "it runs under a seccomp filter (loading a library may be "
-				  "forbidden to it)");
+		whyf(why, whylen,
+		     "it runs under a seccomp filter (loading a library may be "
+		     "forbidden to it)");
 		return -EPERM;
 	}
 	ign = status_field(pid, 0, "SigIgn", 16);
@@ -817,8 +824,10 @@ static int check_process(uint32_t pid, const char *lib, const struct stat *lst, 
 	}
 	snprintf(path, sizeof(path), "/proc/%u/root%s", pid, lib);
 	if (stat(path, &there) || there.st_dev != lst->st_dev || there.st_ino != lst->st_ino) {
-		whyf(why, whylen, "%s is not the same file where it runs (another root or mount "
-				  "namespace)", lib);
+		whyf(why, whylen,
+		     "%s is not the same file where it runs (another root or mount "
+		     "namespace)",
+		     lib);
 		return -ENOENT;
 	}
 	f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
@@ -871,8 +880,9 @@ static long remote(uint32_t pid, const char *lib, const char *func, uint64_t arg
 	if (load) {
 		dlopen_at = func_addr(pid, m, pick_libc, NULL, "dlopen");
 		if (!dlopen_at) {
-			whyf(why, whylen, "no dlopen in its libc (a static program, or glibc before "
-					  "2.34)");
+			whyf(why, whylen,
+			     "no dlopen in its libc (a static program, or glibc before "
+			     "2.34)");
 			free(m);
 			return -ENOENT;
 		}
@@ -887,7 +897,8 @@ static long remote(uint32_t pid, const char *lib, const char *func, uint64_t arg
 		/* RTLD_NOW: its symbols resolved now, not by a lazy binding inside a malloc */
 		err = call(&t, dlopen_at, 0x2 /* RTLD_NOW */, 0, lib, strlen(lib) + 1, &at, &ret);
 		if (!err && !ret) {
-			whyf(why, whylen, "its dlopen of %s failed (not readable where it runs?)", lib);
+			whyf(why, whylen, "its dlopen of %s failed (not readable where it runs?)",
+			     lib);
 			err = -ENOENT;
 		}
 		if (!err)
@@ -916,8 +927,9 @@ static long remote(uint32_t pid, const char *lib, const char *func, uint64_t arg
 	}
 	res = (long)ret;
 	if (res == -EALREADY)
-		whyf(why, whylen, "another bpfprof run has its sampler in it (running, or killed "
-				  "before it put the calls back)");
+		whyf(why, whylen,
+		     "another bpfprof run has its sampler in it (running, or killed "
+		     "before it put the calls back)");
 	else if (res <= 0)
 		whyf(why, whylen, "%s returned %s", func, strerror((int)-res));
 	return res;
