@@ -19,7 +19,9 @@
 # for every run, so each run starts from the same untouched root; the apt
 # downloads of a run are its own (a fresh machine's). Everything runs in a
 # private mount namespace (unshare -m): the root is bind-mounted onto itself
-# (so it is a mount point, as a container's root is), with /proc, /sys and
+# (so it is a mount point, as a container's root is) and made the
+# namespace's root by pivot_root (a chroot would refuse user namespaces to
+# the tests that play an unprivileged user), with /proc, /sys and
 # /dev from the host: the kernel is the host's, so BPF, perf events and
 # uprobes work as on the host. Mounts end with the namespace.
 #
@@ -50,7 +52,7 @@ STAMP=$BASE/.bpfprof-minbase-ok
 
 die() { echo "minbase: $*" >&2; exit 1; }
 ((EUID == 0)) || die "must run as root (debootstrap, chroot, BPF)"
-for t in git unshare chroot flock; do
+for t in git unshare pivot_root flock; do
 	command -v $t >/dev/null || die "$t not found"
 done
 
@@ -140,7 +142,14 @@ in_root() { # LABEL COMMAND
 		mount -t proc proc "$r/proc"
 		mount --rbind /sys "$r/sys"
 		mount --rbind /dev "$r/dev"
-		exec chroot "$r" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+		# pivot_root, not chroot: the kernel refuses user namespaces to a
+		# chrooted process (unshare -U), as no fresh machine or container does
+		cd "$r"
+		mkdir -p .minbase-old
+		pivot_root . .minbase-old
+		umount -l /.minbase-old
+		rmdir /.minbase-old
+		exec /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
 			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 			/bin/bash -c "cd /root/bpfprof || exit; $2"' bash "$root" "$cmd" </dev/null &
 	wait $! || rc=$? # in the background: a signal to this script is taken at once
