@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import have, parse_folded, run, summary_line, workload
+from conftest import BPFPROF, have, parse_folded, run, summary_line, workload
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "../../tools"))
@@ -142,3 +142,32 @@ def test_summary_is_what_was_written(tmp_path, fmt, what):
     if what == "stripped":
         # main, dispatch and work_X have no names: a large share
         assert said_pct > 20, line
+
+
+# A parent as big as pytest after a long suite: it touches 256 MiB, then
+# starts the agent as a test, a supervisor or a shell script would.
+BIG_PARENT = r"""
+import subprocess, sys
+ballast = bytearray(256 << 20)
+for i in range(0, len(ballast), 4096):
+    ballast[i] = 1
+r = subprocess.run(sys.argv[1:], stderr=subprocess.PIPE, text=True)
+sys.stderr.write(r.stderr)
+sys.exit(r.returncode)
+"""
+
+
+def test_peak_rss_is_the_agents_not_its_parents(tmp_path):
+    """-v's `agent: ... peak RSS` is the agent's own high-water mark. The
+    kernel's ru_maxrss keeps the peak of the image an exec replaced, so an
+    agent started by a 256 MiB parent read 256 MiB (a 150 MiB pytest made
+    test_untrusted's 40 MiB agent read 147-157 MiB at the end of a full
+    suite); VmHWM is the agent's alone."""
+    r = subprocess.run([sys.executable, "-c", BIG_PARENT, os.path.abspath(BPFPROF), "-vv",
+                        "-o", str(tmp_path / "out.folded"), "--", "/bin/true"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    peak = re.search(r"agent: .*peak RSS (\d+) KiB", r.stderr)
+    assert peak, r.stderr
+    # the agent alone is ~40 MiB (RESULTS.md); its parent's 256 MiB is not in it
+    assert int(peak.group(1)) < 128 << 10, peak.group(0)

@@ -238,9 +238,17 @@ def test_growing_perf_map_neither_stalls_nor_bloats(pub_path):
     # read up to its share of the 8 MiB budget, once: not 64 MiB, not again and again
     assert float(m.group(1)) <= 4, m.group(0)
     assert int(m.group(3)) == 1, m.group(0)
-    # the caches' 8 MiB and the agent itself (35 MiB here; 263 MiB before)
+    # The agent's own peak (VmHWM; before, ru_maxrss also held the peak of
+    # the pytest that exec'd it: 144-153 MiB late in a full suite). Measured
+    # 39-42 MiB, alone or starved (tools/starved_rss.py: nice 19 next to two
+    # busy loops; 40404-42728 KiB in 8 runs). Of it: 16 MiB of ring buffer
+    # (--ring-mb's 8 MiB, its data pages mapped twice), 14 MiB of the
+    # agent's and its libraries' code and data (a -p run of an idle target
+    # peaks at 32 MiB), up to 8 MiB of caches (--mem-budget) and a few MiB
+    # of heap outside them. 64 MiB leaves the heap outside the budget 24
+    # MiB; reading the map whole, as before, took 263 MiB.
     peak = re.search(r"agent: .*peak RSS (\d+) KiB", err)
-    assert peak and int(peak.group(1)) < 128 << 10, peak.group(0) if peak else err[-2000:]
+    assert peak and int(peak.group(1)) < 64 << 10, peak.group(0) if peak else err[-2000:]
 
 
 SAME_LEN_LIB = r"""

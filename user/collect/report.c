@@ -43,6 +43,7 @@
 #include "util/counters.h"
 #include "util/log.h"
 #include "util/membudget.h"
+#include "util/procfs.h"
 #include "util/tfile.h"
 
 static size_t appendf(char *buf, size_t size, size_t at, const char *fmt, ...)
@@ -552,6 +553,7 @@ static void detail(struct recorder *r, const struct build_stats *bs)
 		pr_info("losses: %s", line);
 	if (log_level >= 2) {
 		const struct proctab_stats *ps = proctab__stats(r->procs);
+		long rss, hwm;
 
 		getrusage(RUSAGE_SELF, &ru);
 		pr_verbose("event %s on %d CPUs at %u Hz; idle %llu, filtered out %llu, children "
@@ -659,6 +661,15 @@ static void detail(struct recorder *r, const struct build_stats *bs)
 		}
 		format_counters(r, line, sizeof(line), false);
 		pr_verbose("counters: %s", *line ? line : "none");
+		/*
+		 * The agent's own peak: VmHWM, not ru_maxrss (which holds the
+		 * peak of whatever forked and exec'd us: a 150 MiB pytest
+		 * read as a 150 MiB agent), and the run's part of it, kept
+		 * when the end of the run reset the kernel's (close_rss).
+		 */
+		procfs__self_rss(&rss, &hwm);
+		if (hwm < 0)
+			hwm = ru.ru_maxrss;
 		pr_verbose("agent: %.3f s user, %.3f s sys, %.2f us per sample, peak RSS %ld KiB",
 			   ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
 			   ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
@@ -666,7 +677,7 @@ static void detail(struct recorder *r, const struct build_stats *bs)
 					     ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) /
 						    r->st.received
 					  : 0.0,
-			   ru.ru_maxrss > r->hwm_run_kib ? ru.ru_maxrss : r->hwm_run_kib);
+			   hwm > r->hwm_run_kib ? hwm : r->hwm_run_kib);
 		print_cost(r, &ru);
 	}
 }

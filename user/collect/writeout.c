@@ -35,6 +35,7 @@
 #include "util/htab.h"
 #include "util/log.h"
 #include "util/membudget.h"
+#include "util/procfs.h"
 #include "write/output.h"
 #include "write/writers.h"
 
@@ -225,17 +226,13 @@ size_t writeout__processes(const struct stacks *st)
  */
 static void close_rss(struct recorder *r, const char *step)
 {
-	char line[128];
-	long rss = -1, hwm = -1;
-	FILE *f;
+	long rss, hwm;
 
-	if (log_level < 2 || !(f = fopen("/proc/self/status", "re")))
+	if (log_level < 2)
 		return;
-	while (fgets(line, sizeof(line), f)) {
-		sscanf(line, "VmRSS: %ld", &rss);
-		sscanf(line, "VmHWM: %ld", &hwm);
-	}
-	fclose(f);
+	procfs__self_rss(&rss, &hwm);
+	if (rss < 0)
+		return;
 	if (!r->hwm_run_kib) {
 		int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
 

@@ -51,3 +51,18 @@ int procfs__uids(const char *status_path, uint32_t uids[4])
 	fclose(f);
 	return n == 4 ? 0 : -ENOENT;
 }
+
+void procfs__self_rss(long *rss_kib, long *hwm_kib)
+{
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "re");
+
+	*rss_kib = *hwm_kib = -1;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		sscanf(line, "VmRSS: %ld", rss_kib);
+		sscanf(line, "VmHWM: %ld", hwm_kib);
+	}
+	fclose(f);
+}

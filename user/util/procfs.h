@@ -21,5 +21,14 @@ uint32_t procfs__nspid(const char *status_path, uint32_t no_line);
  * when the file cannot be read or has no Uid line.
  */
 int procfs__uids(const char *status_path, uint32_t uids[4]);
+/*
+ * This process's resident set and its high-water mark since the exec (or
+ * since a reset through /proc/self/clear_refs), in KiB, from
+ * /proc/self/status (VmRSS, VmHWM); -1 each when unknown. Not getrusage's
+ * ru_maxrss: the kernel folds into it the peak of the image the exec
+ * replaced, i.e. of whatever forked us (a pytest of 150 MiB, a Python
+ * supervisor), so it says more about the parent than about the agent.
+ */
+void procfs__self_rss(long *rss_kib, long *hwm_kib);
 
 #endif
