@@ -625,8 +625,16 @@ _Static_assert(sizeof(struct bpf_pyfile) == 152, "bpf_pyfile layout");
 #define PYSNAP_FILE_MAX	 512  /* bytes of the filename's data */
 #define PYSNAP_LINES_MAX 4096 /* bytes of the line table: longer ones are cut */
 #define PYSNAP_DATA	 (PYSNAP_CODE_MAX + PYSNAP_NAME_MAX + PYSNAP_FILE_MAX + PYSNAP_LINES_MAX)
-/* New code objects snapshotted per sample at most; the rest on later samples. */
-#define PYSNAP_PER_SAMPLE 8
+/*
+ * New code objects snapshotted per sample at most; the rest on later samples.
+ * A power of two. 8 was too few: a process's start (site's .pth imports,
+ * typing's module code under three imports) shows 20-40 new code objects in
+ * one sample, and a deferred one that lived for that sample only (a module's
+ * or class body's code, freed when its import ends) had no snapshot when a
+ * late drain found it freed: [python: unreadable]. Each object is still sent
+ * once: only the first samples of a process send more at a time.
+ */
+#define PYSNAP_PER_SAMPLE 32
 
 /* A str or bytes object the code object points to, as found. */
 struct pysnap_obj {
