@@ -1052,7 +1052,15 @@ uint64_t pytrack__code(struct pytrack *t, uint32_t pid, uint64_t addr, uint64_t 
 			/* freed and replaced by another code object at the same address? */
 			ret = pycode__same(pid, &pp->info, &ce->code);
 			t->st.code_checks++;
-			if (ret == 1 || ret == -ESRCH) {
+			/*
+			 * The same object, or nothing readable there (the
+			 * process gone, or the object freed with its memory
+			 * given back): this sample's frame was of ce, and an
+			 * object that later takes the address is readable and
+			 * checked then. A failed read never replaces a named
+			 * entry with one that stays pending (unreadable).
+			 */
+			if (ret == 1 || ret < 0) {
 				ce->validated_ns = now;
 				if (ce->same_checks < REVALIDATE_FLAT + REVALIDATE_MAX_SHIFT)
 					ce->same_checks++;
