@@ -322,8 +322,7 @@ __noinline __u64 py_tlbc_rebase(__u64 code, __u32 index, __u32 co_tlbc, __u64 in
 
 	if (py_read(code + co_tlbc, &arr) || !arr ||
 	    bpf_probe_read_user(head, sizeof(head), (const void *)arr) || index >= head[0] ||
-	    index > 4096 || py_read(arr + 8 + 8 * (__u64)index, &copy) || !copy ||
-	    instr_ptr < copy)
+	    index > 4096 || py_read(arr + 8 + 8 * (__u64)index, &copy) || !copy || instr_ptr < copy)
 		return instr_ptr;
 	return instr_ptr - copy + head[1];
 }

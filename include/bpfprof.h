@@ -166,7 +166,7 @@ struct prof_sample_hdr {
 	__u16 kstack_len;
 	__u16 ustack_len;
 	__u16 pystack_len;
-	__u16 flags2; /* enum sample_flags2 */
+	__u16 flags2;		   /* enum sample_flags2 */
 	char comm[TASK_COMM_LEN];  /* thread name */
 	char pcomm[TASK_COMM_LEN]; /* process (thread group leader) name */
 	__u64 aux0, aux1;	   /* per kind (see enum sample_kind); 0 for SAMPLE_CPU */

@@ -1241,7 +1241,8 @@ static void test_debug_offsets(void **state)
 			assert_int_equal(raised.layout, PYVER(3, 15));
 			assert_int_equal(raised.version, PYVER(3, 20) | 0x00a1);
 			assert_memory_equal(&raised.bpf.tstate_frame, &info.bpf.tstate_frame,
-					    sizeof(info.bpf) - offsetof(struct bpf_pyproc, tstate_frame));
+					    sizeof(info.bpf) -
+						    offsetof(struct bpf_pyproc, tstate_frame));
 			assert_memory_equal(raised.priv, info.priv, sizeof(info.priv));
 			set_version(buf, PYVER(3, 16) | 0xf0);
 			assert_int_equal(pyoffsets__from_debug(buf, len, &raised), 0);

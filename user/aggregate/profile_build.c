@@ -542,7 +542,7 @@ static int user_and_python(struct builder *b, const struct stack_key *k, const s
 			     (uf[j].aux & SFRAME_TRAMPOLINE)) ||
 			    (uf[j].obj == OBJ_JIT && !strncmp(b->p->frames[ret].name, "py::", 4));
 		ueval[i] = np && ((uf[j].aux & SFRAME_PY_EVAL) || is_eval_loop(b, ret) ||
-				 (i && utramp[i - 1]));
+				  (i && utramp[i - 1]));
 		m += ueval[i];
 	}
 	/* Python frames root first, cut into one group per eval call */

@@ -175,8 +175,8 @@ int decode__sample(const struct decode_cfg *cfg, const struct decode_ops *ops,
 	 * A free-threaded interpreter has no GIL to wait for: every thread with
 	 * Python frames may be running Python, and --gil keeps them (counted).
 	 */
-	if (cfg->gil && (!k->npython || ((h->flags2 & SAMPLE_F2_PY_GIL_KNOWN) &&
-					 !(h->flags & SAMPLE_F_PY_GIL)))) {
+	if (cfg->gil && (!k->npython ||
+			 ((h->flags2 & SAMPLE_F2_PY_GIL_KNOWN) && !(h->flags & SAMPLE_F_PY_GIL)))) {
 		st->gil_left_out++;
 		return -ENOENT;
 	}

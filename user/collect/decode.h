@@ -84,8 +84,8 @@ struct decode_stats {
 	uint64_t gil_held;	    /* Python samples whose thread held the GIL */
 	uint64_t py_eval_marked;    /* native frames BPF found to be eval loop calls */
 	uint64_t gil_none_kept;	    /* --gil: kept, no GIL known (free-threaded, unreadable) */
-	uint64_t gil_known;	    /* Python samples whose GIL was read (else: no GIL, free-threaded) */
-	uint64_t gil_left_out;	    /* samples --gil did not keep */
+	uint64_t gil_known;    /* Python samples whose GIL was read (else: no GIL, free-threaded) */
+	uint64_t gil_left_out; /* samples --gil did not keep */
 };
 
 /* Room a key needs for any record: pass at least this many bytes as k. */

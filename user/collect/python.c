@@ -81,11 +81,12 @@ static void python_warnings(struct recorder *r, void *priv)
 
 	(void)priv;
 	for (uint32_t i = 0; i < ps->nnewer; i++)
-		rec__warn(r, "check them against the script, or use a bpfprof that knows it",
-			  "python%u.%u: decoded with %u.%u's layout (newer than any bpfprof knows): "
-			  "its frames may be wrong",
-			  ps->newer_version[i] >> 24, (ps->newer_version[i] >> 16) & 0xff,
-			  ps->newer_layout[i] >> 24, (ps->newer_layout[i] >> 16) & 0xff);
+		rec__warn(
+			r, "check them against the script, or use a bpfprof that knows it",
+			"python%u.%u: decoded with %u.%u's layout (newer than any bpfprof knows): "
+			"its frames may be wrong",
+			ps->newer_version[i] >> 24, (ps->newer_version[i] >> 16) & 0xff,
+			ps->newer_layout[i] >> 24, (ps->newer_layout[i] >> 16) & 0xff);
 	if (ps->unsupported) {
 		if (ps->unsupported_version)
 			rec__warn(r, "use a bpfprof that knows it",

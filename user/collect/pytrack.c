@@ -494,9 +494,8 @@ static void scan_threads(struct pytrack *t, struct pyp *pp)
 /* BPF copies this much of each frame: every field it reads, 8 bytes each. */
 static void set_span(struct bpf_pyproc *b)
 {
-	int32_t offs[] = { b->frame_back,  b->frame_code,     b->frame_instr,
-			   b->frame_owner, b->frame_is_entry, b->frame_globals,
-			   b->frame_tlbc };
+	int32_t offs[] = { b->frame_back,     b->frame_code,	b->frame_instr, b->frame_owner,
+			   b->frame_is_entry, b->frame_globals, b->frame_tlbc };
 	int32_t max = 0;
 
 	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)

@@ -49,9 +49,9 @@ enum py_dictkeys {
 /* Where an instance of a class defined in Python keeps its attributes. */
 enum py_instdict {
 	PY_INST_DICTOFFSET = 1, /* 3.8-3.10: a dict at tp_dictoffset */
-	PY_INST_311 = 2, /* values at obj - 32 (keys: ht_cached_keys), else dict at obj - 24 */
-	PY_INST_312 = 3, /* obj - 24: values - 1 (low bit set) or a dict */
-	PY_INST_313 = 4, /* dict at obj - 24, else values inline at tp_basicsize */
+	PY_INST_311 = 2,   /* values at obj - 32 (keys: ht_cached_keys), else dict at obj - 24 */
+	PY_INST_312 = 3,   /* obj - 24: values - 1 (low bit set) or a dict */
+	PY_INST_313 = 4,   /* dict at obj - 24, else values inline at tp_basicsize */
 	PY_INST_313FT = 5, /* free-threaded 3.13+: the same, the dict at obj - 8 */
 };
 

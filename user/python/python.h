@@ -26,7 +26,7 @@
 #include "bpfprof.h"
 
 struct pyinfo {
-	uint32_t version;      /* PY_VERSION_HEX, e.g. 0x030c01f0 */
+	uint32_t version; /* PY_VERSION_HEX, e.g. 0x030c01f0 */
 	/*
 	 * The major.minor whose layout decodes it: the version's own, or for
 	 * a _Py_DebugOffsets block newer than any we know, the newest known.

@@ -451,7 +451,8 @@ static int attr_table(struct rd *r, uint64_t obj, struct table *t)
 {
 	const struct pylayout *l = r->l;
 	uint64_t type, flags, keys, v, dict = 0;
-	uint8_t buf[32 + 64]; /* what precedes the object, and its header (32 bytes free-threaded) */
+	uint8_t buf[32 +
+		    64]; /* what precedes the object, and its header (32 bytes free-threaded) */
 	size_t pre = l->inst_dict == PY_INST_DICTOFFSET ? 0 : 32;
 	unsigned s;
 	int err;
