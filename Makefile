@@ -165,7 +165,7 @@ E2E_TESTS ?= tests/e2e
 e2e: $(BUILD)/bpfprof
 	$(Q)$(MAKE) -s -C tests/workloads BUILD=$(abspath $(BUILD))/workloads
 	$(Q)BPFPROF=$(abspath $(BUILD))/bpfprof WORKLOADS=$(abspath $(BUILD))/workloads \
-		$(PYTHON) -m pytest -q -rs -p no:cacheprovider $(E2E_TESTS) $(E2E_SELECT) $(PYTEST_ARGS)
+		$(PYTHON) -m pytest -q -rs -p no:cacheprovider --durations=15 $(E2E_TESTS) $(E2E_SELECT) $(PYTEST_ARGS)
 
 # Fuzzing: one libFuzzer harness per parser of untrusted bytes (tests/fuzz/fuzz_NAME.c),
 # linked with the library built by clang under ASan+UBSan in $(FUZZ_BUILD). Seeds are in
