@@ -399,8 +399,14 @@ def test_output_link_to_a_users_tty_is_replaced_not_written(pub_path):
         os.chown(user_dir, NOBODY, NOBODY)
         out = user_dir / "prof.folded"
         subprocess.run(AS_NOBODY + ["ln", "-s", pty.name, str(out)], check=True)
-        r = subprocess.run([BPFPROF, "-a", "-d", "1", "-o", str(out)], capture_output=True,
-                           text=True, timeout=300)
+        # something to sample: an idle machine may give -a no sample in 1 s
+        busy = subprocess.Popen(["sh", "-c", "while :; do :; done"])
+        try:
+            r = subprocess.run([BPFPROF, "-a", "-d", "1", "-o", str(out)], capture_output=True,
+                               text=True, timeout=300)
+        finally:
+            busy.kill()
+            busy.wait()
     finally:
         leaked = pty.close()
     assert r.returncode == 0, r.stderr

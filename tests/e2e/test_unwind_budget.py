@@ -395,7 +395,11 @@ def test_default_budget_grows_for_what_is_sampled(tmp_path):
                   r".*rows (\d+) of at most (\d+) MiB \((\d+) chunks added\)", err)
     assert m, err[-3000:]
     assert int(m.group(6)) >= 1 and int(m.group(4)) >= 64, m.group(0)
-    assert m.group(1) == "100.0" and st["refused"] == 0 and st["rebuilt"] == 0, (m.group(0), st)
+    # no thrash (before: 514 compiled again); a speculative table (built for a
+    # file no sample had reached yet) may give way before its first sample and
+    # be built again then: 5 of 329 in a fresh minbase root, 0 here
+    assert m.group(1) == "100.0" and st["refused"] == 0, (m.group(0), st)
+    assert st["rebuilt"] <= 0.03 * st["built"], (m.group(0), st)
     assert total([(f, c) for f, c in stacks if "many_spin" in f]) > 1000
     # a budget given is a budget kept
     err, _ = once("fixed", ["--unwind-mem", "32m"])
