@@ -640,7 +640,8 @@ static int32_t off(struct dbg *g, const char *name, unsigned w)
 	o = value(g, name);
 	if (g->err)
 		return -1;
-	if (size == 0 || size > DBG_MAX_STRUCT || o + w > size) {
+	/* o > size first: a target's o of 2^64 - 1 plus w wraps below size */
+	if (size == 0 || size > DBG_MAX_STRUCT || o > size || w > size - o) {
 		g->err = -EINVAL;
 		return -1;
 	}
