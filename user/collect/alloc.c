@@ -1063,29 +1063,7 @@ static void poll_hook(struct recorder *r, void *priv)
 /* Whether sym is a defined function in the ELF symbol table of section type want. */
 static bool defines(Elf *e, uint32_t want, const char *sym)
 {
-	size_t len = strlen(sym);
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-
-	while ((scn = elf_nextscn(e, scn))) {
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != want || !sh.sh_entsize)
-			continue;
-		d = elf_getdata(scn, NULL);
-		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym s;
-			const char *name;
-
-			if (!gelf_getsym(d, i, &s) || s.st_shndx == SHN_UNDEF ||
-			    GELF_ST_TYPE(s.st_info) != STT_FUNC)
-				continue;
-			name = elf_strptr(e, sh.sh_link, s.st_name);
-			if (name && !strncmp(name, sym, len) && (!name[len] || name[len] == '@'))
-				return true;
-		}
-	}
-	return false;
+	return !uprobes__elf_func(e, want, sym, NULL);
 }
 
 /* The allocator rule (top of file): exports malloc, or is static and defines it. */

@@ -18,6 +18,7 @@
 #include "bpfprof.h"
 #include "collect/alloc_cover.h"
 #include "collect/recorder.h"
+#include "collect/uprobes.h"
 #include "util/clock.h"
 #include "util/htab.h"
 #include "util/log.h"
@@ -241,7 +242,6 @@ static void read_exe(uint32_t pid, struct cover_image *im)
 	char link[64];
 	struct stat st;
 	size_t phnum;
-	Elf_Scn *scn = NULL;
 	Elf *e;
 	int fd;
 
@@ -262,27 +262,7 @@ static void read_exe(uint32_t pid, struct cover_image *im)
 		if (gelf_getphdr(e, i, &ph) && ph.p_type == PT_INTERP)
 			im->interp = true;
 	}
-	while ((scn = elf_nextscn(e, scn)) && !im->own_malloc) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
-			continue;
-		d = elf_getdata(scn, NULL);
-		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym s;
-			const char *name;
-
-			if (!gelf_getsym(d, i, &s) || s.st_shndx == SHN_UNDEF ||
-			    GELF_ST_TYPE(s.st_info) != STT_FUNC)
-				continue;
-			name = elf_strptr(e, sh.sh_link, s.st_name);
-			if (name && !strncmp(name, "malloc", 6) && (!name[6] || name[6] == '@')) {
-				im->own_malloc = true;
-				break;
-			}
-		}
-	}
+	im->own_malloc = !uprobes__elf_func(e, SHT_DYNSYM, "malloc", NULL);
 out:
 	elf_end(e);
 	close(fd);

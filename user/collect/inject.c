@@ -211,11 +211,10 @@ static int func_size(uint32_t pid, const struct maps *m, const char *func, uint6
 	for (int i = 0; i < m->n; i++) {
 		const struct region *r = &m->r[i];
 		char link[96];
-		Elf_Scn *scn = NULL;
 		struct stat st;
-		GElf_Shdr sh;
+		GElf_Sym sym;
 		Elf *e;
-		int fd;
+		int fd, ret;
 
 		if (!is_libc(r))
 			continue;
@@ -228,31 +227,12 @@ static int func_size(uint32_t pid, const struct maps *m, const char *func, uint6
 				close(fd);
 			continue;
 		}
-		while ((scn = elf_nextscn(e, scn))) {
-			Elf_Data *d;
-
-			if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize ||
-			    !(d = elf_getdata(scn, NULL)))
-				continue;
-			for (size_t k = 0; k < sh.sh_size / sh.sh_entsize; k++) {
-				GElf_Sym sym;
-				const char *name;
-
-				if (!gelf_getsym(d, k, &sym) || sym.st_shndx == SHN_UNDEF)
-					continue;
-				name = elf_strptr(e, sh.sh_link, sym.st_name);
-				if (name && !strncmp(name, func, strlen(func)) &&
-				    (!name[strlen(func)] || name[strlen(func)] == '@')) {
-					*size = sym.st_size;
-					elf_end(e);
-					close(fd);
-					return 0;
-				}
-			}
-		}
+		ret = uprobes__elf_func(e, SHT_DYNSYM, func, &sym);
+		if (!ret)
+			*size = sym.st_size;
 		elf_end(e);
 		close(fd);
-		return -ENOENT;
+		return ret;
 	}
 	return -ENOENT;
 }

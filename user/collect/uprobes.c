@@ -168,13 +168,42 @@ uint64_t uprobes__live(void)
 	return __atomic_load_n(&live_probes, __ATOMIC_RELAXED);
 }
 
+int uprobes__elf_func(Elf *e, uint32_t sh_type, const char *name, GElf_Sym *sym)
+{
+	size_t len = strlen(name);
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(e, scn))) {
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != sh_type || !sh.sh_entsize ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *n;
+
+			if (!gelf_getsym(d, i, &s) || s.st_shndx == SHN_UNDEF ||
+			    GELF_ST_TYPE(s.st_info) != STT_FUNC)
+				continue;
+			n = elf_strptr(e, sh.sh_link, s.st_name);
+			if (n && !strncmp(n, name, len) && (!n[len] || n[len] == '@')) {
+				if (sym)
+					*sym = s;
+				return 0;
+			}
+		}
+	}
+	return -ENOENT;
+}
+
 int uprobes__func_offset(int fd, const char *func, uint64_t *off)
 {
-	size_t flen = strlen(func), shnum, phnum;
-	Elf_Scn *scn = NULL;
+	size_t shnum, phnum;
 	uint64_t vaddr = 0;
 	bool found = false;
-	GElf_Shdr sh;
+	GElf_Sym sym;
 	Elf *e;
 	int ret = -ENOENT;
 
@@ -189,34 +218,10 @@ int uprobes__func_offset(int fd, const char *func, uint64_t *off)
 	}
 	/* .dynsym first: the symbol the dynamic linker binds calls to */
 	for (int pass = 0; pass < 2 && !found; pass++) {
-		uint32_t want = pass ? SHT_SYMTAB : SHT_DYNSYM;
-
-		scn = NULL;
-		while (!found && (scn = elf_nextscn(e, scn))) {
-			Elf_Data *d;
-			size_t n;
-
-			if (!gelf_getshdr(scn, &sh) || sh.sh_type != want || !sh.sh_entsize)
-				continue;
-			d = elf_getdata(scn, NULL);
-			if (!d)
-				continue;
-			n = sh.sh_size / sh.sh_entsize;
-			for (size_t i = 0; i < n; i++) {
-				GElf_Sym sym;
-				const char *name;
-
-				if (!gelf_getsym(d, i, &sym) || sym.st_shndx == SHN_UNDEF ||
-				    !sym.st_value || GELF_ST_TYPE(sym.st_info) != STT_FUNC)
-					continue;
-				name = elf_strptr(e, sh.sh_link, sym.st_name);
-				if (!name || strncmp(name, func, flen) ||
-				    (name[flen] && name[flen] != '@'))
-					continue;
-				vaddr = sym.st_value;
-				found = true;
-				break;
-			}
+		if (!uprobes__elf_func(e, pass ? SHT_SYMTAB : SHT_DYNSYM, func, &sym) &&
+		    sym.st_value) {
+			vaddr = sym.st_value;
+			found = true;
 		}
 	}
 	if (!found)

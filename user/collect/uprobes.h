@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <gelf.h>
 
 struct bpf_object;
 struct bpf_program;
@@ -85,6 +86,14 @@ void uprobes__prepare(struct bpf_object *obj);
 /* Probes attached now, by every struct uprobes of the run. */
 uint64_t uprobes__live(void);
 
+/*
+ * The defined function (STT_FUNC) named name, or name@VERSION, in e's
+ * symbol tables of type sh_type (SHT_DYNSYM, SHT_SYMTAB): 0 and the first
+ * such symbol in *sym (NULL: not wanted), or -ENOENT. The one lookup of a
+ * function by name in collect/ (probe points, a program's own malloc, the
+ * size of libc's function for injection).
+ */
+int uprobes__elf_func(Elf *e, uint32_t sh_type, const char *name, GElf_Sym *sym);
 /*
  * File offset of a function symbol in the ELF file at fd: .dynsym first,
  * then .symtab. Returns 0 and *off, or -ENOENT / -errno. Exposed for tests.
